@@ -1,0 +1,391 @@
+"""Elementwise HLO opcodes for the reference evaluator, with XLA's edge-case semantics.
+
+Integer arithmetic wraps. Integer division follows XLA: `x / 0` is -1 (all ones for unsigned
+types), `INT_MIN / -1` is INT_MIN, `x % 0` is x and `INT_MIN % -1` is 0; both truncate toward
+zero like C. Shifts by an amount >= the bit width give 0 (logical) or the sign fill
+(arithmetic). Float-to-integer `convert` truncates and saturates, NaN becomes 0. Float
+transcendentals are computed in float64 (complex128) and rounded once to the result type, so
+the reference is as accurate as the result type allows.
+
+Every function here takes numpy arrays and returns an array; the caller casts the result to
+the instruction's dtype and shape.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "compare", "convert", "bitcast_convert",
+           "reduce_precision", "round_to_bf16", "total_order_key"]
+
+
+def _is_int(x) -> bool:
+    return x.dtype.kind in "iu"
+
+
+def _is_float(x) -> bool:
+    return x.dtype.kind == "f"
+
+
+def _wide(x):
+    """float16/float32 -> float64 and complex64 -> complex128, for accurate transcendentals."""
+    if x.dtype.kind == "f":
+        return x.astype(np.float64)
+    if x.dtype.kind == "c":
+        return x.astype(np.complex128)
+    return x.astype(np.float64)
+
+
+def _transcendental(fn):
+    def apply(x):
+        return fn(_wide(x)).astype(x.dtype if x.dtype.kind in "fc" else np.float64)
+    return apply
+
+
+def _erf64(x):
+    try:
+        from scipy.special import erf  # optional, only for speed
+        return erf(x)
+    except ImportError:  # pragma: no cover - depends on the environment
+        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+
+
+def _logistic64(x):
+    # Written with tanh so neither tail overflows.
+    return 0.5 * np.tanh(0.5 * x) + 0.5
+
+
+def _rsqrt64(x):
+    return 1.0 / np.sqrt(x)
+
+
+def _sign(x):
+    if _is_int(x) or x.dtype == np.bool_:
+        return np.sign(x)
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        with np.errstate(all="ignore"):
+            out = x / np.where(mag == 0, 1, mag)
+        return np.where(mag == 0, np.zeros_like(x), out).astype(x.dtype)
+    one = np.copysign(np.ones_like(x), x)
+    return np.where((x == 0) | np.isnan(x), x, one)
+
+
+def _round_afz(x):
+    """Round half away from zero, exactly (no `floor(|x| + 0.5)` double rounding)."""
+    if not _is_float(x):
+        return x
+    t = np.trunc(x)
+    frac = np.abs(x - t)
+    step = np.copysign(np.ones_like(x), x)
+    return np.where(frac >= 0.5, t + step, t).astype(x.dtype)
+
+
+def _popcnt(x):
+    if x.dtype == np.bool_:
+        return x
+    return np.bitwise_count(x).astype(x.dtype)
+
+
+def _unsigned_view(x):
+    return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+
+
+def _clz(x):
+    bits = x.dtype.itemsize * 8
+    u = _unsigned_view(np.ascontiguousarray(x)).astype(np.uint64)
+    count = np.zeros(u.shape, dtype=np.int64)
+    # Binary search for the highest set bit, all lanes at once.
+    shift = bits // 2
+    while shift >= 1:
+        high = (u >> np.uint64(shift)) != 0
+        u = np.where(high, u >> np.uint64(shift), u)
+        count = np.where(high, count + shift, count)
+        shift //= 2
+    bit_length = np.where(u != 0, count + 1, 0)
+    return (bits - bit_length).astype(x.dtype)
+
+
+def _not(x):
+    return np.invert(x)
+
+
+def _real(x):
+    return np.real(x).copy()
+
+
+def _imag(x):
+    return np.imag(x) if x.dtype.kind == "c" else np.zeros_like(x)
+
+
+UNARY = {
+    "negate": np.negative,
+    "abs": np.abs,
+    "sign": _sign,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round-nearest-afz": _round_afz,
+    "round-nearest-even": np.rint,
+    "exponential": _transcendental(np.exp),
+    "exponential-minus-one": _transcendental(np.expm1),
+    "log": _transcendental(np.log),
+    "log-plus-one": _transcendental(np.log1p),
+    "sqrt": _transcendental(np.sqrt),
+    "rsqrt": _transcendental(_rsqrt64),
+    "cbrt": _transcendental(np.cbrt),
+    "tanh": _transcendental(np.tanh),
+    "logistic": _transcendental(_logistic64),
+    "sine": _transcendental(np.sin),
+    "cosine": _transcendental(np.cos),
+    "tan": _transcendental(np.tan),
+    "erf": _transcendental(_erf64),
+    "not": _not,
+    "popcnt": _popcnt,
+    "is-finite": np.isfinite,
+    "real": _real,
+    "imag": _imag,
+    "clz": _clz,
+    "copy": np.copy,
+}
+
+
+def _signed_min(dtype):
+    return np.iinfo(dtype).min if dtype.kind == "i" else None
+
+
+def _all_ones(dtype):
+    return np.array(-1).astype(dtype) if dtype.kind == "i" else np.array(
+        np.iinfo(dtype).max, dtype=dtype)
+
+
+def _int_div_parts(a, b):
+    """Truncating quotient and remainder with XLA's rules for 0 and INT_MIN / -1."""
+    a, b = np.broadcast_arrays(a, b)
+    zero = b == 0
+    smin = _signed_min(a.dtype)
+    overflow = (a == smin) & (b == -1) if smin is not None else np.zeros(a.shape, bool)
+    safe = np.where(zero | overflow, np.ones_like(b), b)
+    rem = np.fmod(a, safe)
+    quot = (a - rem) // safe  # exact: a - rem is a multiple of safe
+    return a, zero, overflow, quot, rem
+
+
+def _divide(a, b):
+    if not _is_int(a):
+        return np.true_divide(a, b)
+    a, zero, overflow, quot, _ = _int_div_parts(a, b)
+    quot = np.where(overflow, a, quot)  # a is INT_MIN there
+    return np.where(zero, _all_ones(a.dtype), quot)
+
+
+def _remainder(a, b):
+    if not _is_int(a):
+        return np.fmod(a, b)
+    a, zero, overflow, _, rem = _int_div_parts(a, b)
+    rem = np.where(overflow, np.zeros_like(rem), rem)
+    return np.where(zero, a, rem)
+
+
+def _int_power(base, exp):
+    base, exp = np.broadcast_arrays(base, exp)
+    acc = np.ones_like(base)
+    b = base.copy()
+    e = exp.copy()
+    negative = e < 0 if e.dtype.kind == "i" else np.zeros(e.shape, bool)
+    e = np.where(negative, np.zeros_like(e), e)
+    while np.any(e != 0):
+        odd = (e & 1) == 1
+        acc = np.where(odd, acc * b, acc)
+        b = b * b
+        e = e >> 1
+    if not negative.any():
+        return acc
+    # Negative exponents: 1 for base 1, +-1 for base -1, else 0.
+    even = (exp % 2) == 0
+    neg_case = np.where(base == 1, np.ones_like(base), np.zeros_like(base))
+    if base.dtype.kind == "i":
+        neg_case = np.where(base == -1, np.where(even, 1, -1).astype(base.dtype), neg_case)
+    return np.where(negative, neg_case, acc)
+
+
+def _power(a, b):
+    if _is_int(a):
+        return _int_power(a, b)
+    if a.dtype.kind == "c":
+        return np.power(a.astype(np.complex128), b.astype(np.complex128)).astype(a.dtype)
+    return np.power(_wide(a), _wide(b)).astype(a.dtype)
+
+
+def _atan2(a, b):
+    return np.arctan2(_wide(a), _wide(b)).astype(a.dtype)
+
+
+def _shift(kind):
+    def apply(x, amount):
+        x, amount = np.broadcast_arrays(x, amount)
+        bits = x.dtype.itemsize * 8
+        amt_u = _unsigned_view(np.ascontiguousarray(amount))
+        too_far = amt_u >= bits
+        safe = np.where(too_far, 0, amt_u).astype(x.dtype)
+        if kind == "left":
+            out = np.left_shift(x, safe)
+            return np.where(too_far, np.zeros_like(x), out)
+        if kind == "logical":
+            u = _unsigned_view(np.ascontiguousarray(x))
+            out = np.right_shift(u, safe.astype(u.dtype)).view(x.dtype)
+            return np.where(too_far, np.zeros_like(x), out)
+        out = np.right_shift(x, safe)
+        fill = np.where(x < 0, np.array(-1).astype(x.dtype), np.zeros_like(x)) \
+            if x.dtype.kind == "i" else np.zeros_like(x)
+        return np.where(too_far, fill, out)
+    return apply
+
+
+def _complex(re, im):
+    re, im = np.broadcast_arrays(re, im)
+    ctype = np.complex64 if re.dtype == np.float32 else np.complex128
+    out = np.empty(re.shape, dtype=ctype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def _logical_or_bitwise(fn):
+    def apply(a, b):
+        return fn(a, b)
+    return apply
+
+
+BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": _divide,
+    "remainder": _remainder,
+    "power": _power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "atan2": _atan2,
+    "and": _logical_or_bitwise(np.bitwise_and),
+    "or": _logical_or_bitwise(np.bitwise_or),
+    "xor": _logical_or_bitwise(np.bitwise_xor),
+    "shift-left": _shift("left"),
+    "shift-right-logical": _shift("logical"),
+    "shift-right-arithmetic": _shift("arithmetic"),
+    "complex": _complex,
+}
+
+ELEMENTWISE_OPCODES = frozenset(UNARY) | frozenset(BINARY) | {
+    "compare", "select", "clamp", "convert", "bitcast-convert", "reduce-precision"}
+
+
+def total_order_key(x):
+    """Integers that order floats as XLA's TOTALORDER: -NaN < -inf < ... < -0 < 0 < ... < NaN."""
+    x = np.ascontiguousarray(x)
+    signed = x.view(np.dtype(f"i{x.dtype.itemsize}"))
+    bits = x.dtype.itemsize * 8
+    mask = np.array((1 << (bits - 1)) - 1).astype(signed.dtype)
+    return np.where(signed < 0, signed ^ mask, signed)
+
+
+_DIRECTIONS = {
+    "EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
+    "GT": np.greater, "GE": np.greater_equal,
+}
+
+
+def compare(a, b, direction: str, comparison_type: str | None = None):
+    """XLA compare: FLOAT (IEEE, NaN unordered), TOTALORDER, SIGNED or UNSIGNED."""
+    fn = _DIRECTIONS[direction]
+    a, b = np.asarray(a), np.asarray(b)
+    if comparison_type == "TOTALORDER" and a.dtype.kind == "f":
+        a, b = np.broadcast_arrays(a, b)
+        return fn(total_order_key(a), total_order_key(b))
+    if comparison_type == "UNSIGNED" and a.dtype.kind == "i":
+        a, b = (_unsigned_view(np.ascontiguousarray(v)) for v in np.broadcast_arrays(a, b))
+    elif comparison_type == "SIGNED" and a.dtype.kind == "u":
+        a, b = (np.ascontiguousarray(v).view(np.dtype(f"i{v.dtype.itemsize}"))
+                for v in np.broadcast_arrays(a, b))
+    return fn(a, b)
+
+
+def _float_to_int(x, dtype):
+    info = np.iinfo(dtype)
+    t = np.trunc(x.astype(np.float64))
+    nan = np.isnan(t)
+    hi = t >= float(info.max)
+    lo = t <= float(info.min)
+    mid = ~(nan | hi | lo)
+    out = np.zeros(x.shape, dtype=dtype)
+    out[hi] = info.max
+    out[lo] = info.min
+    out[mid] = t[mid].astype(dtype)
+    return out
+
+
+def convert(x, dtype):
+    """XLA convert: wrap int->int, saturating float->int (NaN -> 0), x != 0 for -> pred."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return x != 0
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = np.real(x)
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        return _float_to_int(x, dtype)
+    return x.astype(dtype)
+
+
+def bitcast_convert(x, dtype):
+    """Reinterpret the bits; a narrower result gains a minor dimension, a wider one loses it."""
+    dtype = np.dtype(dtype)
+    x = np.ascontiguousarray(x)
+    if dtype.itemsize == x.dtype.itemsize:
+        return x.view(dtype)
+    if dtype.itemsize < x.dtype.itemsize:
+        ratio = x.dtype.itemsize // dtype.itemsize
+        return x.reshape(x.shape + (1,)).view(dtype).reshape(x.shape + (ratio,))
+    return x.view(dtype).reshape(x.shape[:-1])
+
+
+_FLOAT_LAYOUT = {2: (np.uint16, 5, 10), 4: (np.uint32, 8, 23), 8: (np.uint64, 11, 52)}
+
+
+def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
+    """Round to a float format with the given exponent/mantissa bits (XLA reduce-precision).
+
+    Mantissas round to nearest even; exponents above the reduced range become infinity,
+    those at or below its smallest normal exponent become (signed) zero; NaN stays NaN.
+    """
+    if x.dtype.kind != "f":
+        return x
+    utype, ebits, mbits = _FLOAT_LAYOUT[x.dtype.itemsize]
+    u = np.ascontiguousarray(x).view(utype).copy()
+    one = utype(1)
+    if mantissa_bits < mbits:
+        drop = mbits - mantissa_bits
+        last_bit = (u >> utype(drop)) & one
+        bias = (utype(1) << utype(drop - 1)) - one + last_bit
+        u = (u + bias) & ~((utype(1) << utype(drop)) - one)
+    if exponent_bits < ebits:
+        exp_mask = ((utype(1) << utype(ebits)) - one) << utype(mbits)
+        sign_mask = utype(1) << utype(ebits + mbits)
+        full_bias = (1 << (ebits - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        max_exp = utype(full_bias + reduced_bias) << utype(mbits)
+        min_exp = utype(full_bias - reduced_bias) << utype(mbits)
+        exponent = u & exp_mask
+        signed_zero = u & sign_mask
+        u = np.where(exponent > max_exp, signed_zero | exp_mask, u)
+        u = np.where(exponent <= min_exp, signed_zero, u)
+    out = u.view(x.dtype)
+    nan = np.isnan(x)
+    if mantissa_bits > 0:
+        return np.where(nan, x, out)
+    return np.where(nan, np.array(np.inf, x.dtype), out)
+
+
+def round_to_bf16(x):
+    """Round float32 values to the nearest bfloat16 (kept in float32 storage)."""
+    return reduce_precision(np.asarray(x, np.float32), 8, 7)
