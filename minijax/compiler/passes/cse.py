@@ -1,0 +1,62 @@
+"""Common subexpression elimination.
+
+Two instructions compute the same value when they have the same opcode, result shape,
+operands (the very same instruction objects), attributes, called computations and, for
+constants, the same literal. Walking each computation in program order, CSE keeps the first
+of every such group and points the users of the others at it. Because operands are compared
+by identity, one walk merges whole chains: once two `a` are merged, the two `exp(a)` that
+used them become identical too.
+
+Parameters and side-effecting ops (rng, custom-call, ...) are never merged.
+"""
+
+from __future__ import annotations
+
+from minijax.compiler.hlo.ir import Instruction, Module
+from minijax.compiler.passes.opcodes import COMMUTATIVE, SIDE_EFFECTING
+from minijax.compiler.passes.utils import optimizable_computations, replace_instruction
+
+
+def _freeze(value):
+    """A hashable version of an attribute value (dicts and lists become tuples)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def value_key(instr: Instruction):
+    """A key equal for two instructions exactly when they compute the same value."""
+    operand_ids = [id(op) for op in instr.operands]
+    if instr.opcode in COMMUTATIVE and len(operand_ids) == 2:
+        operand_ids.sort()
+    called = tuple(sorted((k, tuple(id(c) for c in (v if isinstance(v, list) else [v])))
+                          for k, v in instr.called.items()))
+    literal = None
+    if instr.literal is not None:
+        literal = (str(instr.literal.dtype), instr.literal.shape, instr.literal.tobytes())
+    return (instr.opcode, instr.shape, tuple(operand_ids), _freeze(instr.attrs), called,
+            literal)
+
+
+class CommonSubexpressionElimination:
+    name = "cse"
+
+    def run(self, module: Module) -> bool:
+        changed = False
+        for comp in optimizable_computations(module):
+            seen: dict = {}
+            for instr in list(comp.instructions):
+                if instr.opcode == "parameter" or instr.opcode in SIDE_EFFECTING:
+                    continue
+                try:
+                    key = value_key(instr)
+                    hash(key)
+                except TypeError:  # an attribute we cannot hash: leave it alone
+                    continue
+                first = seen.setdefault(key, instr)
+                if first is not instr:
+                    replace_instruction(comp, instr, first)
+                    changed = True
+        return changed

@@ -1,0 +1,268 @@
+"""Fusion: merge producers into their consumers so intermediates never reach memory.
+
+A fused kernel computes each output element by evaluating its whole expression tree for
+that element ("elemental" code generation), so values inside a fusion live in registers.
+The pass works in three phases over each sequential computation (the entry and control-flow
+bodies):
+
+1. Producer-consumer fusion. Consumers are visited from the root backwards; each consumer
+   that can root a fusion (a loop-fusible op, or a reduce, which roots a kInput fusion)
+   pulls in its operands one at a time while `should_fuse` accepts them. A producer with
+   other users is duplicated into the fusion, but only when it is cheap: an expensive
+   producer (exp, log, divide, ...) is never computed twice.
+2. Multi-output fusion with a reduction: an elementwise producer rejected in phase 1 only
+   because it has several users is fused into a reduction that consumes it, and also
+   leaves that fusion as an extra output (softmax's exp: summed and also divided).
+3. Sibling multi-output fusion: two fusions that read the same input and have the same
+   loop shape become one kernel that reads the input once (mean and mean-of-squares).
+
+dot, convolution, sort, gather, scatter, while, conditional and friends are never fused;
+their elementwise epilogues fuse with each other as a loop fusion that reads the dot.
+
+Every accept/reject decision is recorded, once, in `module.fusion_log`.
+"""
+
+from __future__ import annotations
+
+from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.passes.fusion_builder import (
+    FusionBuilder,
+    fused_computation,
+    fusion_outputs,
+    is_multi_output,
+)
+from minijax.compiler.passes.opcodes import ELEMENTWISE, EXPENSIVE, LOOP_FUSIBLE
+from minijax.compiler.passes.utils import (
+    NameUniquer,
+    drop_unreachable_computations,
+    reaches,
+    sequential_computations,
+    users_of,
+)
+
+MAX_FUSION_OPERANDS = 64
+
+
+def _kind(instr: Instruction) -> str | None:
+    return instr.attrs.get("kind") if instr.opcode == "fusion" else None
+
+
+def is_expensive(instr: Instruction) -> bool:
+    """True if computing `instr` (or anything inside it, for a fusion) is costly."""
+    if instr.opcode == "fusion":
+        return any(i.opcode in EXPENSIVE for i in fused_computation(instr).instructions)
+    return instr.opcode in EXPENSIVE
+
+
+def can_root_fusion(instr: Instruction) -> bool:
+    """Loop-fusible ops, single-input reduces and (single-output) fusions may be consumers."""
+    if instr.shape.is_tuple or not instr.operands:
+        return False
+    if instr.opcode == "fusion":
+        return _kind(instr) in ("kLoop", "kInput") and not is_multi_output(instr)
+    if instr.opcode == "reduce":
+        return len(instr.operands) == 2
+    return instr.opcode in LOOP_FUSIBLE
+
+
+def _reads_elements_repeatedly(consumer: Instruction, producer: Instruction) -> bool:
+    """True if the consumer reads some element of `producer` more than once (broadcast)."""
+    if consumer.opcode != "fusion":
+        return consumer.opcode == "broadcast"
+    body = fused_computation(consumer)
+    index = next(i for i, op in enumerate(consumer.operands) if op is producer)
+    param = body.parameters[index]
+    return any(u.opcode == "broadcast" for u in users_of(body, param))
+
+
+def loop_signature(fusion: Instruction):
+    """What one loop over the fusion's index space looks like: ("kLoop", dims) or
+    ("kInput", reduce input dims, reduced dims)."""
+    outputs = fusion_outputs(fusion)
+    if _kind(fusion) == "kInput":
+        reduce = next(o for o in outputs if o.opcode == "reduce")
+        return ("kInput", tuple(reduce.operands[0].shape.dims),
+                tuple(sorted(reduce.attrs["dimensions"])))
+    return ("kLoop", tuple(outputs[0].shape.dims))
+
+
+def reduce_input_dims(fusion: Instruction):
+    return loop_signature(fusion)[1] if _kind(fusion) == "kInput" else None
+
+
+def siblings_compatible(a: Instruction, b: Instruction) -> bool:
+    """Two fusions can share one loop if their index spaces match."""
+    sa, sb = loop_signature(a), loop_signature(b)
+    if sa == sb:
+        return True
+    if sa[0] == sb[0]:
+        return False
+    return sa[1] == sb[1]  # a loop fusion over the reduce's input index space
+
+
+class Fusion:
+    """The fusion pass. `multi_output=False` stops after producer-consumer fusion."""
+
+    name = "fusion"
+
+    def __init__(self, multi_output: bool = True, max_operands: int = MAX_FUSION_OPERANDS):
+        self.multi_output = multi_output
+        self.max_operands = max_operands
+
+    def run(self, module: Module) -> bool:
+        if getattr(module, "fusion_log", None) is None:
+            module.fusion_log = []
+        self._log_list = module.fusion_log
+        self._logged = set(self._log_list)
+        names = NameUniquer(module)
+        changed = False
+        for comp in sequential_computations(module):
+            builder = FusionBuilder(module, comp, names)
+            changed |= self._producer_consumer(comp, builder)
+            if self.multi_output:
+                changed |= self._reduce_extra_outputs(comp, builder)
+                changed |= self._siblings(comp, builder)
+        if changed:
+            drop_unreachable_computations(module)
+        return changed
+
+    def _log(self, message: str) -> None:
+        if message not in self._logged:
+            self._logged.add(message)
+            self._log_list.append(message)
+
+    # -- phase 1 -------------------------------------------------------------------------
+
+    def should_fuse(self, producer: Instruction, consumer: Instruction,
+                    users: list[Instruction]) -> tuple[bool, str]:
+        """Decide whether `producer` may be fused into `consumer`; return (ok, reason)."""
+        op = producer.opcode
+        if producer.shape.is_tuple:
+            return False, "tuple-shaped result"
+        if op == "constant":
+            if producer.shape.rank == 0:
+                return True, "scalar constant"
+            return False, "non-scalar constant stays in its own buffer"
+        if op == "fusion":
+            if is_multi_output(producer):
+                return False, "multi-output fusion"
+            if _kind(producer) != "kLoop":
+                return False, "a reduction only fuses as the root of its fusion"
+        elif op == "reduce":
+            return False, "a reduction only fuses as the root of its fusion"
+        elif op not in LOOP_FUSIBLE:
+            return False, f"{op} is never fused into a loop fusion"
+        expensive = is_expensive(producer)
+        if len(users) > 1 and expensive:
+            return False, f"expensive op with {len(users)} users"
+        if expensive and _reads_elements_repeatedly(consumer, producer):
+            return False, "expensive producer would be recomputed for every broadcast copy"
+        extra = len({id(o) for o in producer.operands} - {id(o) for o in consumer.operands})
+        if len(consumer.operands) + extra > self.max_operands:
+            return False, f"fusion would exceed {self.max_operands} operands"
+        if op == "fusion":
+            reason = "loop fusion producer"
+        elif op in ELEMENTWISE:
+            reason = "elementwise producer"
+        else:
+            reason = f"{op} producer"
+        if len(users) > 1:
+            reason += f", duplicated (cheap, {len(users)} users)"
+        return True, reason
+
+    def _producer_consumer(self, comp: Computation, builder: FusionBuilder) -> bool:
+        changed = False
+        for consumer in reversed(list(comp.instructions)):
+            if consumer not in comp.instructions or not can_root_fusion(consumer):
+                continue
+            changed |= self._grow(comp, builder, consumer)
+        return changed
+
+    def _grow(self, comp: Computation, builder: FusionBuilder, consumer: Instruction) -> bool:
+        """Fuse as many of `consumer`'s producers into it as `should_fuse` allows."""
+        label, current, rejected, changed = consumer.name, consumer, set(), False
+        progress = True
+        while progress:
+            progress = False
+            for producer in list(dict.fromkeys(current.operands)):
+                if id(producer) in rejected or producer.opcode == "parameter":
+                    continue
+                users = users_of(comp, producer)
+                ok, reason = self.should_fuse(producer, current, users)
+                if not ok:
+                    rejected.add(id(producer))
+                    user_names = ", ".join(u.name for u in users)
+                    self._log(f"reject {producer.name} -> ({user_names}): {reason}")
+                    continue
+                self._log(f"fuse {producer.name} into {label}: {reason}")
+                if current.opcode != "fusion":
+                    kind = "kInput" if current.opcode == "reduce" else "kLoop"
+                    current = builder.wrap(current, kind)
+                builder.fuse_producer(current, producer, keep=len(users) > 1)
+                changed = progress = True
+                break
+        return changed
+
+    # -- phase 2 -------------------------------------------------------------------------
+
+    def _reduce_extra_outputs(self, comp: Computation, builder: FusionBuilder) -> bool:
+        changed = False
+        for fusion in list(comp.instructions):
+            if _kind(fusion) != "kInput" or fusion not in comp.instructions:
+                continue
+            for producer in list(dict.fromkeys(fusion.operands)):
+                if self._try_extra_output(comp, builder, fusion, producer):
+                    changed = True
+        return changed
+
+    def _try_extra_output(self, comp, builder, fusion, producer) -> bool:
+        loop_fusion = _kind(producer) == "kLoop" and not is_multi_output(producer)
+        elementwise = producer.opcode in ELEMENTWISE and not producer.shape.is_tuple
+        if not (loop_fusion or elementwise):
+            return False
+        others = [u for u in users_of(comp, producer) if u is not fusion]
+        if not others or tuple(producer.shape.dims) != reduce_input_dims(fusion):
+            return False
+        names = ", ".join(u.name for u in others)
+        if any(reaches(producer, op) for op in fusion.operands if op is not producer):
+            self._log(f"reject {producer.name} as extra output of {fusion.name}: "
+                      "another path leads from it to the reduction")
+            return False
+        self._log(f"fuse {producer.name} into {fusion.name} as an extra output: computed "
+                  f"once in the reduction's loop, also read by ({names})")
+        builder.add_output(fusion, producer)
+        return True
+
+    # -- phase 3 -------------------------------------------------------------------------
+
+    def _siblings(self, comp: Computation, builder: FusionBuilder) -> bool:
+        changed = False
+        while self._merge_one_sibling_pair(comp, builder):
+            changed = True
+        return changed
+
+    def _merge_one_sibling_pair(self, comp: Computation, builder: FusionBuilder) -> bool:
+        for shared in list(comp.instructions):
+            fusions = [u for u in users_of(comp, shared) if _kind(u) in ("kLoop", "kInput")]
+            for i, a in enumerate(fusions):
+                for b in fusions[i + 1:]:
+                    if self._can_merge_siblings(a, b, shared):
+                        kind = "kInput" if "kInput" in (_kind(a), _kind(b)) else "kLoop"
+                        self._log(f"merge sibling fusions {a.name} and {b.name}: both read "
+                                  f"{shared.name}, same loop shape")
+                        builder.merge_siblings(a, b, kind)
+                        return True
+        return False
+
+    def _can_merge_siblings(self, a, b, shared) -> bool:
+        if not siblings_compatible(a, b):
+            self._log(f"reject sibling merge {a.name} + {b.name} (both read {shared.name}): "
+                      "different loop shapes")
+            return False
+        if reaches(a, b) or reaches(b, a):
+            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other")
+            return False
+        operands = {id(o) for o in a.operands} | {id(o) for o in b.operands}
+        if len(operands) > self.max_operands:
+            return False
+        return True

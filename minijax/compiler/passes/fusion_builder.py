@@ -1,0 +1,214 @@
+"""Graph surgery for fusion: create fusion instructions and move instructions into them.
+
+A fusion instruction `f = fusion(a, b, ...), kind=kLoop, calls=fused_computation` runs its
+fused computation as one kernel; the fused computation's parameter i is f's operand i. The
+FusionBuilder keeps that correspondence while instructions move in:
+
+  wrap(x)                  x becomes the root of a new one-instruction fusion
+  fuse_producer(f, p)      p's computation is copied into f, in place of the parameter for p
+  add_output(f, p)         like fuse_producer, and p's value also leaves f as an extra output
+  merge_siblings(a, b)     two fusions become one multi-output fusion
+
+Multi-output fusions have a tuple root; outside, their users read them via get-tuple-element.
+The decisions (what to fuse) live in fusion.py; this file only edits the graph.
+"""
+
+from __future__ import annotations
+
+from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.passes.utils import NameUniquer, clone
+
+KIND_PREFIX = {"kLoop": "loop", "kInput": "input", "kOutput": "output"}
+
+
+def fused_computation(fusion: Instruction) -> Computation:
+    return fusion.called["calls"]
+
+
+def is_multi_output(instr: Instruction) -> bool:
+    return instr.opcode == "fusion" and fused_computation(instr).root.opcode == "tuple"
+
+
+def fusion_outputs(fusion: Instruction) -> list[Instruction]:
+    """The values a fusion produces: the root, or the root tuple's operands."""
+    root = fused_computation(fusion).root
+    return list(root.operands) if root.opcode == "tuple" else [root]
+
+
+class FusionBuilder:
+    """Edits fusions inside one computation `comp` of `module`."""
+
+    def __init__(self, module: Module, comp: Computation, names: NameUniquer):
+        self.module, self.comp, self.names = module, comp, names
+
+    # -- parameters ----------------------------------------------------------------------
+
+    def _param_for(self, fusion: Instruction, outer: Instruction) -> Instruction:
+        """The fused parameter that reads `outer`, added as a new operand if needed."""
+        body = fused_computation(fusion)
+        for i, op in enumerate(fusion.operands):
+            if op is outer:
+                return body.parameters[i]
+        number = len(fusion.operands)
+        param = Instruction("parameter", outer.shape, name=self.names.fresh(f"param_{number}"),
+                            parameter_number=number)
+        body.instructions.insert(number, param)
+        fusion.operands.append(outer)
+        return param
+
+    def _remove_param(self, fusion: Instruction, index: int) -> None:
+        body = fused_computation(fusion)
+        params = body.parameters
+        body.instructions.remove(params[index])
+        fusion.operands.pop(index)
+        for p in params[index + 1:]:
+            p.parameter_number -= 1
+
+    # -- moving code into a fusion -------------------------------------------------------
+
+    def _copy_into(self, fusion: Instruction, producer: Instruction, rename: bool):
+        """Copy `producer` (an instruction, or a fusion's whole body) into `fusion`; return
+        the copy of its result. `rename` gives the copies fresh names (used when the
+        producer also stays outside)."""
+        body = fused_computation(fusion)
+
+        def name_of(instr):
+            return self.names.fresh(instr.name) if rename else instr.name
+
+        if producer.opcode != "fusion":
+            operands = [self._param_for(fusion, op) for op in producer.operands]
+            copy = clone(producer, operands, name_of(producer))
+            body.instructions.append(copy)
+            return copy
+        inner = fused_computation(producer)
+        mapping = {id(p): self._param_for(fusion, producer.operands[p.parameter_number])
+                   for p in inner.parameters}
+        for instr in inner.instructions:
+            if instr.opcode == "parameter":
+                continue
+            copy = clone(instr, [mapping[id(op)] for op in instr.operands], name_of(instr))
+            body.instructions.append(copy)
+            mapping[id(instr)] = copy
+        return mapping[id(inner.root)]
+
+    def _substitute_param(self, fusion: Instruction, producer: Instruction, rename: bool):
+        """Replace the parameter reading `producer` by a copy of the producer's code."""
+        body = fused_computation(fusion)
+        index = next(i for i, op in enumerate(fusion.operands) if op is producer)
+        old_param = body.parameters[index]
+        value = self._copy_into(fusion, producer, rename)
+        body.replace_all_uses(old_param, value)
+        self._remove_param(fusion, index)
+        body.topological_sort()
+        return value
+
+    def wrap(self, instr: Instruction, kind: str) -> Instruction:
+        """Replace `instr` by a fusion whose body holds just (a copy of) `instr`."""
+        body = Computation(self.names.fresh(f"fused_{instr.opcode}"))
+        prefix = KIND_PREFIX[kind]
+        fusion = Instruction("fusion", instr.shape, [], attrs={"kind": kind},
+                             called={"calls": body},
+                             name=self.names.fresh(f"{prefix}_{instr.opcode}_fusion"),
+                             metadata=dict(instr.metadata))
+        operands = [self._param_for(fusion, op) for op in instr.operands]
+        copy = clone(instr, operands, instr.name)
+        body.add(copy)
+        body.root = copy
+        self.module.add_computation(body)
+        position = self.comp.instructions.index(instr)
+        self.comp.replace_all_uses(instr, fusion)
+        self.comp.instructions[position] = fusion
+        return fusion
+
+    def fuse_producer(self, fusion: Instruction, producer: Instruction, keep: bool) -> None:
+        """Move `producer` into `fusion`. With keep=True the producer has other users and
+        stays outside too (it is duplicated); otherwise it leaves the computation."""
+        self._substitute_param(fusion, producer, rename=keep)
+        if not keep:
+            self.comp.instructions.remove(producer)
+
+    # -- multi-output --------------------------------------------------------------------
+
+    def _redirect(self, old: Instruction, new: Instruction) -> None:
+        """Point every user of `old` except `new` itself at `new`."""
+        for instr in self.comp.instructions:
+            if instr is not new:
+                instr.operands = [new if op is old else op for op in instr.operands]
+        if self.comp.root is old:
+            self.comp.root = new
+
+    def _tuple_element(self, fusion: Instruction, index: int) -> Instruction:
+        shape = fusion.shape.tuple_shapes[index]
+        gte = Instruction("get-tuple-element", shape, [fusion], attrs={"index": index},
+                          name=self.names.fresh("get-tuple-element"))
+        self.comp.instructions.append(gte)
+        return gte
+
+    def _set_outputs(self, fusion: Instruction, outputs: list[Instruction]) -> None:
+        body = fused_computation(fusion)
+        if body.root is not None and body.root.opcode == "tuple":
+            body.instructions.remove(body.root)
+        root = Instruction("tuple", Shape.tuple([o.shape for o in outputs]), list(outputs),
+                           name=self.names.fresh("tuple"))
+        body.add(root)
+        body.root = root
+        fusion.shape = root.shape
+
+    def _expose_as_tuple(self, fusion: Instruction) -> None:
+        """Turn a single-output fusion into a 1-tuple one; its users read element 0."""
+        if is_multi_output(fusion):
+            return
+        self._set_outputs(fusion, fusion_outputs(fusion))
+        self._redirect(fusion, self._tuple_element(fusion, 0))
+
+    def add_output(self, fusion: Instruction, producer: Instruction) -> None:
+        """Fuse `producer` into `fusion` and make its value an extra output, which the
+        producer's other users then read through a get-tuple-element."""
+        self._expose_as_tuple(fusion)
+        value = self._substitute_param(fusion, producer, rename=False)
+        self._set_outputs(fusion, fusion_outputs(fusion) + [value])
+        extra = self._tuple_element(fusion, len(fusion.shape.tuple_shapes) - 1)
+        self._redirect(producer, extra)
+        self.comp.instructions.remove(producer)
+        self.comp.topological_sort()
+
+    def merge_siblings(self, a: Instruction, b: Instruction, kind: str) -> Instruction:
+        """Replace fusions `a` and `b` by one multi-output fusion computing both."""
+        body = Computation(self.names.fresh("fused_multi_output"))
+        merged = Instruction("fusion", Shape.tuple([]), [], attrs={"kind": kind},
+                             called={"calls": body},
+                             name=self.names.fresh(f"{KIND_PREFIX[kind]}_multi_output_fusion"),
+                             metadata=dict(a.metadata))
+        body.root = None
+        offsets, outputs = [], []
+        for part in (a, b):
+            offsets.append(len(outputs))
+            outputs += self._copy_outputs(merged, part)
+        self.module.add_computation(body)
+        self._set_outputs(merged, outputs)
+        position = max(self.comp.instructions.index(a), self.comp.instructions.index(b))
+        self.comp.instructions.insert(position + 1, merged)
+        for part, offset in zip((a, b), offsets):
+            if is_multi_output(part):
+                for user in [u for u in self.comp.instructions if part in u.operands]:
+                    user.operands = [merged]
+                    user.attrs = dict(user.attrs, index=user.attrs["index"] + offset)
+            else:
+                self._redirect(part, self._tuple_element(merged, offset))
+            self.comp.instructions.remove(part)
+        self.comp.topological_sort()
+        return merged
+
+    def _copy_outputs(self, merged: Instruction, part: Instruction) -> list[Instruction]:
+        """Copy the body of fusion `part` into `merged` (names kept: `part` goes away)."""
+        inner = fused_computation(part)
+        body = fused_computation(merged)
+        mapping = {id(p): self._param_for(merged, part.operands[p.parameter_number])
+                   for p in inner.parameters}
+        for instr in inner.instructions:
+            if instr.opcode == "parameter" or (instr is inner.root and instr.opcode == "tuple"):
+                continue
+            copy = clone(instr, [mapping[id(op)] for op in instr.operands], instr.name)
+            body.instructions.append(copy)
+            mapping[id(instr)] = copy
+        return [mapping[id(o)] for o in fusion_outputs(part)]
