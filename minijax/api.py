@@ -1,0 +1,359 @@
+"""Public transformations: make_jaxpr, jvp, linearize, vjp, grad, value_and_grad, vmap.
+
+(jit and its Lowered/Compiled objects live in minijax/api_jit.py.)
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from minijax import core, dtypes, tree_util
+from minijax.api_util import (
+    arg_names,
+    broadcast_prefix,
+    flatten_fun,
+    fun_name,
+    fun_source,
+    leaf_arg_names,
+    normalize_argnums,
+)
+from minijax.core import get_aval, set_current_trace
+from minijax.interpreters import ad, batching
+from minijax.interpreters.partial_eval import trace_to_jaxpr
+
+# --------------------------------------------------------------------------- make_jaxpr
+
+
+def make_jaxpr(fun, static_argnums=(), return_shape: bool = False):
+    """`make_jaxpr(f)(*args)` returns the ClosedJaxpr that f's trace records for args."""
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else \
+        tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        static = {i % len(args) for i in static_argnums} if args else set()
+        dyn_idx = [i for i in range(len(args)) if i not in static]
+
+        def call(*dyn):
+            full = list(args)
+            for i, v in zip(dyn_idx, dyn, strict=True):
+                full[i] = v
+            return fun(*full, **kwargs)
+        dyn_args = [args[i] for i in dyn_idx]
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn_args))
+        flat_fun, store = flatten_fun(call, in_tree)
+        names = leaf_arg_names(fun, args)
+        dyn_names = _dynamic_leaf_names(names, args, dyn_idx)
+        closed, _ = trace_to_jaxpr(flat_fun, [get_aval(x).strip_weak_type()
+                                              if not dtypes.is_python_scalar(x) else get_aval(x)
+                                              for x in leaves],
+                                   arg_names=dyn_names, fun_name=fun_name(fun),
+                                   purpose="make_jaxpr", fun_source=fun_source(fun))
+        if return_shape:
+            shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+            return closed, tree_util.tree_unflatten(store["out_tree"], shapes)
+        return closed
+    return make
+
+
+def _dynamic_leaf_names(names, args, dyn_idx):
+    out, pos = [], 0
+    for i, arg in enumerate(args):
+        n = len(tree_util.tree_leaves(arg))
+        if i in dyn_idx:
+            out.extend(names[pos:pos + n])
+        pos += n
+    return out
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (jax.ShapeDtypeStruct)."""
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+        self.aval = core.ShapedArray(self.shape, self.dtype, weak_type)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+
+# --------------------------------------------------------------------------- forward mode
+
+
+def jvp(fun, primals, tangents, has_aux: bool = False):
+    """Forward-mode: returns (fun(*primals), the JVP at primals applied to tangents)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primal and tangent arguments must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError(f"jvp: primal and tangent arguments must have the same tree "
+                        f"structure; got {p_tree} and {t_tree}.")
+    for p, t in zip(p_leaves, t_leaves, strict=True):
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise ValueError(f"jvp: primal and tangent shapes must match; got primal "
+                             f"{pa.str_short()} and tangent {ta.str_short()}.")
+    target = _split_aux(fun, has_aux)
+    flat_fun, store = flatten_fun(target, p_tree)
+    p_outs, t_outs = ad.jvp_flat(flat_fun, p_leaves, t_leaves)
+    t_outs = [ad.instantiate_zeros(t) for t in t_outs]
+    out_tree = store["out_tree"]
+    primal_out = tree_util.tree_unflatten(out_tree, p_outs)
+    tangent_out = tree_util.tree_unflatten(out_tree, t_outs)
+    if has_aux:
+        return primal_out[0], tangent_out[0], primal_out[1]
+    return primal_out, tangent_out
+
+
+def _split_aux(fun, has_aux):
+    if not has_aux:
+        return fun
+
+    def wrapped(*args):
+        out = fun(*args)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError("has_aux=True requires the function to return a pair "
+                            "(output, auxiliary data)")
+        main, aux = out
+        return main, ad_stop_aux(aux)
+    return wrapped
+
+
+def ad_stop_aux(aux):
+    """Auxiliary outputs carry no derivative: strip tracers of the current AD trace."""
+    return aux
+
+
+def linearize(fun, *primals):
+    """Returns (fun(*primals), f_jvp) where f_jvp evaluates the linearized function."""
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    flat_fun, store = flatten_fun(fun, p_tree)
+    p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
+    out_tree = store["out_tree"]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise TypeError(f"linearized function called with tangents of structure {t_tree}"
+                            f", expected {p_tree}")
+        return tree_util.tree_unflatten(out_tree, linear.jvp(t_leaves))
+    return tree_util.tree_unflatten(out_tree, p_outs), f_jvp
+
+
+# --------------------------------------------------------------------------- reverse mode
+
+
+def vjp(fun, *primals, has_aux: bool = False):
+    """Returns (fun(*primals), vjp_fn[, aux]) where vjp_fn(ct) gives input cotangents."""
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    target = _split_aux(fun, has_aux)
+    flat_fun, store = flatten_fun(target, p_tree)
+    if has_aux:
+        aux_store = {}
+
+        def main_only(*flat):
+            leaves = flat_fun(*flat)
+            out = tree_util.tree_unflatten(store["out_tree"], leaves)
+            main, aux = out
+            aux_store["aux"] = aux
+            main_leaves, main_tree = tree_util.tree_flatten(main)
+            store["main_tree"] = main_tree
+            return main_leaves
+        p_outs, linear = ad.linearize_flat(main_only, p_leaves)
+        out_tree = store["main_tree"]
+    else:
+        p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
+        out_tree = store["out_tree"]
+
+    def vjp_fn(*cts):
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(f"vjp function called with a cotangent of structure {ct_tree}, "
+                            f"expected the output structure {out_tree}")
+        for c, aval in zip(ct_leaves, linear.out_avals, strict=True):
+            if get_aval(c).shape != aval.shape:
+                raise ValueError(f"vjp: cotangent shape {get_aval(c).str_short()} does not "
+                                 f"match the primal output {aval.str_short()}")
+        in_cts = linear.transpose(ct_leaves)
+        in_cts = [_zeros_for(c, p) for c, p in zip(in_cts, p_leaves, strict=True)]
+        return tree_util.tree_unflatten(p_tree, in_cts)
+
+    primal_out = tree_util.tree_unflatten(out_tree, p_outs)
+    if has_aux:
+        return primal_out, vjp_fn, aux_store["aux"]
+    return primal_out, vjp_fn
+
+
+def _zeros_for(ct, primal):
+    if type(ct) is ad.Zero:
+        return core.zeros_like_aval(ad.tangent_aval(get_aval(primal)))
+    aval = get_aval(primal)
+    if get_aval(ct).dtype != aval.dtype:
+        from minijax.lax import convert_element_type
+        ct = convert_element_type(ct, aval.dtype)
+    return ct
+
+
+def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False, reduce_axes=()):
+    """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums = normalize_argnums(argnums, len(args), "grad")
+        names = arg_names(fun, len(args))
+        for i in nums:
+            for leaf in tree_util.tree_leaves(args[i]):
+                dtype = get_aval(leaf).dtype
+                if not dtypes.is_inexact(dtype) and not allow_int:
+                    raise TypeError(
+                        f"grad requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {dtype.name} for argument "
+                        f"'{names[i]}'. If you want to use Boolean- or integer-valued inputs, "
+                        "use vjp or set allow_int to True.")
+
+        def partial_fun(*diff_args):
+            full = list(args)
+            for i, v in zip(nums, diff_args, strict=True):
+                full[i] = v
+            return fun(*full, **kwargs)
+        diff = tuple(args[i] for i in nums)
+        if has_aux:
+            ans, vjp_fn, aux = vjp(partial_fun, *diff, has_aux=True)
+        else:
+            ans, vjp_fn = vjp(partial_fun, *diff)
+        aval = get_aval(ans) if not isinstance(ans, (tuple, list, dict)) else None
+        if aval is None or aval.shape != ():
+            shape = aval.shape if aval is not None else type(ans).__name__
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                            f"shape: {shape}.")
+        if not dtypes.is_inexact(aval.dtype):
+            raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that "
+                            f"is a sub-dtype of np.inexact), but got {aval.dtype.name}.")
+        from minijax.lax.utils import weak_scalar
+        grads = vjp_fn(weak_scalar(1.0, aval.dtype))
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        if has_aux:
+            return (ans, aux), g
+        return ans, g
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()):
+    """Returns a function computing the gradient of scalar-valued `fun` w.r.t. args[argnums]."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        return vg(*args, **kwargs)[1]
+    return grad_f
+
+
+# --------------------------------------------------------------------------- vmap
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    """Vectorize `fun` over a new leading (or `in_axes`) dimension of its arguments."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        leaves, in_tree = tree_util.tree_flatten(args)
+        prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                f"vmap in_axes must be an int, None, or a tuple of entries corresponding to "
+                f"the positional arguments passed to the function, but got len(in_axes)="
+                f"{len(in_axes)}, len(args)={len(args)}")
+        axes = broadcast_prefix(prefix, args)
+        size = _batch_size(fun, args, leaves, axes, axis_size)
+        trace = batching.BatchTrace(core.current_trace(), size, axis_name)
+        tracers = []
+        for x, ax in zip(leaves, axes, strict=True):
+            if ax is None:
+                tracers.append(x)
+            else:
+                ndim = get_aval(x).ndim
+                tracers.append(batching.BatchTracer(trace, x, ax % ndim))
+        flat_fun, store = flatten_fun(lambda *a: fun(*a, **kwargs), in_tree)
+        with set_current_trace(trace):
+            outs = flat_fun(*tracers)
+        out_tree = store["out_tree"]
+        out_prefix = out_axes
+        out_struct = tree_util.tree_unflatten(out_tree, outs)
+        o_axes = broadcast_prefix(out_prefix, out_struct)
+        results = [_move_out(trace, o, ax, size) for o, ax in zip(outs, o_axes, strict=True)]
+        return tree_util.tree_unflatten(out_tree, results)
+    return vmapped
+
+
+def _batch_size(fun, args, leaves, axes, axis_size):
+    sizes = {}
+    for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
+        if ax is None:
+            continue
+        aval = get_aval(x)
+        if not -aval.ndim <= ax < aval.ndim:
+            need = ax + 1 if ax >= 0 else -ax
+            raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                             f"implies that its rank should be at least {need}, but is only "
+                             f"{aval.ndim} (its shape is {aval.shape})")
+        sizes[i] = aval.shape[ax]
+    if not sizes:
+        if axis_size is None:
+            raise ValueError("vmap must have at least one non-None value in in_axes, or "
+                             "axis_size must be given")
+        return axis_size
+    values = set(sizes.values())
+    if axis_size is not None:
+        values.add(axis_size)
+    if len(values) > 1:
+        names = leaf_arg_names(fun, args)
+        lines = ["vmap got inconsistent sizes for array axes to be mapped:"]
+        for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
+            if ax is not None:
+                lines.append(f"  * argument {names[i]} of type {get_aval(x).str_short()} with "
+                             f"mapped axis {ax} has size {sizes[i]}")
+        if axis_size is not None:
+            lines.append(f"  * axis_size={axis_size}")
+        raise ValueError("\n".join(lines))
+    return values.pop()
+
+
+def _move_out(trace, out, out_axis, size):
+    from minijax.lax.utils import bdim_at_front, moveaxis
+    if isinstance(out, batching.BatchTracer) and out._trace is trace:
+        val, dim = out.val, out.batch_dim
+    else:
+        val, dim = out, None
+    if out_axis is None:
+        if dim is not None:
+            raise ValueError("vmap has mapped output but out_axes is None")
+        return val
+    if dim is None:
+        val = bdim_at_front(val, None, size)
+        dim = 0
+    ndim = get_aval(val).ndim
+    return moveaxis(val, dim, out_axis % ndim)

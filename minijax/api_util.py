@@ -1,0 +1,109 @@
+"""Helpers shared by the public transformations: argument flattening, argnums, names."""
+
+from __future__ import annotations
+
+import inspect
+
+from minijax import tree_util
+
+
+def flatten_fun(fun, in_tree):
+    """Wrap `fun(*args)` as a function of flat leaves; `store` receives the output treedef."""
+    store = {}
+
+    def flat_fun(*flat_args):
+        args = tree_util.tree_unflatten(in_tree, flat_args)
+        out = fun(*args)
+        leaves, out_tree = tree_util.tree_flatten(out)
+        store["out_tree"] = out_tree
+        return leaves
+    return flat_fun, store
+
+
+def arg_names(fun, nargs: int) -> list[str]:
+    """Names of the positional arguments of `fun` (for error messages)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(nargs):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
+                                                  params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL:
+            names.append(f"{params[-1].name}[{i - len(params) + 1}]")
+        else:
+            names.append(f"args[{i}]")
+    return names
+
+
+def leaf_arg_names(fun, args) -> list[str]:
+    """A name per flattened leaf: `x`, `params['w']`, `batch[0]`."""
+    names = arg_names(fun, len(args))
+    out = []
+    for name, arg in zip(names, args, strict=True):
+        paths, _ = tree_util.tree_flatten_with_path(arg)
+        for path, _leaf in paths:
+            out.append(name + tree_util.keystr(path))
+    return out
+
+
+def fun_name(fun) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def fun_source(fun):
+    """The SourceInfo of a function's definition, when Python knows it."""
+    from minijax.source_info import SourceInfo
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return None
+    return SourceInfo(code.co_filename, code.co_firstlineno, code.co_name)
+
+
+def normalize_argnums(argnums, nargs: int, what: str) -> tuple[int, ...]:
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    out = []
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{what}: argnums {argnums} out of range for a function called "
+                             f"with {nargs} positional arguments")
+        out.append(n % nargs)
+    return tuple(out)
+
+
+def broadcast_prefix(prefix, tree, is_leaf=None) -> list:
+    """Expand a pytree prefix (e.g. vmap's in_axes) to one entry per leaf of `tree`."""
+    out = []
+
+    def walk(p, t):
+        if p is None or isinstance(p, int):
+            out.extend([p] * len(tree_util.tree_leaves(t, is_leaf=is_leaf)))
+            return
+        if isinstance(p, (tuple, list)) and isinstance(t, (tuple, list)):
+            if len(p) != len(t):
+                raise ValueError(f"axis specification {p} has {len(p)} entries but the "
+                                 f"value has {len(t)}")
+            for pi, ti in zip(p, t, strict=True):
+                walk(pi, ti)
+            return
+        if isinstance(p, dict) and isinstance(t, dict):
+            if set(p) != set(t):
+                raise ValueError(f"axis specification keys {sorted(p)} do not match the "
+                                 f"value's keys {sorted(t)}")
+            for k in sorted(t):
+                walk(p[k], t[k])
+            return
+        p_leaves, p_tree = tree_util.tree_flatten(p)
+        t_children = tree_util.tree_flatten(t, is_leaf=lambda x: x is not t)[0]
+        if len(p_leaves) == len(t_children):
+            for pi, ti in zip(p_leaves, t_children, strict=True):
+                walk(pi, ti)
+            return
+        raise ValueError(f"axis specification {p!r} is not a prefix of the value's structure "
+                         f"{tree_util.tree_structure(t)}")
+
+    walk(prefix, tree)
+    return out

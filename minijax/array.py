@@ -1,0 +1,172 @@
+"""minijax.Array: an immutable array backed by a device buffer.
+
+Host backends (interpreter, cpu) keep the buffer as a NumPy array; the operators and
+NumPy-style methods are installed by minijax.numpy (they are shared with tracers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import dtypes
+from minijax.core import ShapedArray
+
+
+class Array:
+    """An immutable n-dimensional array (`jax.Array`).
+
+    Create arrays with minijax.numpy (`jnp.array`, `jnp.zeros`, ...). Arrays support
+    NumPy's operators and methods; updates are functional: `x.at[i].set(v)`.
+    """
+
+    __slots__ = ("_value", "aval", "_device", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value: np.ndarray, weak_type: bool = False, device=None):
+        self._value = value
+        self.aval = ShapedArray(value.shape, value.dtype, weak_type)
+        self._device = device
+
+    # ----- metadata
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    itemsize = property(lambda self: self.aval.dtype.itemsize)
+    nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+
+    @property
+    def device(self):
+        """The device holding this array's buffer."""
+        if self._device is None:
+            from minijax.dispatch import default_device
+            self._device = default_device()
+        return self._device
+
+    def devices(self) -> set:
+        return {self.device}
+
+    # ----- host interop
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        if copy:
+            return value.copy()
+        out = value.view()
+        out.flags.writeable = False
+        return out
+
+    def to_py(self) -> np.ndarray:
+        return np.asarray(self)
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def block_until_ready(self) -> Array:
+        """Wait until the value is computed (host backends compute synchronously)."""
+        return self
+
+    def copy_to_host_async(self) -> None:
+        return None
+
+    def is_fully_addressable(self) -> bool:
+        return True
+
+    def __array_namespace__(self, api_version=None):
+        import minijax.numpy
+        return minijax.numpy
+
+    # ----- Python protocol
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"The truth value of an array with shape {self.shape} is "
+                             "ambiguous. Use a.any() or a.all().")
+        return bool(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __complex__(self) -> complex:
+        return complex(self._value)
+
+    def __index__(self) -> int:
+        if self.ndim != 0 or not dtypes.is_integer(self.dtype):
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._value)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'. Arrays are not hashable; for static "
+                        "arguments use tuples or Python scalars.")
+
+    def __setitem__(self, index, value):
+        raise immutability_error(self, index)
+
+    def __reduce__(self):
+        return (_reconstruct, (self._value, self.weak_type))
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __repr__(self) -> str:
+        return array_repr(self._value, self.weak_type)
+
+
+def _reconstruct(value, weak_type):
+    return Array(value, weak_type)
+
+
+def array_repr(value: np.ndarray, weak_type: bool) -> str:
+    """`Array([1., 2.], dtype=float32)`, as JAX prints arrays."""
+    prefix = "Array("
+    suffix = f", dtype={value.dtype.name}" + (", weak_type=True" if weak_type else "") + ")"
+    if value.size == 0 and value.ndim > 0:
+        body = f"[], shape={value.shape}"
+    else:
+        body = np.array2string(value, separator=", ", prefix=prefix, suffix=suffix,
+                               threshold=1000)
+    return prefix + body + suffix
+
+
+def immutability_error(x, index) -> TypeError:
+    """The TypeError for `x[idx] = y`, showing the functional `.at[]` rewrite."""
+    idx = _index_text(index)
+    return TypeError(
+        f"'{type(x).__name__}' object does not support item assignment. minijax arrays are "
+        f"immutable (as in JAX). Instead of ``x[{idx}] = y``, use ``x = x.at[{idx}].set(y)`` "
+        "or another .at[] method (add, multiply, min, max, ...); see "
+        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+
+def _index_text(index) -> str:
+    def one(i):
+        if isinstance(i, slice):
+            parts = ["" if p is None else str(p) for p in (i.start, i.stop, i.step)]
+            return ":".join(parts[:2]) + (f":{parts[2]}" if i.step is not None else "")
+        if i is Ellipsis:
+            return "..."
+        if i is None:
+            return "None"
+        if isinstance(i, (int, np.integer)):
+            return str(int(i))
+        return "idx"
+    if isinstance(index, tuple):
+        return ", ".join(one(i) for i in index)
+    return one(index)

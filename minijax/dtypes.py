@@ -1,0 +1,237 @@
+"""Dtypes and JAX's type promotion lattice, with weak types for Python scalars.
+
+The lattice (JAX's "type promotion semantics"):
+
+    b1 -> i*;  i* -> u8, i8;  u8 -> u16, i16;  u16 -> u32, i32;  u32 -> u64, i64;
+    u64 -> f*;  i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, c*;  f16 -> f32 -> f64, c64;
+    f64 -> c128;  c* -> c64 -> c128
+
+i*, f*, c* are the weak (Python scalar) types. The promoted type of several values is the
+least upper bound of their lattice nodes; when it is weak, the result takes the default
+dtype of that kind and stays weakly typed. With x64 disabled (JAX's default) 64-bit types
+are canonicalized to their 32-bit counterparts.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from minijax.config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
+                                                       np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+SUPPORTED_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                    float16, float32, float64, complex64, complex128)
+_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+
+_CANONICAL_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+# Lattice nodes are dtypes or the weak kinds below.
+I_WEAK, F_WEAK, C_WEAK = "i*", "f*", "c*"
+_LATTICE_UP = {
+    bool_: [I_WEAK],
+    I_WEAK: [uint8, int8],
+    uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64],
+    uint64: [F_WEAK],
+    int8: [int16], int16: [int32], int32: [int64], int64: [F_WEAK],
+    F_WEAK: [float16, C_WEAK],
+    float16: [float32], float32: [float64, complex64], float64: [complex128],
+    C_WEAK: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+@functools.cache
+def _ancestors(node) -> frozenset:
+    out = {node}
+    for parent in _LATTICE_UP[node]:
+        out |= _ancestors(parent)
+    return frozenset(out)
+
+
+@functools.cache
+def _least_upper_bound(nodes: frozenset):
+    common = frozenset.intersection(*(_ancestors(n) for n in nodes))
+    # The least element of `common` is the one whose ancestors cover all of `common`.
+    for candidate in common:
+        if _ancestors(candidate) == common:
+            return candidate
+    raise TypeError(f"no common type for {sorted(map(str, nodes))}")
+
+
+_warned_x64: set = set()
+
+
+def canonicalize_dtype(dtype, *, warn: bool = False) -> np.dtype:
+    """Map a dtype to the one minijax uses: 64-bit types become 32-bit unless x64 is on."""
+    dtype = np.dtype(dtype)
+    if dtype not in _SUPPORTED:
+        raise TypeError(f"minijax does not support dtype {dtype}. Supported dtypes: "
+                        + ", ".join(str(d) for d in SUPPORTED_DTYPES))
+    if not config.jax_enable_x64 and dtype in _CANONICAL_32:
+        new = _CANONICAL_32[dtype]
+        if warn and dtype not in _warned_x64:
+            _warned_x64.add(dtype)
+            warnings.warn(
+                f"Explicitly requested dtype {dtype} requested in array is not available, "
+                f"and will be truncated to dtype {new}. To enable more dtypes, set the "
+                "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+                "environment variable: minijax.config.update('jax_enable_x64', True).",
+                UserWarning, stacklevel=3)
+        return new
+    return dtype
+
+
+def default_int_dtype() -> np.dtype:
+    return int64 if config.jax_enable_x64 else int32
+
+
+def default_float_dtype() -> np.dtype:
+    return float64 if config.jax_enable_x64 else float32
+
+
+def default_complex_dtype() -> np.dtype:
+    return complex128 if config.jax_enable_x64 else complex64
+
+
+_WEAK_DEFAULTS = {I_WEAK: default_int_dtype, F_WEAK: default_float_dtype,
+                  C_WEAK: default_complex_dtype}
+
+
+def weak_kind(dtype) -> str:
+    """The weak lattice node of a dtype's kind: int -> i*, float -> f*, complex -> c*."""
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        return I_WEAK
+    if kind == "f":
+        return F_WEAK
+    if kind == "c":
+        return C_WEAK
+    raise TypeError(f"no weak type for {dtype}")
+
+
+def is_python_scalar(x) -> bool:
+    return type(x) in (bool, int, float, complex)
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """The (canonical) dtype a Python scalar gets: bool, int32/64, float32/64, complex."""
+    t = type(x)
+    if t is bool:
+        return bool_
+    if t is int:
+        return default_int_dtype()
+    if t is float:
+        return default_float_dtype()
+    if t is complex:
+        return default_complex_dtype()
+    raise TypeError(f"not a Python scalar: {x!r}")
+
+
+def dtype_and_weak(x) -> tuple[np.dtype, bool]:
+    """(dtype, weak_type) of any array-like: Python scalars are weak (except bool)."""
+    if is_python_scalar(x):
+        return python_scalar_dtype(x), type(x) is not bool
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval.dtype, aval.weak_type
+    if isinstance(x, (np.ndarray, np.generic)):
+        return canonicalize_dtype(x.dtype), False
+    if isinstance(x, (list, tuple)):
+        return canonicalize_dtype(np.asarray(x).dtype), False
+    raise TypeError(f"{type(x).__name__} is not a valid minijax type")
+
+
+def _lattice_node(dtype, weak: bool):
+    if weak and dtype != bool_:
+        return weak_kind(dtype)
+    return np.dtype(dtype)
+
+
+def promote_types(a, b) -> np.dtype:
+    """jnp.promote_types: the promoted (strong) dtype of two dtypes."""
+    node = _least_upper_bound(frozenset({np.dtype(a), np.dtype(b)}))
+    return canonicalize_dtype(_node_dtype(node))
+
+
+def _node_dtype(node) -> np.dtype:
+    if isinstance(node, str):
+        return _WEAK_DEFAULTS[node]()
+    return node
+
+
+def result_type_and_weak(*args) -> tuple[np.dtype, bool]:
+    """Promoted dtype of the arguments and whether it stays weakly typed."""
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    nodes = set()
+    for x in args:
+        if isinstance(x, (np.dtype, type)) or (isinstance(x, str) and x not in ("i*", "f*")):
+            nodes.add(np.dtype(x))
+        else:
+            dtype, weak = dtype_and_weak(x)
+            nodes.add(_lattice_node(dtype, weak))
+    node = _least_upper_bound(frozenset(nodes))
+    return canonicalize_dtype(_node_dtype(node)), isinstance(node, str)
+
+
+def result_type(*args) -> np.dtype:
+    """jnp.result_type: the dtype JAX's promotion gives these arrays, scalars or dtypes."""
+    return result_type_and_weak(*args)[0]
+
+
+def issubdtype(a, b) -> bool:
+    """np.issubdtype with minijax's dtype objects."""
+    return np.issubdtype(a, b)
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+def is_inexact(dtype) -> bool:
+    return np.dtype(dtype).kind in "fc"
+
+
+def is_complex(dtype) -> bool:
+    return np.dtype(dtype).kind == "c"
+
+
+def is_integer(dtype) -> bool:
+    return np.dtype(dtype).kind in "iu"
+
+
+def to_inexact(dtype) -> np.dtype:
+    """The floating dtype that an integer/bool input becomes in float functions."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return dtype
+    return default_float_dtype()
+
+
+def real_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def finfo(dtype):
+    return np.finfo(canonicalize_dtype(dtype))
+
+
+def iinfo(dtype):
+    return np.iinfo(canonicalize_dtype(dtype))
+
+
+def short_name(dtype) -> str:
+    """JAX's short dtype names: float32 -> f32, int32 -> i32, uint8 -> u8, bool -> bool."""
+    dtype = np.dtype(dtype)
+    if dtype == bool_:
+        return "bool"
+    return {"f": "f", "i": "i", "u": "u", "c": "c"}[dtype.kind] + str(dtype.itemsize * 8)

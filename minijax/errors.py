@@ -1,0 +1,51 @@
+"""minijax's exception types, named as in `jax.errors`."""
+
+from __future__ import annotations
+
+
+class JAXTypeError(TypeError):
+    """Base of minijax's tracing errors (they are TypeErrors, as in JAX)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
+    """A traced (abstract) value was used where a concrete Python value is needed."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """`bool(x)` / `if x:` on a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """`int(x)`, `x.__index__()` or use as a shape on a traced value."""
+
+
+class TracerArrayConversionError(JAXTypeError):
+    """`np.asarray(x)` on a traced value."""
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer escaped the transformation that created it (a leaked tracer)."""
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    """Boolean-mask indexing inside jit, whose result shape depends on values."""
+
+
+class KeyReuseError(RuntimeError):
+    """A PRNG key was consumed twice while the key-reuse check is on."""
+
+
+def concretization_message(what: str, tracer, fixes: str) -> str:
+    """The shared text of concretization errors: what failed, where the value came from."""
+    aval = getattr(tracer, "aval", None)
+    parts = [f"{what}: attempted to use the abstract value {tracer.short_repr()}"
+             if hasattr(tracer, "short_repr") else what]
+    origin = getattr(tracer, "origin_description", None)
+    if origin is not None:
+        described = origin()
+        if described:
+            parts.append(described)
+    if aval is not None:
+        parts.append(f"The value has shape {tuple(aval.shape)} and dtype {aval.dtype}.")
+    parts.append(fixes)
+    return "\n".join(parts)

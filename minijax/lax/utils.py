@@ -1,0 +1,162 @@
+"""Shared helpers for defining lax primitives: shape/dtype checks, scalar handling, and
+the batching helpers that move batch dimensions (they bind lax primitives)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import dtypes
+from minijax.array import Array
+from minijax.core import Primitive, ShapedArray, get_aval
+from minijax.interpreters.batching import not_mapped
+
+
+def standard_primitive(name: str, abstract_eval, numpy_impl, multiple_results=False):
+    """A Primitive with its abstract evaluation and eager NumPy implementation registered."""
+    from minijax.dispatch import register_impl
+    prim = Primitive(name)
+    prim.multiple_results = multiple_results
+    prim.def_abstract_eval(abstract_eval)
+    register_impl(prim, numpy_impl)
+    return prim
+
+
+def weak_scalar(value, dtype) -> Array:
+    """A 0-d weakly typed Array of `dtype` (how Python scalars enter lax primitives)."""
+    return Array(np.asarray(value, dtype=dtype), weak_type=True)
+
+
+def is_scalar_literal(x) -> bool:
+    return type(x) in (bool, int, float, complex)
+
+
+def promote_scalars(name: str, *args):
+    """Convert Python scalars among `args` to the dtype of the array arguments.
+
+    lax does not promote arrays of different dtypes (that is jnp's job), but it accepts
+    Python scalars next to arrays, as JAX's lax does.
+    """
+    array_dtypes = [get_aval(a).dtype for a in args if not is_scalar_literal(a)]
+    if not array_dtypes:
+        dtype, _ = dtypes.result_type_and_weak(*args)
+        return [weak_scalar(a, dtype) for a in args]
+    dtype = array_dtypes[0]
+    out = []
+    for a in args:
+        if is_scalar_literal(a):
+            _check_scalar_fits(name, a, dtype)
+            out.append(weak_scalar(a, dtype))
+        else:
+            out.append(a)
+    return out
+
+
+def _check_scalar_fits(name, value, dtype):
+    if type(value) is int and np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"{name}: Python int {value} is too large for {dtype} "
+                                f"(range {info.min}..{info.max})")
+    if type(value) in (float, complex) and np.dtype(dtype).kind in "iub":
+        raise TypeError(f"{name}: cannot combine a Python {type(value).__name__} with an "
+                        f"{dtype} array in lax (lax does not promote). Use jnp functions, or "
+                        "convert with lax.convert_element_type.")
+
+
+def shapes_text(avals) -> str:
+    return ", ".join(a.str_short() for a in avals)
+
+
+def same_shape_dtype_rule(name: str, *avals, allowed_kinds: str | None = None):
+    """Abstract eval of n-ary elementwise ops: equal dtypes, and equal shapes except that
+    rank-0 operands broadcast (as in JAX's lax); weakly typed if all operands are."""
+    shaped = [a for a in avals if a.shape]
+    shape = shaped[0].shape if shaped else ()
+    first = avals[0]
+    for a in shaped:
+        if a.shape != shape:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{shapes_text(avals)}. lax requires equal shapes (or scalars); "
+                            f"use jnp.{name} for NumPy broadcasting, or lax.broadcast_in_dim.")
+    for a in avals[1:]:
+        if a.dtype != first.dtype:
+            raise TypeError(f"{name} requires arguments of the same dtype, got "
+                            f"{shapes_text(avals)}. Convert with lax.convert_element_type, or "
+                            f"use jnp.{name}, which promotes dtypes.")
+    if allowed_kinds is not None and first.dtype.kind not in allowed_kinds:
+        kinds = {"f": "floating", "c": "complex", "i": "signed integer",
+                 "u": "unsigned integer", "b": "boolean"}
+        allowed = ", ".join(kinds[k] for k in allowed_kinds)
+        raise TypeError(f"{name} does not accept dtype {first.dtype}; accepted: {allowed}")
+    return ShapedArray(shape, first.dtype, all(a.weak_type for a in avals))
+
+
+def unbroadcast_scalar(ct, operand_aval):
+    """Sum a cotangent down to a rank-0 operand that an elementwise op broadcast."""
+    from minijax.lax.reductions import reduce_sum
+    ct_aval = get_aval(ct)
+    if operand_aval.ndim == 0 and ct_aval.ndim > 0:
+        return reduce_sum(ct, tuple(range(ct_aval.ndim)))
+    return ct
+
+
+def canonical_axis(axis: int, ndim: int, name: str) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim if ndim else 0
+
+
+# --------------------------------------------------------------------------- batching helpers
+
+
+def moveaxis(x, src: int, dst: int):
+    """Move axis `src` of x to position `dst` (binds lax.transpose when needed)."""
+    from minijax.lax.structural import transpose
+    ndim = get_aval(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return transpose(x, tuple(perm))
+
+
+def bdim_at_front(x, bdim, size: int):
+    """x with its batch dimension first; unmapped values are broadcast to `size`."""
+    from minijax.lax.structural import broadcast_in_dim
+    if bdim is not_mapped:
+        aval = get_aval(x)
+        return broadcast_in_dim(x, (size,) + aval.shape, tuple(range(1, aval.ndim + 1)))
+    return moveaxis(x, bdim, 0)
+
+
+def elementwise_batcher(primitive):
+    """Batching rule for n-ary elementwise primitives (equal shapes or rank-0 operands)."""
+    def rule(trace, vals, dims, **params):
+        if all(d is not not_mapped for d in dims) and len(set(dims)) == 1 and len(
+                {get_aval(v).ndim for v in vals}) == 1:
+            out = primitive.bind(*vals, **params)
+            return out, ([dims[0]] * len(out) if primitive.multiple_results else dims[0])
+        size = trace.axis_size
+        shapes = [_unbatched_shape(v, d) for v, d in zip(vals, dims, strict=True)]
+        out_shape = next((s for s in shapes if s), ())
+        moved = []
+        for v, d, shape in zip(vals, dims, shapes, strict=True):
+            if d is not_mapped:
+                moved.append(v if not shape else bdim_at_front(v, d, size))
+            else:
+                v = moveaxis(v, d, 0)
+                if not shape and out_shape:
+                    from minijax.lax.structural import broadcast_in_dim
+                    v = broadcast_in_dim(v, (size,) + out_shape, (0,))
+                moved.append(v)
+        out = primitive.bind(*moved, **params)
+        if primitive.multiple_results:
+            return out, [0] * len(out)
+        return out, 0
+    return rule
+
+
+def _unbatched_shape(v, d):
+    shape = get_aval(v).shape
+    return shape if d is not_mapped else shape[:d] + shape[d + 1:]

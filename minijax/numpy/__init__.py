@@ -1,0 +1,1 @@
+"""minijax.numpy (in progress)."""
