@@ -1,0 +1,113 @@
+"""Testing helpers (as `jax.test_util`): gradient checks by finite differences and vmap
+checks against a Python loop."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import tree_util
+
+
+def _np(x):
+    return np.asarray(x)
+
+
+def _rand_like(rng, x):
+    x = _np(x)
+    if x.dtype.kind == "c":
+        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
+    return rng.standard_normal(x.shape).astype(x.dtype)
+
+
+def _inner(a, b) -> float:
+    return float(np.real(np.sum(np.asarray(a, np.complex128) * np.conj(np.asarray(b,
+                                                                             np.complex128)))))
+
+
+def numerical_jvp(f, primals, tangents, eps: float):
+    """Central difference (f(x + eps t) - f(x - eps t)) / 2 eps, leaf by leaf."""
+    plus = [_np(p) + eps * _np(t) for p, t in zip(primals, tangents, strict=True)]
+    minus = [_np(p) - eps * _np(t) for p, t in zip(primals, tangents, strict=True)]
+    f_plus = tree_util.tree_leaves(f(*plus))
+    f_minus = tree_util.tree_leaves(f(*minus))
+    return [(_np(a).astype(np.complex128 if _np(a).dtype.kind == "c" else np.float64)
+             - _np(b)) / (2 * eps) for a, b in zip(f_plus, f_minus, strict=True)]
+
+
+def check_jvp(f, primals, *, eps=1e-4, atol=1e-3, rtol=1e-3, seed=0):
+    """Compare minijax.jvp with central finite differences at `primals`."""
+    from minijax.api import jvp
+    rng = np.random.default_rng(seed)
+    tangents = [_rand_like(rng, p) for p in primals]
+    _, t_out = jvp(f, tuple(primals), tuple(tangents))
+    expected = numerical_jvp(f, primals, tangents, eps)
+    for got, want in zip(tree_util.tree_leaves(t_out), expected, strict=True):
+        np.testing.assert_allclose(_np(got), want, atol=atol, rtol=rtol,
+                                   err_msg="JVP disagrees with finite differences")
+
+
+def check_vjp(f, primals, *, atol=1e-3, rtol=1e-3, seed=1):
+    """Check <vjp(ct), t> == <ct, jvp(t)> (the transpose identity) at random ct and t."""
+    from minijax.api import jvp, vjp
+    rng = np.random.default_rng(seed)
+    tangents = [_rand_like(rng, p) for p in primals]
+    out, vjp_fn = vjp(f, *primals)
+    cts = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
+    _, t_out = jvp(f, tuple(primals), tuple(tangents))
+    in_cts = vjp_fn(cts)
+    lhs = sum(_inner(c, t) for c, t in zip(tree_util.tree_leaves(in_cts), tangents, strict=True))
+    rhs = sum(_inner(c, t) for c, t in zip(tree_util.tree_leaves(cts),
+                                             tree_util.tree_leaves(t_out), strict=True))
+    scale = max(1.0, abs(lhs), abs(rhs))
+    if abs(lhs - rhs) > atol * scale + rtol * scale:
+        raise AssertionError(f"VJP is not the transpose of the JVP: <vjp(ct), t> = {lhs} but "
+                             f"<ct, jvp(t)> = {rhs}")
+
+
+def check_grads(f, args, order: int, modes=("fwd", "rev"), *, eps=1e-4, atol=1e-3,
+                rtol=1e-3):
+    """Check derivatives of f up to `order` against finite differences (as jax.test_util).
+
+    Use float64 inputs (enable x64) for tight tolerances.
+    """
+    from minijax.api import jvp, vjp
+    args = list(args)
+    if "fwd" in modes:
+        check_jvp(f, args, eps=eps, atol=atol, rtol=rtol)
+    if "rev" in modes:
+        check_vjp(f, args, atol=atol, rtol=rtol)
+    if order > 1:
+        rng = np.random.default_rng(order)
+        if "fwd" in modes:
+            tangents = [_rand_like(rng, a) for a in args]
+
+            def f_jvp(*primals):
+                return jvp(f, tuple(primals), tuple(tangents))[1]
+            check_grads(f_jvp, args, order - 1, ("fwd",), eps=eps, atol=atol, rtol=rtol)
+        if "rev" in modes:
+            out = f(*args)
+            cts = tree_util.tree_map(lambda o: _rand_like(rng, o), out)
+
+            def f_vjp(*primals):
+                return vjp(f, *primals)[1](cts)
+            check_grads(f_vjp, args, order - 1, ("rev",), eps=eps, atol=atol, rtol=rtol)
+
+
+def check_vmap(f, args, in_axes=0, out_axes=0, *, atol=1e-6, rtol=1e-6):
+    """Compare vmap(f, in_axes, out_axes)(*args) with a Python loop over the batch."""
+    from minijax.api import vmap
+    axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+    sizes = {_np(a).shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None}
+    (size,) = sizes
+    results = []
+    for i in range(size):
+        sliced = [a if ax is None else np.take(_np(a), i, axis=ax)
+                  for a, ax in zip(args, axes, strict=True)]
+        results.append(tree_util.tree_leaves(f(*sliced)))
+    got = tree_util.tree_leaves(vmap(f, in_axes, out_axes)(*args))
+    for k, g in enumerate(got):
+        want = np.stack([_np(r[k]) for r in results], axis=out_axes)
+        np.testing.assert_allclose(_np(g), want, atol=atol, rtol=rtol,
+                                   err_msg="vmap disagrees with a Python loop")
+        assert _np(g).dtype == want.dtype, (_np(g).dtype, want.dtype)
+
