@@ -126,9 +126,11 @@ class Fusion:
             drop_unreachable_computations(module)
         return changed
 
-    def _log(self, message: str) -> None:
-        if message not in self._logged:
-            self._logged.add(message)
+    def _log(self, message: str, key: str | None = None) -> None:
+        """Append `message` unless it (or an entry with the same `key`) is already there."""
+        key = message if key is None else key
+        if key not in self._logged:
+            self._logged.add(key)
             self._log_list.append(message)
 
     # -- phase 1 -------------------------------------------------------------------------
@@ -192,7 +194,8 @@ class Fusion:
                 if not ok:
                     rejected.add(id(producer))
                     user_names = ", ".join(u.name for u in users)
-                    self._log(f"reject {producer.name} -> ({user_names}): {reason}")
+                    self._log(f"reject {producer.name} -> ({user_names}): {reason}",
+                              key=f"reject {producer.name}: {reason}")
                     continue
                 self._log(f"fuse {producer.name} into {label}: {reason}")
                 if current.opcode != "fusion":

@@ -1,0 +1,48 @@
+"""Call inlining: replace each `call` instruction by a copy of the computation it calls.
+
+Nested jit lowers to `call`. Inlining exposes the callee's ops to the rest of the pipeline
+(fusion never looks through a call). The callee's parameters become the call's operands,
+and the call's users read the copy of the callee's root.
+"""
+
+from __future__ import annotations
+
+from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.passes.utils import (
+    NameUniquer,
+    clone,
+    drop_unreachable_computations,
+    optimizable_computations,
+)
+
+
+def inline_call(comp: Computation, call: Instruction, names: NameUniquer) -> None:
+    """Splice a copy of `call`'s callee into `comp` in place of `call`."""
+    callee = call.called.get("to_apply") or call.called["calls"]
+    mapping = {id(p): call.operands[p.parameter_number] for p in callee.parameters}
+    copies = []
+    for instr in callee.instructions:
+        if instr.opcode == "parameter":
+            continue
+        copy = clone(instr, [mapping[id(op)] for op in instr.operands], names.fresh(instr.name))
+        mapping[id(instr)] = copy
+        copies.append(copy)
+    position = comp.instructions.index(call)
+    comp.instructions[position:position + 1] = copies
+    comp.replace_all_uses(call, mapping[id(callee.root)])
+
+
+class CallInliner:
+    name = "call-inliner"
+
+    def run(self, module: Module) -> bool:
+        names = NameUniquer(module)
+        changed = False
+        for comp in optimizable_computations(module):
+            for instr in list(comp.instructions):
+                if instr.opcode == "call" and instr.called:
+                    inline_call(comp, instr, names)
+                    changed = True
+        if changed:
+            drop_unreachable_computations(module)
+        return changed

@@ -1,0 +1,199 @@
+"""The optimization pipeline: which passes run, in what order, and what is recorded.
+
+`optimize(module, options)` is the entry point the compiler uses. It builds the default
+pipeline for `options.opt_level`:
+
+  0: call inlining, DCE, dot canonicalization, layout and buffer assignment (no fusion)
+  1: + a fixed-point group of algebraic simplifier, transpose folding, constant folding,
+     CSE and DCE, and a cleanup group after dot canonicalization
+  2: + fusion (unless options.fuse is False)
+
+and leaves `module.buffer_assignment`, `module.fusion_log` (empty without fusion) and
+`module.pass_timings` set.
+
+A `Pipeline` runs passes in order, verifies the module after each pass that changed it
+(when the verifier is available), runs `FixedPoint` groups until none of their passes
+changes anything, times each pass into `pipeline.timings`, calls `dump_hook(module,
+pass_name, index)` after passes whose name matches `dump_pass_re`, and at MINIJAX_DEBUG>=3
+prints the HLO after each pass to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from minijax.compiler.hlo.ir import Module
+from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
+from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
+from minijax.compiler.passes.call_inliner import CallInliner
+from minijax.compiler.passes.constant_folding import ConstantFolding
+from minijax.compiler.passes.cse import CommonSubexpressionElimination
+from minijax.compiler.passes.dce import DeadCodeElimination
+from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
+from minijax.compiler.passes.fusion import Fusion
+from minijax.compiler.passes.layout_assignment import LayoutAssignment
+from minijax.compiler.passes.transpose_folding import TransposeFolding
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Options that change what the compiler produces (part of the compile cache key)."""
+
+    opt_level: int = 2
+    backend: str | None = None
+    dump_to: str | None = None
+    dump_pass_re: str | None = None
+    fuse: bool = True
+    verify: bool = True
+
+    def __post_init__(self):
+        if self.opt_level not in (0, 1, 2):
+            raise ValueError(f"opt_level must be 0, 1 or 2, got {self.opt_level!r}")
+
+
+class FixedPoint:
+    """Run a group of passes repeatedly until none changes the module (or max_iters)."""
+
+    def __init__(self, passes, max_iters: int = 8, name: str = "fixed-point"):
+        self.passes = list(passes)
+        self.max_iters = max_iters
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"FixedPoint([{', '.join(p.name for p in self.passes)}], {self.max_iters})"
+
+
+def _debug_level() -> int:
+    try:
+        from minijax.config import debug_level
+        return int(debug_level())
+    except Exception:
+        return int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
+
+
+def _verifier():
+    try:
+        from minijax.compiler.hlo.verifier import verify_module
+        return verify_module
+    except ImportError:
+        return None
+
+
+class PassFailure(RuntimeError):
+    """A pass broke the module (the verifier rejected it) or raised."""
+
+
+class Pipeline:
+    """An ordered list of passes and FixedPoint groups."""
+
+    def __init__(self, passes, verify: bool = True,
+                 dump_hook: Callable[[Module, str, int], None] | None = None,
+                 dump_pass_re: str | None = None, name: str = "pipeline"):
+        self.passes = list(passes)
+        self.name = name
+        self.verify = _verifier() if verify else None
+        self.dump_hook = dump_hook
+        self.dump_pass_re = re.compile(dump_pass_re) if dump_pass_re else None
+        self.timings: dict[str, float] = {}
+        self.history: list[tuple[str, bool]] = []  # (pass name, changed) in run order
+
+    def run(self, module: Module) -> bool:
+        """Run every pass on `module` (in place); True if any changed it."""
+        changed = False
+        for item in self.passes:
+            if isinstance(item, FixedPoint):
+                changed |= self._run_fixed_point(module, item)
+            else:
+                changed |= self._run_pass(module, item)
+        return changed
+
+    def _run_fixed_point(self, module: Module, group: FixedPoint) -> bool:
+        changed = False
+        for _ in range(group.max_iters):
+            round_changed = False
+            for p in group.passes:
+                round_changed |= self._run_pass(module, p)
+            changed |= round_changed
+            if not round_changed:
+                break
+        return changed
+
+    def _run_pass(self, module: Module, p) -> bool:
+        start = time.perf_counter()
+        try:
+            changed = bool(p.run(module))
+        except Exception as e:
+            raise PassFailure(f"pass {p.name} failed on module {module.name}: {e}") from e
+        self.timings[p.name] = self.timings.get(p.name, 0.0) + time.perf_counter() - start
+        self.history.append((p.name, changed))
+        if changed and self.verify is not None:
+            try:
+                self.verify(module)
+            except Exception as e:
+                raise PassFailure(f"module {module.name} is invalid after pass {p.name}: "
+                                  f"{e}") from e
+        self._after_pass(module, p.name, changed)
+        return changed
+
+    def _after_pass(self, module: Module, name: str, changed: bool) -> None:
+        index = len(self.history)
+        if self.dump_hook is not None and (self.dump_pass_re is None
+                                           or self.dump_pass_re.search(name)):
+            self.dump_hook(module, name, index)
+        if _debug_level() >= 3:
+            from minijax.compiler.hlo.printer import module_to_text
+            status = "changed" if changed else "unchanged"
+            print(f"--- {module.name}: HLO after pass {index} {name} ({status}) ---\n"
+                  f"{module_to_text(module)}", file=sys.stderr)
+
+
+def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
+    """A dump hook writing `<module>.<index>.<pass>.hlo.txt` files into `directory`."""
+
+    def hook(module: Module, pass_name: str, index: int) -> None:
+        from minijax.compiler.hlo.printer import module_to_text
+        os.makedirs(directory, exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{module.name}.{index:04d}.{pass_name}")
+        with open(os.path.join(directory, safe + ".hlo.txt"), "w") as f:
+            f.write(module_to_text(module))
+
+    return hook
+
+
+def default_passes(options: CompileOptions) -> list:
+    """The pass list for `options.opt_level` (see the module docstring)."""
+    passes: list = [CallInliner(), DeadCodeElimination()]
+    if options.opt_level >= 1:
+        passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
+                                  ConstantFolding(), CommonSubexpressionElimination(),
+                                  DeadCodeElimination()], name="simplify"))
+    passes.append(DotCanonicalization())
+    if options.opt_level >= 1:
+        passes.append(FixedPoint([AlgebraicSimplifier(), CommonSubexpressionElimination(),
+                                  DeadCodeElimination()], name="cleanup"))
+    if options.opt_level >= 2 and options.fuse:
+        passes += [Fusion(), DeadCodeElimination()]
+    passes += [LayoutAssignment(), BufferAssignmentPass()]
+    return passes
+
+
+def optimize(module: Module, options: CompileOptions | None = None,
+             dump_hook: Callable[[Module, str, int], None] | None = None) -> Module:
+    """Optimize `module` in place for `options` and return it.
+
+    Per-pass dumps go to `dump_hook`, or, when options.dump_to and options.dump_pass_re
+    are both set, to files in options.dump_to."""
+    options = options or CompileOptions()
+    if dump_hook is None and options.dump_to and options.dump_pass_re:
+        dump_hook = write_pass_dump(options.dump_to)
+    pipeline = Pipeline(default_passes(options), verify=options.verify, dump_hook=dump_hook,
+                        dump_pass_re=options.dump_pass_re)
+    module.fusion_log = []
+    pipeline.run(module)
+    module.pass_timings = dict(pipeline.timings)
+    return module
