@@ -86,7 +86,8 @@ def _round_afz(x):
 def _popcnt(x):
     if x.dtype == np.bool_:
         return x
-    return np.bitwise_count(x).astype(x.dtype)
+    # np.bitwise_count counts |x| for signed types; count the two's complement bits.
+    return np.bitwise_count(_unsigned_view(np.ascontiguousarray(x))).astype(x.dtype)
 
 
 def _unsigned_view(x):

@@ -1,0 +1,50 @@
+"""The reference backend: runs whole HLO modules on the NumPy evaluator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax.backends.base import Backend, Device, Executable
+from minijax.compiler.evaluator import evaluate_module
+
+# Instructions that move or name data without running a kernel.
+_NO_KERNEL = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
+                        "after-all", "optimization-barrier"})
+
+
+class InterpreterExecutable(Executable):
+    """Evaluates the module with minijax.compiler.evaluator on every call."""
+
+    def __init__(self, module):
+        self.module = module
+        self.kernel_count = sum(1 for i in module.entry.instructions
+                                if i.opcode not in _NO_KERNEL)
+
+    def execute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        """Run the module on flat arguments; returns the entry result's leaves."""
+        return evaluate_module(self.module, [np.asarray(a) for a in args])
+
+    def as_text(self) -> str:
+        """The HLO text of the module being interpreted."""
+        from minijax.compiler.hlo.printer import module_to_text
+        return module_to_text(self.module)
+
+
+class InterpreterBackend(Backend):
+    """Backend "interpreter": the reference, slow but exact to XLA's semantics."""
+
+    name = "interpreter"
+    platform = "interpreter"
+
+    def compile(self, module, options=None) -> InterpreterExecutable:
+        """Wrap the module; nothing is generated."""
+        return InterpreterExecutable(module)
+
+    def devices(self) -> list[Device]:
+        """One host device."""
+        return [Device("interpreter", 0, "NumPy HLO interpreter")]
+
+
+def create_backend() -> InterpreterBackend:
+    """The backend factory get_backend("interpreter") calls."""
+    return InterpreterBackend()
