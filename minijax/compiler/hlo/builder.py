@@ -59,6 +59,9 @@ class HloBuilder:
             computation = Computation(computation)
         self.computation = computation
         self._names = {i.name for i in computation.instructions}
+        # Until set_root is called, the root follows the last added instruction (as XLA's
+        # builder does) whenever the computation had no root.
+        self._auto_root = computation.root is None
 
     # ------------------------------------------------------------------ core
     def _fresh_name(self, opcode: str) -> str:
@@ -87,7 +90,10 @@ class HloBuilder:
         instr = Instruction(opcode, shape, operands, attrs, called, name=name, literal=literal,
                             parameter_number=parameter_number, metadata=dict(metadata or {}))
         self._names.add(name)
-        return self.computation.add(instr)
+        self.computation.add(instr)
+        if self._auto_root:
+            self.computation.root = instr
+        return instr
 
     def _unique(self, name: str) -> str:
         i = 1
@@ -97,6 +103,7 @@ class HloBuilder:
 
     def set_root(self, instr: Instruction) -> Instruction:
         """Make `instr` the computation's root."""
+        self._auto_root = False
         self.computation.root = instr
         return instr
 

@@ -178,7 +178,7 @@ def _instruction(cur: Cursor, pending: list):
         key = cur.name("an attribute name")
         cur.expect("=", f"'=' after {key}")
         value_pos = cur.pos
-        raw = cur.raw_value()
+        raw = cur.raw_value(allow_empty=key == "padding")  # a rank-0 pad prints `padding=`
         try:
             _set_attribute(instr, key, raw, pending, value_pos)
         except HloParseError as e:
@@ -234,6 +234,8 @@ def parse_window(raw: str) -> dict:
 def parse_padding(raw: str) -> tuple[tuple[int, int, int], ...]:
     """`0_0x1_2_1` -> ((0, 0, 0), (1, 2, 1))."""
     out = []
+    if not raw.strip():
+        return ()
     for part in raw.strip().split("x"):
         vals = [int(v) for v in part.split("_")]
         if len(vals) == 2:

@@ -119,7 +119,7 @@ class Cursor:
         m = _NAME_RE.match(self.text, self.pos)
         return bool(m) and m.group(0) == word
 
-    def raw_value(self) -> str:
+    def raw_value(self, allow_empty: bool = False) -> str:
         """Text up to the next top-level `,`, newline or closing bracket, brackets balanced."""
         self.skip_ws(newlines=False)
         text, n = self.text, len(self.text)
@@ -145,7 +145,7 @@ class Cursor:
         if stack:
             raise self.error(f"missing {stack[-1]!r}", start)
         value = text[start:self.pos].strip()
-        if not value:
+        if not value and not allow_empty:
             raise self.error("expected a value")
         return value
 
