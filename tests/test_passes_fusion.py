@@ -1,0 +1,238 @@
+"""Fusion: the three examples from the issue, the decision rules, and multi-output fusion."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_passes_common import dims_text, entry_opcodes, hlo, run_pass
+
+from minijax.compiler.passes.buffer_assignment import assign_buffers
+from minijax.compiler.passes.fusion import Fusion
+from minijax.compiler.passes.fusion_builder import fusion_outputs
+
+NOT_KERNELS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
+
+
+def kernels(module):
+    return [i for i in module.entry.instructions if i.opcode not in NOT_KERNELS]
+
+
+def fusions(module):
+    return [i for i in module.entry.instructions if i.opcode == "fusion"]
+
+
+def body_opcodes(fusion):
+    return {i.opcode for i in fusion.called["calls"].instructions}
+
+
+def sum_xpyz(n: int) -> str:
+    return hlo(f"""
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  z = f32[{n}] parameter(2)
+  m = f32[{n}] multiply(y, z)
+  a = f32[{n}] add(x, m)
+  c = f32[] constant(0)
+  r = f32[] reduce(a, c), dimensions={{0}}, to_apply=add_f32
+  ROOT t = (f32[]) tuple(r)""")
+
+
+def softmax(rows: int, cols: int) -> str:
+    s = f"{rows},{cols}"
+    return hlo(f"""
+  x = f32[{s}] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max_f32
+  mb = f32[{s}] broadcast(mx), dimensions={{0}}
+  sh = f32[{s}] subtract(x, mb)
+  e = f32[{s}] exponential(sh)
+  zero = f32[] constant(0)
+  sm = f32[{rows}] reduce(e, zero), dimensions={{1}}, to_apply=add_f32
+  sb = f32[{s}] broadcast(sm), dimensions={{0}}
+  d = f32[{s}] divide(e, sb)
+  ROOT t = (f32[{s}]) tuple(d)""")
+
+
+def dense_relu(batch: int, k: int, n: int) -> str:
+    return hlo(f"""
+  x = f32[{batch},{k}] parameter(0)
+  w = f32[{k},{n}] parameter(1)
+  b = f32[{n}] parameter(2)
+  d = f32[{batch},{n}] dot(x, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+  bb = f32[{batch},{n}] broadcast(b), dimensions={{1}}
+  a = f32[{batch},{n}] add(d, bb)
+  zero = f32[] constant(0)
+  zb = f32[{batch},{n}] broadcast(zero), dimensions={{}}
+  relu = f32[{batch},{n}] maximum(a, zb)
+  ROOT t = (f32[{batch},{n}]) tuple(relu)""")
+
+
+def test_sum_of_x_plus_y_times_z_is_one_input_fusion_without_temps():
+    module, changed = run_pass(Fusion(), sum_xpyz(64))
+    assert changed
+    (kernel,) = kernels(module)
+    assert kernel.opcode == "fusion" and kernel.attrs["kind"] == "kInput"
+    assert kernel.called["calls"].root.opcode == "reduce"
+    assert {"add", "multiply"} <= body_opcodes(kernel)
+    ba = assign_buffers(module)
+    assert ba.temp_bytes == 0
+    assert ba.output_bytes == 4 and ba.argument_bytes == 3 * 64 * 4
+    assert "fuse m into r: elementwise producer" in module.fusion_log
+
+
+def test_softmax_fuses_into_at_most_three_kernels():
+    module, _ = run_pass(Fusion(), softmax(4, 8))
+    ks = kernels(module)
+    assert len(ks) <= 3 and all(k.opcode == "fusion" for k in ks)
+    log = "\n".join(module.fusion_log)
+    assert "reject e -> (sm, d): expensive op with 2 users" in log
+    assert "as an extra output" in log
+    multi = [f for f in fusions(module) if f.shape.is_tuple]
+    assert len(multi) == 1
+    assert {o.opcode for o in fusion_outputs(multi[0])} == {"reduce", "exponential"}
+
+
+def test_dot_bias_relu_epilogue_is_one_loop_fusion():
+    module, _ = run_pass(Fusion(), dense_relu(4, 6, 5))
+    ops = entry_opcodes(module)
+    assert ops["dot"] == 1 and ops["fusion"] == 1
+    (epilogue,) = fusions(module)
+    assert epilogue.attrs["kind"] == "kLoop"
+    assert {"add", "maximum", "broadcast"} <= body_opcodes(epilogue)
+    assert any(op.opcode == "dot" for op in epilogue.operands)
+    assert any(line.startswith("reject d -> (") and "never fused" in line
+               for line in module.fusion_log)
+
+
+def test_expensive_producer_is_not_duplicated_but_cheap_one_is():
+    entry = """
+  x = f32[8] parameter(0)
+  e = f32[8] exponential(x)
+  n = f32[8] negate(x)
+  one = f32[] constant(1)
+  ob = f32[8] broadcast(one), dimensions={}
+  a = f32[8] add(e, n)
+  m = f32[8] multiply(e, n)
+  s = f32[8] subtract(a, ob)
+  c = f32[] constant(0)
+  r = f32[] reduce(m, c), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[8], f32[]) tuple(s, r)"""
+    module, _ = run_pass(Fusion(multi_output=False), hlo(entry))
+    exps = [f for f in fusions(module) if "exponential" in body_opcodes(f)]
+    assert entry_opcodes(module)["exponential"] + len(exps) == 1
+    assert sum("negate" in body_opcodes(f) for f in fusions(module)) == 2
+    assert any("reject e -> " in line and "expensive op with 2 users" in line
+               for line in module.fusion_log)
+    assert any("fuse n into" in line and "duplicated" in line for line in module.fusion_log)
+
+
+def test_sibling_reductions_share_one_kernel():
+    entry = """
+  x = f32[6,10] parameter(0)
+  zero = f32[] constant(0)
+  s = f32[6] reduce(x, zero), dimensions={1}, to_apply=add_f32
+  sq = f32[6,10] multiply(x, x)
+  s2 = f32[6] reduce(sq, zero), dimensions={1}, to_apply=add_f32
+  ROOT t = (f32[6], f32[6]) tuple(s, s2)"""
+    module, _ = run_pass(Fusion(), hlo(entry))
+    (kernel,) = kernels(module)
+    assert kernel.shape.is_tuple and kernel.attrs["kind"] == "kInput"
+    assert any(line.startswith("merge sibling fusions") for line in module.fusion_log)
+
+
+def test_siblings_with_different_loop_shapes_stay_apart():
+    entry = """
+  x = f32[6,10] parameter(0)
+  zero = f32[] constant(0)
+  s = f32[6] reduce(x, zero), dimensions={1}, to_apply=add_f32
+  s2 = f32[10] reduce(x, zero), dimensions={0}, to_apply=add_f32
+  ROOT t = (f32[6], f32[10]) tuple(s, s2)"""
+    module, _ = run_pass(Fusion(), hlo(entry))
+    assert len(kernels(module)) == 2
+
+
+def test_unfusible_ops_stay_out():
+    entry = """
+  x = f32[4,4] parameter(0)
+  n = f32[4,4] negate(x)
+  d = f32[4,4] dot(n, n), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  a = f32[4,4] add(d, x)
+  k = s32[4] iota(), iota_dimension=0
+  srt = f32[4,4] sort(a), dimensions={1}, to_apply=lt_f32
+  e = f32[4,4] exponential(srt)
+  ROOT t = (f32[4,4], s32[4]) tuple(e, k)"""
+    text = hlo(entry).replace("ENTRY main", """lt_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+
+ENTRY main""")
+    module, _ = run_pass(Fusion(), text)
+    ops = entry_opcodes(module)
+    assert ops["dot"] == 1 and ops["sort"] == 1
+    log = "\n".join(module.fusion_log)
+    assert "sort is never fused" in log and "dot is never fused" in log
+
+
+def test_fusing_into_while_body():
+    text = """
+HloModule loop
+cond {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  lim = s32[] constant(3)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+body {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  v = f32[4] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  h = f32[] constant(0.5)
+  hb = f32[4] broadcast(h), dimensions={}
+  v1 = f32[4] multiply(v, hb)
+  v2 = f32[4] add(v1, v)
+  ROOT r = (s32[], f32[4]) tuple(i1, v2)
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[4]) tuple(z, x)
+  w = (s32[], f32[4]) while(init), condition=cond, body=body
+  out = f32[4] get-tuple-element(w), index=1
+  ROOT t = (f32[4]) tuple(out)
+}
+"""
+    module, changed = run_pass(Fusion(), text)
+    assert changed
+    body = next(c for c in module.computations if c.name == "body")
+    assert any(i.opcode == "fusion" for i in body.instructions)
+
+
+@settings(max_examples=10, deadline=None)
+@given(rows=st.integers(1, 5), cols=st.integers(1, 9))
+def test_softmax_differential_any_shape(rows, cols):
+    module, _ = run_pass(Fusion(), softmax(rows, cols))
+    assert len(kernels(module)) <= 3
+
+
+@settings(max_examples=10, deadline=None)
+@given(dims=st.lists(st.integers(1, 4), min_size=2, max_size=3).map(tuple))
+def test_elementwise_chain_with_transpose_and_slices_is_one_loop_fusion(dims):
+    d = dims_text(dims)
+    rev = dims_text(reversed(dims))
+    perm = dims_text(reversed(range(len(dims))))
+    first = dims[0]
+    entry = f"""
+  x = f32[{d}] parameter(0)
+  y = f32[{rev}] parameter(1)
+  yt = f32[{d}] transpose(y), dimensions={{{perm}}}
+  a = f32[{d}] add(x, yt)
+  t = f32[{d}] tanh(a)
+  c = f32[{first * 2},{dims_text(dims[1:])}] concatenate(t, x), dimensions={{0}}
+  ROOT out = (f32[{first * 2},{dims_text(dims[1:])}]) tuple(c)"""
+    module, _ = run_pass(Fusion(), hlo(entry))
+    (kernel,) = kernels(module)
+    assert kernel.attrs["kind"] == "kLoop"
