@@ -1,0 +1,423 @@
+"""The CPU backend: fused kernels generated with llvmlite, JIT-compiled for the host.
+
+`CpuBackend.compile(module)` turns an optimized HLO module into a `CpuExecutable`: a list of
+thunks over a per-call list of buffers (numpy arrays, one per instruction result).
+- fusions and unfused elementwise/indexing/reduce instructions become LLVM kernels (one LLVM
+  module per HLO module, compiled once at -O3 for the host CPU, see cpu_runtime.py) called
+  through ctypes, which releases the GIL; large kernels split their outer loop across the
+  thread pool (thread_pool.py, MINIJAX_NUM_THREADS);
+- dot runs NumPy's BLAS (np.matmul into a preallocated output);
+- while/conditional/call run their computations as nested programs (a Python loop over the
+  iterations, no per-iteration compilation);
+- everything else runs the evaluator's per-instruction function: EVALUATOR_THUNK_OPCODES
+  lists those; `CpuExecutable.as_text()` marks each such thunk.
+MINIJAX_DEBUG=2 prints each kernel's time and GB/s; MINIJAX_DEBUG=4 prints the LLVM IR.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+
+import llvmlite.ir as ir
+import numpy as np
+
+from minijax.backends.base import Backend, Device, Executable
+from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.thread_pool import get_pool
+from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
+from minijax.compiler.codegen.llvm_types import I64
+from minijax.compiler.codegen.loops import emit_kernel, output_shapes, reduce_roots
+from minijax.compiler.hlo.ir import Computation, Instruction
+
+#: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
+EVALUATOR_THUNK_OPCODES = (
+    "sort", "gather", "scatter", "convolution", "reduce-window", "select-and-scatter",
+    "rng", "rng-bit-generator", "custom-call", "fft", "cholesky", "triangular-solve",
+    "reduce-precision", "real", "imag", "complex", "map", "all-reduce", "and any opcode or "
+    "element type the elemental emitter does not support (e.g. complex numbers)",
+)
+#: Kernels whose elements-times-work is at least this run on several threads.
+PARALLEL_THRESHOLD = 1 << 16
+_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
+_NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
+          "optimization-barrier"}
+_KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+def _pyobject_data_offset() -> int | None:
+    """Offset of the data pointer inside a numpy array object, if this numpy has it at 16."""
+    probe = np.zeros(3)
+    if ctypes.c_void_p.from_address(id(probe) + 16).value == probe.ctypes.data:
+        return 16
+    return None
+
+
+_DATA_OFFSET = _pyobject_data_offset()
+
+
+def _row_major(shape) -> bool:
+    return shape.layout is None or shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
+
+
+class _Kernel:
+    """One generated kernel: its spec, entry symbol, and (after the JIT) its ctypes function."""
+
+    def __init__(self, spec, symbol, label):
+        self.spec = spec
+        self.symbol = symbol
+        self.label = label
+        self.fn = None
+        out_bytes = sum(s.nbytes for s in spec.output_shapes)
+        self.out_specs = [(s.dims, s.dtype) for s in spec.output_shapes]
+        self.out_bytes = out_bytes
+        total = spec.outer * spec.work
+        self.threads = 1
+        if spec.outer >= 2 and total >= PARALLEL_THRESHOLD:
+            self.threads = get_pool().num_threads
+
+    def launch(self, ptrs) -> None:
+        if self.spec.outer == 0:
+            return
+        if self.threads > 1:
+            get_pool().parallel_for(self.fn, ptrs, self.spec.outer, self.threads)
+        else:
+            self.fn(ptrs, 0, self.spec.outer)
+
+
+def _wrap_instruction(instr: Instruction) -> tuple[Computation, list[Instruction]]:
+    """A one-instruction fused computation for `instr` and the operands it takes."""
+    params: dict[int, Instruction] = {}
+    operands: list[Instruction] = []
+    body: list[Instruction] = []
+    new_ops = []
+    for op in instr.operands:
+        if id(op) not in params:
+            if op.opcode == "constant" and op.shape.size <= 1:
+                p = Instruction("constant", op.shape, literal=op.literal, name=f"c{len(body)}")
+            else:
+                p = Instruction("parameter", op.shape, name=f"p{len(operands)}",
+                                parameter_number=len(operands))
+                operands.append(op)
+            params[id(op)] = p
+            body.append(p)
+        new_ops.append(params[id(op)])
+    new = Instruction(instr.opcode, instr.shape, new_ops, attrs=instr.attrs,
+                      called=instr.called, name="root", literal=instr.literal)
+    return Computation(f"wrapped_{instr.name}", body + [new], root=new), operands
+
+
+def _split_roots(comp: Computation) -> list[Computation] | None:
+    """Per-output computations for a multi-output fusion whose roots need different loops."""
+    root = comp.root
+    if root.opcode != "tuple":
+        return None
+    if reduce_roots(comp) is not None:
+        return None
+    roots = root.operands
+    if all(r.opcode != "reduce" for r in roots) and len({r.shape.dims for r in roots}) == 1:
+        return None
+    return [Computation(f"{comp.name}.{k}", comp.instructions, root=r)
+            for k, r in enumerate(roots)]
+
+
+class _Program:
+    """A computation as a list of steps over an environment list (one slot per instruction)."""
+
+    def __init__(self, comp: Computation):
+        self.comp = comp
+        self.slot = {id(i): k for k, i in enumerate(comp.instructions)}
+        self.template: list = [None] * len(comp.instructions)
+        self.param_slots = [self.slot[id(p)] for p in comp.parameters]
+        self.root_slot = self.slot[id(comp.root)]
+        self.steps: list = []
+        self.notes: list[str] = []
+        self.kernel_count = 0
+
+    def run(self, args):
+        env = self.template.copy()
+        for s, a in zip(self.param_slots, args):
+            env[s] = a
+        for step in self.steps:
+            step(env)
+        return env[self.root_slot]
+
+
+def _coerce(value, shape):
+    """An evaluator result as this backend's value: contiguous arrays, lists for tuples."""
+    if shape.is_tuple:
+        return [_coerce(v, s) for v, s in zip(value, shape.tuple_shapes)]
+    return np.ascontiguousarray(np.asarray(value, dtype=shape.dtype).reshape(shape.dims))
+
+
+class _Compiler:
+    """Compiles the computations of one HLO module into programs sharing one LLVM module."""
+
+    def __init__(self, module, debug: int):
+        self.module = module
+        self.debug = debug
+        self.ir = ir.Module(name=module.name)
+        self.kernels: list[_Kernel] = []
+        self.programs: dict[int, _Program] = {}
+
+    # ------------------------------------------------------------------ kernels
+    def _new_kernel(self, comp: Computation, label: str) -> _Kernel:
+        name = f"{SYMBOL_PLACEHOLDER}k{len(self.kernels)}"
+        spec = emit_kernel(self.ir, name, comp)
+        kernel = _Kernel(spec, name, label)
+        if _DATA_OFFSET is not None:
+            self._emit_pyobject_entry(name, spec.num_params + len(spec.output_shapes))
+            kernel.symbol = name + "_py"
+        self.kernels.append(kernel)
+        return kernel
+
+    def _emit_pyobject_entry(self, name: str, count: int) -> None:
+        """`name_py(PyArrayObject **arrays, start, end)`: reads each array's data pointer."""
+        i8p = ir.IntType(8).as_pointer()
+        fn = ir.Function(self.ir, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), I64, I64]),
+                         name + "_py")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        arr = b.alloca(ir.ArrayType(i8p, count))
+        for k in range(count):
+            obj = b.load(b.gep(fn.args[0], [ir.Constant(I64, k)], inbounds=True))
+            field = b.bitcast(b.gep(obj, [ir.Constant(I64, _DATA_OFFSET)]), i8p.as_pointer())
+            b.store(b.load(field), b.gep(arr, [ir.Constant(I64, 0), ir.Constant(I64, k)]))
+        target = self.ir.get_global(name)
+        b.call(target, [b.bitcast(arr, i8p.as_pointer()), fn.args[1], fn.args[2]])
+        b.ret_void()
+
+    def _kernel_step(self, prog, kernels, in_slots, out_slot, tuple_out, label):
+        """A step that allocates outputs and runs one or more kernels (one per output group)."""
+        debug = self.debug >= 2
+        groups = []
+        for kernel, slots in kernels:
+            groups.append((kernel, [in_slots[i] for i in slots] if slots else in_slots))
+        prog.kernel_count += len(groups)
+        use_ids = _DATA_OFFSET is not None
+        empty = np.empty
+
+        def run_group(env, kernel, slots):
+            ins = [env[s] for s in slots]
+            outs = [empty(d, dt) for d, dt in kernel.out_specs]
+            addrs = ([id(a) for a in ins] + [id(o) for o in outs]) if use_ids else (
+                [a.ctypes.data for a in ins] + [o.ctypes.data for o in outs])
+            ptrs = (ctypes.c_void_p * len(addrs))(*addrs)
+            if debug:
+                t0 = time.perf_counter()
+                kernel.launch(ptrs)
+                dt = time.perf_counter() - t0
+                nbytes = kernel.out_bytes + sum(a.nbytes for a in ins)
+                print(f"[minijax cpu] {kernel.label} ({kernel.spec.mode}, "
+                      f"{kernel.threads} thr): {dt * 1e6:.1f} us, "
+                      f"{nbytes / max(dt, 1e-12) / 1e9:.2f} GB/s", file=sys.stderr)
+            else:
+                kernel.launch(ptrs)
+            return outs
+
+        if len(groups) == 1 and not tuple_out:
+            kernel, slots = groups[0]
+
+            def step(env):
+                env[out_slot] = run_group(env, kernel, slots)[0]
+        else:
+            def step(env):
+                outs = []
+                for kernel, slots in groups:
+                    outs.extend(run_group(env, kernel, slots))
+                env[out_slot] = outs
+        return step
+
+    def _compile_fused(self, prog, comp, operands, instr, label) -> bool:
+        """Add kernel steps for fused computation `comp`; False if it cannot be generated."""
+        if unsupported_reason(comp) is not None:
+            return False
+        parts = _split_roots(comp) or [comp]
+        kernels = [(self._new_kernel(part, label), None) for part in parts]
+        in_slots = [prog.slot[id(op)] for op in operands]
+        tuple_out = instr.shape.is_tuple
+        prog.steps.append(self._kernel_step(prog, kernels, in_slots, prog.slot[id(instr)],
+                                            tuple_out, label))
+        prog.notes.append(f"{instr.name}: kernel{'s' if len(kernels) > 1 else ''} "
+                          + ", ".join(k.symbol.replace(SYMBOL_PLACEHOLDER, '') for k, _ in
+                                      kernels) + f" ({label})")
+        return True
+
+    # ------------------------------------------------------------------ programs
+    def program(self, comp: Computation) -> _Program:
+        cached = self.programs.get(id(comp))
+        if cached is not None:
+            return cached
+        prog = _Program(comp)
+        self.programs[id(comp)] = prog
+        for instr in comp.instructions:
+            self._instruction(prog, instr)
+        return prog
+
+    def _instruction(self, prog: _Program, instr: Instruction) -> None:
+        op = instr.opcode
+        s = prog.slot[id(instr)]
+        ops = [prog.slot[id(o)] for o in instr.operands]
+        if op == "parameter":
+            return
+        if op == "constant":
+            prog.template[s] = _coerce(instr.literal, instr.shape)
+            return
+        if op == "tuple":
+            prog.steps.append(lambda env: env.__setitem__(s, [env[o] for o in ops]))
+            return
+        if op == "get-tuple-element":
+            index, src = instr.attrs["index"], ops[0]
+            prog.steps.append(lambda env: env.__setitem__(s, env[src][index]))
+            return
+        if op in ("reshape", "bitcast") and _row_major(instr.shape) and _row_major(
+                instr.operands[0].shape) and not instr.shape.is_tuple:
+            dims, src = instr.shape.dims, ops[0]
+            prog.steps.append(lambda env: env.__setitem__(s, env[src].reshape(dims)))
+            return
+        if op in ("after-all", "optimization-barrier", "copy-start", "copy-done"):
+            src = ops[0] if ops else None
+            prog.steps.append(lambda env: env.__setitem__(s, env[src] if src is not None
+                                                          else None))
+            return
+        if op == "fusion":
+            comp = instr.called["calls"]
+            if self._compile_fused(prog, comp, instr.operands, instr,
+                                   f"fusion {instr.name}"):
+                return
+            sub = self.program(comp)
+            prog.kernel_count += sub.kernel_count
+            prog.notes.append(f"{instr.name}: fusion run as a program "
+                              f"({unsupported_reason(comp)})")
+            prog.steps.append(self._call_step(sub, ops, s))
+            return
+        if op in _KERNEL_OPCODES:
+            comp, operands = _wrap_instruction(instr)
+            if self._compile_fused(prog, comp, operands, instr, f"{op} {instr.name}"):
+                return
+        if op == "dot":
+            from minijax.backends.cpu_library import dot_step
+            prog.kernel_count += 1
+            prog.notes.append(f"{instr.name}: dot via NumPy BLAS")
+            prog.steps.append(dot_step(instr, ops, s))
+            return
+        if op in ("while", "conditional", "call"):
+            from minijax.backends.cpu_library import control_step
+            prog.steps.append(control_step(self, instr, ops, s))
+            prog.notes.append(f"{instr.name}: {op} (nested programs)")
+            return
+        prog.kernel_count += 1
+        prog.notes.append(f"{instr.name}: EVALUATOR THUNK ({op})")
+        prog.steps.append(self._evaluator_step(instr, ops, s))
+
+    @staticmethod
+    def _call_step(sub: _Program, ops, s):
+        def step(env):
+            env[s] = sub.run([env[o] for o in ops])
+        return step
+
+    @staticmethod
+    def _evaluator_step(instr, ops, s):
+        from minijax.compiler.evaluator import evaluate_instruction
+        shape = instr.shape
+
+        def step(env):
+            env[s] = _coerce(evaluate_instruction(instr, [env[o] for o in ops]), shape)
+        return step
+
+    # ------------------------------------------------------------------ JIT
+    def finish(self) -> str:
+        """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
+        text = str(self.ir)
+        if self.debug >= 4:
+            print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)
+        if self.kernels:
+            addrs = get_jit().compile(text, [k.symbol for k in self.kernels])
+            for k in self.kernels:
+                k.fn = _KernelFn(addrs[k.symbol])
+        return text
+
+
+class CpuExecutable(Executable):
+    """A compiled module: thunks over per-call numpy buffers."""
+
+    def __init__(self, module, program: _Program, ir_text: str, compiler: _Compiler):
+        self.module = module
+        self.program = program
+        self._ir_text = ir_text
+        self.kernel_count = program.kernel_count
+        self.kernels = compiler.kernels
+        self._notes = [n for p in compiler.programs.values() for n in p.notes]
+        params = module.entry.parameters
+        self._arg_dtypes = [p.shape.dtype for p in params]
+        root = module.entry.root
+        self._flatten = root.shape.is_tuple and any(s.is_tuple for s in root.shape.tuple_shapes)
+        self._tuple_root = root.shape.is_tuple
+
+    def execute(self, args):
+        """Run on flat arguments; returns the entry result's leaves."""
+        asc = np.ascontiguousarray
+        args = [asc(a, dtype=dt) for a, dt in zip(args, self._arg_dtypes)]
+        if len(args) != len(self._arg_dtypes):
+            raise TypeError(f"{self.module.name} takes {len(self._arg_dtypes)} arguments, "
+                            f"got {len(args)}")
+        out = self.program.run(args)
+        if not self._tuple_root:
+            return [out]
+        if self._flatten:
+            return _flatten(out)
+        return list(out)
+
+    def as_text(self) -> str:
+        """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""
+        from minijax.compiler.hlo.printer import module_to_text
+        return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(
+            "//   " + n for n in self._notes) + "\n"
+
+    def llvm_ir(self) -> str:
+        """The generated LLVM IR (before optimization)."""
+        return self._ir_text.replace(SYMBOL_PLACEHOLDER, "")
+
+    def evaluator_thunks(self) -> list[str]:
+        """Notes for the instructions that run on the evaluator instead of generated code."""
+        return [n for n in self._notes if "EVALUATOR" in n]
+
+
+def _flatten(value) -> list:
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _flatten(v)]
+    return [value]
+
+
+class CpuBackend(Backend):
+    """Backend "cpu": llvmlite-generated, vectorized, multithreaded kernels."""
+
+    name = "cpu"
+    platform = "cpu"
+
+    def compile(self, module, options=None) -> CpuExecutable:
+        """Compile an optimized HLO module (one LLVM module, JIT-compiled once)."""
+        debug = int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
+        compiler = _Compiler(module, debug)
+        program = compiler.program(module.entry)
+        text = compiler.finish()
+        dump_to = getattr(options, "dump_to", None) if options is not None else None
+        if dump_to:
+            os.makedirs(dump_to, exist_ok=True)
+            with open(os.path.join(dump_to, f"{module.name}.ll"), "w") as f:
+                f.write(text.replace(SYMBOL_PLACEHOLDER, ""))
+        return CpuExecutable(module, program, text, compiler)
+
+    def devices(self) -> list[Device]:
+        """The host CPU."""
+        return [Device("cpu", 0, get_jit().cpu)]
+
+
+def create_backend() -> CpuBackend:
+    """The factory minijax.backends.get_backend("cpu") calls."""
+    return CpuBackend()
+
+
+__all__ = ["CpuBackend", "CpuExecutable", "EVALUATOR_THUNK_OPCODES", "PARALLEL_THRESHOLD",
+           "create_backend", "output_shapes"]

@@ -1,0 +1,633 @@
+"""The elemental emitter: LLVM IR computing one output element of each HLO instruction.
+
+`ElementalEmitter.emit(instr, index)` returns the LLVM value of `instr` at a multi-dimensional
+`Index`, recursively emitting its operands at the indices they are read at: elementwise ops
+pass the index through, broadcast/transpose/slice/pad/concatenate/reverse/reshape/
+dynamic-slice/iota turn into index arithmetic, constants into loads from module globals.
+Values are cached per (instruction, index) so a DAG is emitted once per element.
+
+Nothing here knows the target: the loop emitter (CPU) or a grid mapping (GPU) decides which
+index each thread computes, and how parameters are read (`load_param`). Code is scalar; the
+CPU loop emitter relies on LLVM's loop vectorizer, which the emitted code is written for
+(branch-free selects; clamped, always in-bounds loads).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import llvmlite.ir as ir
+import numpy as np
+
+from minijax.compiler.codegen import math_approx
+from minijax.compiler.codegen.llvm_types import (
+    F16,
+    F32,
+    I1,
+    I64,
+    SUPPORTED_TYPES,
+    bit_width,
+    call_intrinsic,
+    const,
+    is_float,
+    is_signed,
+    storage_type,
+    value_type,
+)
+from minijax.compiler.hlo.ir import Computation, Instruction, Shape
+
+ELEMENTWISE_UNARY = {
+    "abs", "negate", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one",
+    "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "floor", "ceil",
+    "round-nearest-afz", "round-nearest-even", "is-finite", "not", "popcnt",
+    "count-leading-zeros", "convert", "bitcast-convert", "copy", "erf",
+}
+ELEMENTWISE_BINARY = {
+    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
+    "atan2", "and", "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic",
+    "compare",
+}
+ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
+INDEXING = {
+    "broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate", "iota",
+    "reverse", "dynamic-slice", "dynamic-update-slice",
+}
+SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
+
+
+def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | None:
+    """Why `comp` cannot be emitted elementally (None if it can)."""
+    for instr in comp.instructions:
+        if instr.opcode not in SUPPORTED_OPCODES:
+            return f"opcode {instr.opcode}"
+        if instr.opcode == "tuple" and instr is not comp.root:
+            return "tuple not at the root"
+        if instr.opcode == "reduce" and not allow_reduce:
+            return "reduce"
+        if instr.opcode == "reduce":
+            body = instr.called["to_apply"]
+            inner = unsupported_reason(body, allow_reduce=False)
+            if inner:
+                return f"reduce computation: {inner}"
+        for leaf in instr.shape.flat():
+            if leaf.element_type not in SUPPORTED_TYPES:
+                return f"element type {leaf.element_type}"
+        if instr.opcode == "bitcast-convert":
+            src, dst = instr.operands[0].shape.element_type, instr.shape.element_type
+            if "pred" in (src, dst) or "bf16" in (src, dst) or bit_width(
+                    storage_type(src)) != bit_width(storage_type(dst)):
+                return "bitcast-convert between widths"
+    return None
+
+
+def strides_of(shape: Shape) -> list[int]:
+    """Element strides of each dimension under the shape's layout."""
+    strides = [0] * shape.rank
+    step = 1
+    for d in shape.minor_to_major:
+        strides[d] = step
+        step *= shape.dims[d]
+    return strides
+
+
+class Index:
+    """A position in an array of `shape`: a multi-index and/or a linear offset (i64 values)."""
+
+    def __init__(self, shape: Shape, multi=None, linear=None):
+        self.shape = shape
+        self.multi = list(multi) if multi is not None else None
+        self.linear = linear
+        self.key = (shape.dims, shape.minor_to_major)
+
+    def get_linear(self, b: ir.IRBuilder):
+        if self.linear is None:
+            total = const(I64, 0)
+            for idx, stride, dim in zip(self.multi, strides_of(self.shape), self.shape.dims):
+                if dim != 1:
+                    total = b.add(total, b.mul(idx, const(I64, stride)))
+            self.linear = total
+        return self.linear
+
+    def get_multi(self, b: ir.IRBuilder):
+        if self.multi is None:
+            dims = self.shape.dims
+            multi = [const(I64, 0)] * len(dims)
+            rest = self.linear
+            for d in self.shape.minor_to_major:
+                if dims[d] == 1:
+                    continue
+                multi[d] = b.urem(rest, const(I64, dims[d]))
+                rest = b.udiv(rest, const(I64, dims[d]))
+            self.multi = multi
+        return self.multi
+
+    def for_shape(self, b: ir.IRBuilder, shape: Shape) -> Index:
+        """This index seen by an operand of `shape` with the same dims (layout may differ)."""
+        if (shape.dims, shape.minor_to_major) == self.key:
+            return self
+        return Index(shape, multi=self.get_multi(b))
+
+
+def scalar_index(shape: Shape) -> Index:
+    return Index(shape, multi=[], linear=const(I64, 0))
+
+
+class ElementalEmitter:
+    """Emits per-element LLVM IR for the instructions of one computation.
+
+    load_param(instr, index) -> value reads parameter `instr` at `index`; alternatively
+    `param_values` binds parameters to ready values (used for reduce computations).
+    `alloca(type)` makes a stack slot (callers put it in the entry block).
+    """
+
+    def __init__(self, builder: ir.IRBuilder, comp: Computation, load_param=None,
+                 param_values=None, alloca=None):
+        self.b = builder
+        self.alloca = alloca or builder.alloca
+        self.comp = comp
+        self.load_param = load_param
+        self.param_values = param_values
+        self.cache: dict = {}
+        self._globals: dict[int, ir.GlobalVariable] = {}
+
+    # ---------------------------------------------------------------- plumbing
+    @contextlib.contextmanager
+    def scope(self):
+        """Forget values cached while inside (e.g. values computed in a loop body)."""
+        before = set(self.cache)
+        try:
+            yield
+        finally:
+            for k in [k for k in self.cache if k not in before]:
+                del self.cache[k]
+
+    def emit(self, instr: Instruction, index: Index):
+        """The value of `instr` at `index` (a list of values for a tuple-shaped reduce)."""
+        key = (instr, index)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self._emit(instr, index)
+            self.cache[key] = hit
+        return hit
+
+    def emit_scalar_computation(self, comp: Computation, args: list) -> list:
+        """Apply a scalar computation (a reduce's to_apply) to values; returns its outputs."""
+        sub = ElementalEmitter(self.b, comp, param_values=args, alloca=self.alloca)
+        root = comp.root
+        if root.opcode == "tuple":
+            return [sub.emit(op, scalar_index(op.shape)) for op in root.operands]
+        return [sub.emit(root, scalar_index(root.shape))]
+
+    def _operand(self, instr, i, index: Index):
+        op = instr.operands[i]
+        if op.shape.rank == 0:
+            return self.emit(op, scalar_index(op.shape))
+        return self.emit(op, index.for_shape(self.b, op.shape))
+
+    def _emit(self, instr: Instruction, index: Index):
+        op = instr.opcode
+        b = self.b
+        if op == "parameter":
+            if self.param_values is not None:
+                return self.param_values[instr.parameter_number]
+            return self.load_param(instr, index)
+        if op == "constant":
+            return self._constant(instr, index)
+        if op in ELEMENTWISE:
+            ops = [self._operand(instr, i, index) for i in range(len(instr.operands))]
+            return self._elementwise(instr, ops)
+        if op == "reduce":
+            return self._inline_reduce(instr, index)
+        method = getattr(self, "_" + op.replace("-", "_"), None)
+        if method is None:
+            raise NotImplementedError(f"elemental emitter: no rule for {op}")
+        del b
+        return method(instr, index)
+
+    # ---------------------------------------------------------------- leaves
+    def _constant(self, instr, index):
+        et = instr.shape.element_type
+        lit = np.asarray(instr.literal)
+        if lit.size == 1:
+            return self._scalar_const(et, lit.reshape(()).item())
+        gv = self._globals.get(id(instr))
+        if gv is None:
+            sty = storage_type(et)
+            flat = np.ascontiguousarray(
+                lit.astype(instr.shape.dtype).reshape(instr.shape.dims)).reshape(-1)
+            if et in ("bf16",):
+                flat = flat.astype(np.float32)
+            values = [self._scalar_const(et, v).constant if et != "pred" else int(bool(v))
+                      for v in flat.tolist()]
+            arr_ty = ir.ArrayType(sty, len(values))
+            module = self.b.module
+            gv = ir.GlobalVariable(module, arr_ty, module.get_unique_name("const"))
+            gv.global_constant = True
+            gv.linkage = "internal"
+            gv.initializer = ir.Constant(arr_ty, [ir.Constant(sty, v) for v in values])
+            self._globals[id(instr)] = gv
+        lin = index.for_shape(self.b, instr.shape).get_linear(self.b)
+        ptr = self.b.gep(gv, [const(I64, 0), lin], inbounds=True)
+        return self.to_value(self.b.load(ptr), et)
+
+    @staticmethod
+    def _scalar_const(et, v):
+        ty = value_type(et)
+        if et == "pred":
+            return ir.Constant(I1, int(bool(v)))
+        if is_float(et):
+            return ir.Constant(ty, float(v))
+        return const(ty, int(v))
+
+    def to_value(self, stored, et):
+        """Convert a loaded storage value to its compute type (pred: i8 -> i1)."""
+        if et == "pred":
+            return self.b.icmp_unsigned("!=", stored, const(stored.type, 0))
+        return stored
+
+    def to_storage(self, value, et):
+        """Convert a computed value to its storage type (pred: i1 -> i8)."""
+        if et == "pred":
+            return self.b.zext(value, storage_type(et))
+        return value
+
+    # ---------------------------------------------------------------- elementwise
+    def _elementwise(self, instr, ops):
+        op = instr.opcode
+        src_et = instr.operands[0].shape.element_type
+        if op == "select":
+            return self.b.select(ops[0], ops[1], ops[2])
+        if op == "clamp":
+            lo, x, hi = ops
+            return self._minmax("minimum", self._minmax("maximum", x, lo, src_et), hi, src_et)
+        if op == "compare":
+            return self._compare(instr, ops[0], ops[1], src_et)
+        if op == "convert":
+            return convert(self.b, ops[0], src_et, instr.shape.element_type)
+        if op == "bitcast-convert":
+            return self.b.bitcast(ops[0], value_type(instr.shape.element_type))
+        if op == "copy":
+            return ops[0]
+        if is_float(src_et):
+            return self._float_op(op, ops, src_et)
+        return self._int_op(op, ops, src_et)
+
+    def _compare(self, instr, x, y, et):
+        direction = instr.attrs.get("direction", "EQ")
+        sym = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}[direction]
+        if is_float(et):
+            if instr.attrs.get("comparison_type") == "TOTALORDER":
+                x, y = _total_order_key(self.b, x), _total_order_key(self.b, y)
+                return self.b.icmp_signed(sym, x, y)
+            if sym == "!=":
+                return self.b.fcmp_unordered("!=", x, y)
+            return self.b.fcmp_ordered(sym, x, y)
+        if is_signed(et):
+            return self.b.icmp_signed(sym, x, y)
+        return self.b.icmp_unsigned(sym, x, y)
+
+    def _minmax(self, op, x, y, et):
+        b = self.b
+        if is_float(et):
+            return call_intrinsic(b, "llvm." + op, [x, y])
+        cmp = b.icmp_signed if is_signed(et) else b.icmp_unsigned
+        return b.select(cmp(">" if op == "maximum" else "<", x, y), x, y)
+
+    def _float_op(self, op, ops, et):
+        b = self.b
+        x = ops[0]
+        simple = {"add": b.fadd, "subtract": b.fsub, "multiply": b.fmul, "divide": b.fdiv,
+                  "remainder": b.frem}
+        if op in simple:
+            return simple[op](x, ops[1])
+        if op in ("maximum", "minimum"):
+            return self._minmax(op, x, ops[1], et)
+        if op == "negate":
+            return b.fneg(x)
+        intrinsics = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
+                      "ceil": "llvm.ceil", "round-nearest-afz": "llvm.round",
+                      "round-nearest-even": "llvm.roundeven"}
+        if op in intrinsics:
+            return call_intrinsic(b, intrinsics[op], [x])
+        if op == "rsqrt":
+            return b.fdiv(const(x.type, 1.0), call_intrinsic(b, "llvm.sqrt", [x]))
+        if op == "sign":
+            pos = b.select(b.fcmp_ordered(">", x, const(x.type, 0.0)), const(x.type, 1.0), x)
+            return b.select(b.fcmp_ordered("<", x, const(x.type, 0.0)), const(x.type, -1.0), pos)
+        if op == "is-finite":
+            ax = call_intrinsic(b, "llvm.fabs", [x])
+            return b.fcmp_ordered("<", ax, const(x.type, float("inf")))
+        fn = math_approx.UNARY.get(op) or math_approx.BINARY.get(op)
+        if fn is None:
+            raise NotImplementedError(f"elemental emitter: {op} on {et}")
+        if x.type == F16:  # compute half precision math in float32
+            args = [b.fpext(v, F32) for v in ops]
+            return b.fptrunc(fn(b, *args), F16)
+        return fn(b, *ops)
+
+    def _int_op(self, op, ops, et):
+        b = self.b
+        x = ops[0]
+        ty = x.type
+        signed = is_signed(et)
+        bits = bit_width(ty)
+        simple = {"add": b.add, "subtract": b.sub, "multiply": b.mul, "and": b.and_,
+                  "or": b.or_, "xor": b.xor}
+        if op in simple:
+            return simple[op](x, ops[1])
+        if op in ("maximum", "minimum"):
+            return self._minmax(op, x, ops[1], et)
+        if op == "not":
+            return b.not_(x)
+        if op == "negate":
+            return b.neg(x)
+        if op == "abs":
+            return b.select(b.icmp_signed("<", x, const(ty, 0)), b.neg(x), x) if signed else x
+        if op == "sign":
+            zero = const(ty, 0)
+            if not signed:
+                return b.zext(b.icmp_unsigned("!=", x, zero), ty)
+            pos = b.zext(b.icmp_signed(">", x, zero), ty)
+            return b.select(b.icmp_signed("<", x, zero), const(ty, -1), pos)
+        if op == "popcnt":
+            return call_intrinsic(b, "llvm.ctpop", [x])
+        if op == "count-leading-zeros":
+            return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
+        if op in ("divide", "remainder"):
+            return _int_divide(b, op, x, ops[1], signed)
+        if op.startswith("shift"):
+            amt = ops[1]
+            big = b.icmp_unsigned(">=", amt, const(ty, bits))
+            safe = b.select(big, const(ty, 0), amt)
+            if op == "shift-left":
+                return b.select(big, const(ty, 0), b.shl(x, safe))
+            if op == "shift-right-logical":
+                return b.select(big, const(ty, 0), b.lshr(x, safe))
+            return b.ashr(x, b.select(big, const(ty, bits - 1), safe))
+        if op == "power":
+            return _int_power(b, x, ops[1], signed)
+        raise NotImplementedError(f"elemental emitter: {op} on {et}")
+
+    # ---------------------------------------------------------------- index arithmetic
+    def _reshape(self, instr, index):
+        src = instr.operands[0]
+        lin = index.get_linear(self.b)
+        if src.shape.layout is not None or instr.shape.layout is not None:
+            return self.emit(src, Index(src.shape, linear=lin)) if _row_major(
+                src.shape) and _row_major(instr.shape) else self._reshape_general(instr, index)
+        return self.emit(src, Index(src.shape, linear=lin))
+
+    def _reshape_general(self, instr, index):
+        # Reshape is defined on the row-major order; rebuild row-major linear offsets.
+        src = instr.operands[0]
+        row_out = Shape(instr.shape.element_type, instr.shape.dims)
+        lin = Index(row_out, multi=index.get_multi(self.b)).get_linear(self.b)
+        multi = Index(Shape(src.shape.element_type, src.shape.dims), linear=lin).get_multi(self.b)
+        return self.emit(src, Index(src.shape, multi=multi))
+
+    _bitcast = _reshape
+
+    def _broadcast(self, instr, index):
+        src = instr.operands[0]
+        if src.shape.rank == 0:
+            return self.emit(src, scalar_index(src.shape))
+        multi = index.get_multi(self.b)
+        dims = instr.attrs.get("dimensions", ())
+        return self.emit(src, Index(src.shape, multi=[multi[d] for d in dims]))
+
+    def _transpose(self, instr, index):
+        src = instr.operands[0]
+        multi = index.get_multi(self.b)
+        perm = instr.attrs["dimensions"]
+        src_multi = [None] * src.shape.rank
+        for k, d in enumerate(perm):
+            src_multi[d] = multi[k]
+        return self.emit(src, Index(src.shape, multi=src_multi))
+
+    def _slice(self, instr, index):
+        src = instr.operands[0]
+        b = self.b
+        multi = index.get_multi(b)
+        out = []
+        for m, (start, _limit, stride) in zip(multi, instr.attrs["slice"]):
+            v = b.mul(m, const(I64, stride)) if stride != 1 else m
+            out.append(b.add(v, const(I64, start)) if start else v)
+        return self.emit(src, Index(src.shape, multi=out))
+
+    def _reverse(self, instr, index):
+        src = instr.operands[0]
+        multi = list(index.get_multi(self.b))
+        for d in instr.attrs["dimensions"]:
+            multi[d] = self.b.sub(const(I64, src.shape.dims[d] - 1), multi[d])
+        return self.emit(src, Index(src.shape, multi=multi))
+
+    def _iota(self, instr, index):
+        d = instr.attrs.get("iota_dimension", 0)
+        v = index.get_multi(self.b)[d]
+        return convert(self.b, v, "s64", instr.shape.element_type)
+
+    def _clamp_index(self, v, size):
+        b = self.b
+        v = b.select(b.icmp_signed("<", v, const(I64, 0)), const(I64, 0), v)
+        hi = const(I64, max(size - 1, 0))
+        return b.select(b.icmp_signed(">", v, hi), hi, v)
+
+    def _pad(self, instr, index):
+        b = self.b
+        src, pad_value = instr.operands
+        multi = index.get_multi(b)
+        inside = ir.Constant(I1, 1)
+        src_multi = []
+        for m, (lo, _hi, interior), size in zip(multi, instr.attrs["padding"], src.shape.dims):
+            t = b.sub(m, const(I64, lo))
+            step = interior + 1
+            q = b.sdiv(t, const(I64, step)) if step != 1 else t
+            ok = b.and_(b.icmp_signed(">=", t, const(I64, 0)),
+                        b.icmp_signed("<", q, const(I64, size)))
+            if step != 1:
+                ok = b.and_(ok, b.icmp_signed("==", b.srem(t, const(I64, step)), const(I64, 0)))
+            inside = b.and_(inside, ok)
+            src_multi.append(self._clamp_index(q, size))
+        pv = self.emit(pad_value, scalar_index(pad_value.shape))
+        if src.shape.size == 0:
+            return pv
+        v = self.emit(src, Index(src.shape, multi=src_multi))
+        return b.select(inside, v, pv)
+
+    def _concatenate(self, instr, index):
+        b = self.b
+        dim = instr.attrs["dimensions"][0]
+        multi = index.get_multi(b)
+        pieces = [op for op in instr.operands if op.shape.dims[dim] > 0]
+        offsets, off = [], 0
+        for op in pieces:
+            offsets.append(off)
+            off += op.shape.dims[dim]
+        result = None
+        for op, start in reversed(list(zip(pieces, offsets))):
+            m = list(multi)
+            m[dim] = self._clamp_index(b.sub(multi[dim], const(I64, start)), op.shape.dims[dim])
+            v = self.emit(op, Index(op.shape, multi=m))
+            if result is None:
+                result = v
+            else:
+                end = start + op.shape.dims[dim]
+                result = b.select(b.icmp_signed("<", multi[dim], const(I64, end)), v, result)
+        return result
+
+    def _start_indices(self, instr, first, sizes, dims):
+        """Clamped dynamic start indices (XLA clamps so the window stays in bounds)."""
+        starts = []
+        for k, (size, dim) in enumerate(zip(sizes, dims)):
+            op = instr.operands[first + k]
+            s = self.emit(op, scalar_index(op.shape))
+            s = convert(self.b, s, op.shape.element_type, "s64")
+            b = self.b
+            s = b.select(b.icmp_signed("<", s, const(I64, 0)), const(I64, 0), s)
+            hi = const(I64, max(dim - size, 0))
+            starts.append(b.select(b.icmp_signed(">", s, hi), hi, s))
+        return starts
+
+    def _dynamic_slice(self, instr, index):
+        src = instr.operands[0]
+        sizes = instr.attrs["dynamic_slice_sizes"]
+        starts = self._start_indices(instr, 1, sizes, src.shape.dims)
+        multi = index.get_multi(self.b)
+        return self.emit(src, Index(src.shape, multi=[self.b.add(m, s)
+                                                      for m, s in zip(multi, starts)]))
+
+    def _dynamic_update_slice(self, instr, index):
+        b = self.b
+        src, upd = instr.operands[0], instr.operands[1]
+        starts = self._start_indices(instr, 2, upd.shape.dims, src.shape.dims)
+        multi = index.get_multi(b)
+        inside = ir.Constant(I1, 1)
+        upd_multi = []
+        for m, s, size in zip(multi, starts, upd.shape.dims):
+            t = b.sub(m, s)
+            inside = b.and_(inside, b.and_(b.icmp_signed(">=", t, const(I64, 0)),
+                                           b.icmp_signed("<", t, const(I64, size))))
+            upd_multi.append(self._clamp_index(t, size))
+        base = self.emit(src, index.for_shape(b, src.shape))
+        if upd.shape.size == 0:
+            return base
+        return b.select(inside, self.emit(upd, Index(upd.shape, multi=upd_multi)), base)
+
+    # ---------------------------------------------------------------- reduce (not a root)
+    def _inline_reduce(self, instr, index):
+        """A reduce used inside a fusion: a scalar loop over the reduced dimensions."""
+        from minijax.compiler.codegen.loops import emit_counted_loop
+
+        b = self.b
+        n = len(instr.operands) // 2
+        inputs, inits = instr.operands[:n], instr.operands[n:]
+        red = tuple(instr.attrs["dimensions"])
+        in_shape = inputs[0].shape
+        kept = [d for d in range(in_shape.rank) if d not in red]
+        out_multi = index.get_multi(b) if instr.shape.rank or not instr.shape.is_tuple else []
+        accs = [self.emit(v, scalar_index(v.shape)) for v in inits]
+        slots = [self.alloca(a.type) for a in accs]
+        for s, a in zip(slots, accs):
+            b.store(a, s)
+        red_dims = [in_shape.dims[d] for d in red]
+        total = int(np.prod(red_dims)) if red_dims else 1
+        with self.scope(), emit_counted_loop(b, const(I64, 0), const(I64, total)) as i:
+            rmulti = Index(Shape("s64", tuple(red_dims)), linear=i).get_multi(b)
+            multi = [None] * in_shape.rank
+            for d, m in zip(kept, out_multi):
+                multi[d] = m
+            for d, m in zip(red, rmulti):
+                multi[d] = m
+            vals = [self.emit(v, Index(v.shape, multi=multi)) for v in inputs]
+            cur = [b.load(s) for s in slots]
+            new = self.emit_scalar_computation(instr.called["to_apply"], cur + vals)
+            for s, v in zip(slots, new):
+                b.store(v, s)
+        results = [b.load(s) for s in slots]
+        return results if instr.shape.is_tuple else results[0]
+
+
+def _row_major(shape: Shape) -> bool:
+    return shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
+
+
+def _total_order_key(b, x):
+    """Map a float to an integer whose signed order is IEEE totalOrder."""
+    ity = ir.IntType(bit_width(x.type))
+    i = b.bitcast(x, ity)
+    flip = b.lshr(b.ashr(i, const(ity, bit_width(x.type) - 1)), const(ity, 1))
+    return b.xor(i, flip)
+
+
+def _int_divide(b, op, x, y, signed):
+    """Integer divide/remainder with XLA's results for /0 and INT_MIN/-1 (no traps)."""
+    ty = x.type
+    zero = b.icmp_signed("==", y, const(ty, 0))
+    bad = zero
+    if signed:
+        overflow = b.and_(b.icmp_signed("==", x, const(ty, 1 << (bit_width(ty) - 1))),
+                          b.icmp_signed("==", y, const(ty, -1)))
+        bad = b.or_(zero, overflow)
+    safe = b.select(bad, const(ty, 1), y)
+    if op == "divide":
+        q = b.sdiv(x, safe) if signed else b.udiv(x, safe)
+        if signed:
+            q = b.select(overflow, x, q)
+        return b.select(zero, const(ty, -1), q)
+    r = b.srem(x, safe) if signed else b.urem(x, safe)
+    if signed:
+        r = b.select(overflow, const(ty, 0), r)
+    return b.select(zero, x, r)
+
+
+def _int_power(b, x, y, signed):
+    """x**y by square-and-multiply over every exponent bit (branch-free)."""
+    ty = x.type
+    bits = bit_width(ty)
+    result = const(ty, 1)
+    base = x
+    e = y
+    for _ in range(bits):
+        odd = b.trunc(e, I1)
+        result = b.select(odd, b.mul(result, base), result)
+        base = b.mul(base, base)
+        e = b.lshr(e, const(ty, 1))
+    if not signed:
+        return result
+    neg = b.icmp_signed("<", y, const(ty, 0))
+    one = b.icmp_signed("==", x, const(ty, 1))
+    minus_one = b.icmp_signed("==", x, const(ty, -1))
+    odd_y = b.trunc(y, I1)
+    neg_val = b.select(one, const(ty, 1), b.select(
+        minus_one, b.select(odd_y, const(ty, -1), const(ty, 1)), const(ty, 0)))
+    return b.select(neg, neg_val, result)
+
+
+def convert(b: ir.IRBuilder, v, src: str, dst: str):
+    """Convert a value between element types with XLA's semantics (float->int saturates)."""
+    if src == dst or (value_type(src) == value_type(dst) and is_float(src) == is_float(dst)
+                      and (is_float(src) or is_signed(src) == is_signed(dst))):
+        return v
+    dty = value_type(dst)
+    if dst == "pred":
+        if is_float(src):
+            return b.fcmp_unordered("!=", v, const(v.type, 0.0))
+        return b.icmp_unsigned("!=", v, const(v.type, 0))
+    if src == "pred":
+        return b.uitofp(v, dty) if is_float(dst) else b.zext(v, dty)
+    if is_float(src) and is_float(dst):
+        sb, db = bit_width(v.type), bit_width(dty)
+        if sb == db:
+            return v
+        return b.fpext(v, dty) if db > sb else b.fptrunc(v, dty)
+    if is_float(src):
+        name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
+        return call_intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
+    if is_float(dst):
+        return b.sitofp(v, dty) if is_signed(src) else b.uitofp(v, dty)
+    sb, db = bit_width(v.type), bit_width(dty)
+    if sb == db:
+        return v
+    if db < sb:
+        return b.trunc(v, dty)
+    return b.sext(v, dty) if is_signed(src) else b.zext(v, dty)

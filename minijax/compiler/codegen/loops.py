@@ -1,0 +1,387 @@
+"""The loop emitter: wraps a fused computation in loops over its output.
+
+Every kernel has the C signature `void kernel(void **buffers, int64 start, int64 end)`:
+`buffers` holds the parameters' then the outputs' base addresses, and [start, end) is the
+part of the outer loop to run, so a runtime can split the outer loop across threads.
+
+Kernel shapes (`KernelSpec.mode`):
+- "flat": only elementwise ops and row-major reshapes: one loop over linear offsets.
+- "rows": any loop fusion: the outer loop runs over rows (all dims but the last), the inner,
+  contiguous loop over the last dimension.
+- "row_reduce": a reduce whose reduced dims include the minor one: the outer loop runs over
+  output elements, the inner loop over the contiguous reduced elements. Float sums add
+  blocks of BLOCK elements in the element type (vectorized, reassociated into several
+  vector accumulators that LLVM combines pairwise) and accumulate the blocks in float64.
+- "col_reduce": a reduce that keeps the minor dimension: the outer loop runs over output
+  rows, then over reduced positions, and the inner loop updates a whole output row at once.
+The inner loops are plain counted loops with no cross-iteration dependences except the
+reduction accumulators, written for LLVM's loop vectorizer (the target decides the width).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+import numpy as np
+
+from minijax.compiler.codegen.elemental import (
+    ELEMENTWISE,
+    ElementalEmitter,
+    Index,
+    convert,
+    scalar_index,
+)
+from minijax.compiler.codegen.llvm_types import (
+    F64,
+    I64,
+    const,
+    is_float,
+    is_signed,
+    storage_type,
+    value_type,
+)
+from minijax.compiler.hlo.ir import Computation, Shape
+
+BLOCK = 2048
+FLAT_OPS = ELEMENTWISE | {"parameter", "constant", "tuple", "reshape", "bitcast"}
+
+
+@dataclass
+class KernelSpec:
+    """What the runtime needs to call a generated kernel."""
+
+    name: str
+    mode: str
+    outer: int             # the [0, outer) range the kernel's start/end split
+    work: int              # elements touched per outer iteration (for threading decisions)
+    num_params: int
+    output_shapes: list
+
+
+@contextlib.contextmanager
+def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
+    """`for (i = start; i < end; ++i) { body }`; yields i; the builder ends after the loop."""
+    pre = b.block
+    fn = pre.function
+    body = fn.append_basic_block(name + ".body")
+    exit_ = fn.append_basic_block(name + ".exit")
+    b.cbranch(b.icmp_signed("<", start, end), body, exit_)
+    b.position_at_end(body)
+    i = b.phi(I64, name=name + ".i")
+    i.add_incoming(start, pre)
+    yield i
+    nxt = b.add(i, const(I64, 1), flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
+    b.position_at_end(exit_)
+
+
+def _is_flat(comp: Computation) -> bool:
+    for instr in comp.instructions:
+        if instr.opcode == "broadcast" and instr.operands[0].shape.rank == 0:
+            continue
+        if instr.opcode not in FLAT_OPS:
+            return False
+        for leaf in instr.shape.flat():
+            if leaf.layout is not None and leaf.minor_to_major != tuple(
+                    range(leaf.rank - 1, -1, -1)):
+                return False
+    return True
+
+
+def _delinearize(b, value, dims):
+    """Row-major multi-index (list of i64) of `value` within `dims`."""
+    return Index(Shape("s64", tuple(dims)), linear=value).get_multi(b)
+
+
+def reduce_roots(comp: Computation):
+    """The reduce instructions at the root of `comp`, or None if it is not a reduce fusion."""
+    root = comp.root
+    roots = root.operands if root.opcode == "tuple" else [root]
+    if not roots or any(r.opcode != "reduce" for r in roots):
+        return None
+    first = roots[0]
+    key = (first.operands[0].shape.dims, tuple(sorted(first.attrs["dimensions"])))
+    for r in roots:
+        n = len(r.operands) // 2
+        if any((op.shape.dims, tuple(sorted(r.attrs["dimensions"]))) != key
+               for op in r.operands[:n]):
+            return None
+    return roots
+
+
+def output_shapes(comp: Computation) -> list[Shape]:
+    return comp.root.shape.flat()
+
+
+class KernelEmitter:
+    """Emits one kernel for a fused computation into an llvmlite module."""
+
+    def __init__(self, module: ir.Module, name: str, comp: Computation, noalias: bool = True):
+        self.module = module
+        self.name = name
+        self.comp = comp
+        self.params = comp.parameters
+        self.outs = output_shapes(comp)
+        ptr_types = ([storage_type(p.shape.element_type).as_pointer() for p in self.params]
+                     + [storage_type(s.element_type).as_pointer() for s in self.outs])
+        body_ty = ir.FunctionType(ir.VoidType(), ptr_types + [I64, I64])
+        self.body_fn = ir.Function(module, body_ty, name + ".body")
+        self.body_fn.linkage = "internal"
+        for arg in self.body_fn.args[:len(ptr_types)]:
+            if noalias:
+                arg.add_attribute("noalias")
+        self._emit_wrapper(ptr_types)
+        entry = self.body_fn.append_basic_block("entry")
+        start = self.body_fn.append_basic_block("start")
+        ir.IRBuilder(entry).branch(start)
+        self._entry_builder = ir.IRBuilder(entry)
+        self.b = ir.IRBuilder(start)
+        args = self.body_fn.args
+        self.param_ptrs = list(args[:len(self.params)])
+        self.out_ptrs = list(args[len(self.params):len(ptr_types)])
+        self.start, self.end = args[-2], args[-1]
+        self.em = ElementalEmitter(self.b, comp, load_param=self._load_param,
+                                   alloca=self.alloca)
+
+    def alloca(self, ty):
+        """A stack slot in the entry block (so it is promoted to a register)."""
+        self._entry_builder.position_at_start(self._entry_builder.block)
+        return self._entry_builder.alloca(ty)
+
+    def _emit_wrapper(self, ptr_types):
+        i8pp = ir.IntType(8).as_pointer().as_pointer()
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [i8pp, I64, I64]),
+                         self.name)
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        ptrs = []
+        for k, ty in enumerate(ptr_types):
+            raw = b.load(b.gep(fn.args[0], [const(I64, k)], inbounds=True))
+            ptrs.append(b.bitcast(raw, ty))
+        b.call(self.body_fn, ptrs + [fn.args[1], fn.args[2]])
+        b.ret_void()
+
+    def _load_param(self, instr, index: Index):
+        b = self.b
+        ptr = self.param_ptrs[instr.parameter_number]
+        lin = index.for_shape(b, instr.shape).get_linear(b)
+        v = b.load(b.gep(ptr, [lin], inbounds=True))
+        return self.em.to_value(v, instr.shape.element_type)
+
+    def _store(self, k, lin, value):
+        b = self.b
+        et = self.outs[k].element_type
+        b.store(self.em.to_storage(value, et), b.gep(self.out_ptrs[k], [lin], inbounds=True))
+
+    # ------------------------------------------------------------------ kernels
+    def emit(self) -> KernelSpec:
+        roots = reduce_roots(self.comp)
+        if roots is not None:
+            spec = self._emit_reduce(roots)
+        else:
+            spec = self._emit_loop()
+        self.b.ret_void()
+        return spec
+
+    def _loop_roots(self):
+        root = self.comp.root
+        return list(root.operands) if root.opcode == "tuple" else [root]
+
+    def _emit_loop(self) -> KernelSpec:
+        roots = self._loop_roots()
+        shape = roots[0].shape
+        b = self.b
+        size = shape.size
+        if _is_flat(self.comp) or shape.rank <= 1:
+            with self.em.scope(), emit_counted_loop(b, self.start, self.end, "flat") as i:
+                for k, r in enumerate(roots):
+                    idx = Index(r.shape, linear=i)
+                    self._store(k, i, self.em.emit(r, idx))
+            return self._spec("flat", size, 1)
+        inner = shape.dims[-1]
+        rows = size // inner if inner else 0
+        with self.em.scope(), emit_counted_loop(b, self.start, self.end, "row") as row:
+            outer = _delinearize(b, row, shape.dims[:-1])
+            base = b.mul(row, const(I64, inner))
+            with emit_counted_loop(b, const(I64, 0), const(I64, inner), "col") as j:
+                lin = b.add(base, j)
+                for k, r in enumerate(roots):
+                    idx = Index(r.shape, multi=outer + [j], linear=lin)
+                    self._store(k, lin, self.em.emit(r, idx))
+        return self._spec("rows", rows, inner)
+
+    def _spec(self, mode, outer, work):
+        return KernelSpec(self.name, mode, outer, work, len(self.params), self.outs)
+
+    # ------------------------------------------------------------------ reductions
+    def _emit_reduce(self, roots) -> KernelSpec:
+        first = roots[0]
+        in_shape = first.operands[0].shape
+        red = sorted(first.attrs["dimensions"])
+        if in_shape.rank and (in_shape.rank - 1) not in red:
+            return self._emit_col_reduce(roots, in_shape, red)
+        return self._emit_row_reduce(roots, in_shape, red)
+
+    def _reducer_kind(self, r):
+        """'add'/'multiply'/... if r's to_apply is one binary op of its two parameters."""
+        body = r.called["to_apply"]
+        root = body.root
+        if len(r.operands) != 2 or len(root.operands) != 2:
+            return None
+        if {op.opcode for op in root.operands} != {"parameter"}:
+            return None
+        if {op.parameter_number for op in root.operands} != {0, 1}:
+            return None
+        if root.opcode in ("add", "multiply", "maximum", "minimum", "and", "or", "xor"):
+            return root.opcode
+        return None
+
+    def _combine(self, r, kind, acc, value, reassoc=True):
+        """acc (+) value for reduce r; generic reducers go through the elemental emitter."""
+        b = self.b
+        if kind is None:
+            return self.em.emit_scalar_computation(r.called["to_apply"], acc + value)
+        a, v = acc[0], value[0]
+        et = r.operands[0].shape.element_type
+        if v.type != a.type:
+            v = b.fpext(v, a.type)
+        flags = ("reassoc", "nsz") if reassoc else ()
+        if is_float(et):
+            if kind == "add":
+                return [b.fadd(a, v, flags=flags)]
+            if kind == "multiply":
+                return [b.fmul(a, v, flags=flags)]
+        return [self.em._float_op(kind, [a, v], et) if is_float(et)
+                else self.em._int_op(kind, [a, v], et)]
+
+    def _inits(self, r):
+        n = len(r.operands) // 2
+        return [self.em.emit(v, scalar_index(v.shape)) for v in r.operands[n:]]
+
+    def _input_values(self, r, multi):
+        n = len(r.operands) // 2
+        return [self.em.emit(v, Index(v.shape, multi=multi)) for v in r.operands[:n]]
+
+    def _out_offsets(self, roots):
+        offsets, k = [], 0
+        for r in roots:
+            offsets.append(k)
+            k += len(r.shape.flat())
+        return offsets
+
+    def _emit_row_reduce(self, roots, in_shape, red) -> KernelSpec:
+        b = self.b
+        kept = [d for d in range(in_shape.rank) if d not in red]
+        kept_dims = [in_shape.dims[d] for d in kept]
+        n_out = int(np.prod(kept_dims)) if kept_dims else 1
+        last = in_shape.dims[-1] if in_shape.rank else 1
+        red_outer = [in_shape.dims[d] for d in red[:-1]]
+        n_red_outer = int(np.prod(red_outer)) if red_outer else 1
+        kinds = [self._reducer_kind(r) for r in roots]
+        offsets = self._out_offsets(roots)
+        with emit_counted_loop(b, self.start, self.end, "out") as o:
+            out_multi = _delinearize(b, o, kept_dims)
+            slots = []
+            for r, kind in zip(roots, kinds):
+                inits = self._inits(r)
+                blocked = kind == "add" and is_float(r.shape.element_type)
+                accs = [b.fpext(v, F64) if blocked and v.type != F64 else v for v in inits]
+                slot = [self.alloca(a.type) for a in accs]
+                for s, a in zip(slot, accs):
+                    b.store(a, s)
+                slots.append((slot, blocked))
+            with self.em.scope(), emit_counted_loop(
+                    b, const(I64, 0), const(I64, n_red_outer), "red") as ro:
+                ro_multi = _delinearize(b, ro, red_outer)
+                n_blocks = (last + BLOCK - 1) // BLOCK
+                with emit_counted_loop(b, const(I64, 0), const(I64, n_blocks), "blk") as blk:
+                    lo = b.mul(blk, const(I64, BLOCK))
+                    hi = b.add(lo, const(I64, BLOCK))
+                    hi = b.select(b.icmp_signed("<", hi, const(I64, last)), hi, const(I64, last))
+                    partial = []
+                    for r, (slot, blocked) in zip(roots, slots):
+                        if blocked:
+                            ty = value_type(r.shape.element_type)
+                            p = self.alloca(ty)
+                            b.store(ir.Constant(ty, -0.0), p)
+                            partial.append([p])
+                        else:
+                            partial.append(slot)
+                    with self.em.scope(), emit_counted_loop(b, lo, hi, "inner") as j:
+                        multi = [None] * in_shape.rank
+                        for d, m in zip(kept, out_multi):
+                            multi[d] = m
+                        for d, m in zip(red[:-1], ro_multi):
+                            multi[d] = m
+                        if in_shape.rank:
+                            multi[in_shape.rank - 1] = j
+                        for r, kind, slot in zip(roots, kinds, partial):
+                            vals = self._input_values(r, multi)
+                            new = self._combine(r, kind, [b.load(s) for s in slot], vals)
+                            for s, v in zip(slot, new):
+                                b.store(v, s)
+                    for (slot, blocked), p in zip(slots, partial):
+                        if blocked:
+                            acc = b.load(slot[0])
+                            b.store(b.fadd(acc, b.fpext(b.load(p[0]), F64)), slot[0])
+            for r, (slot, blocked), off in zip(roots, slots, offsets):
+                for k, s in enumerate(slot):
+                    v = b.load(s)
+                    if blocked and v.type != value_type(r.shape.element_type):
+                        v = b.fptrunc(v, value_type(r.shape.element_type))
+                    self._store(off + k, o, v)
+        return self._spec("row_reduce", n_out, int(in_shape.size // max(n_out, 1)))
+
+    def _emit_col_reduce(self, roots, in_shape, red) -> KernelSpec:
+        b = self.b
+        kept = [d for d in range(in_shape.rank) if d not in red]
+        inner = in_shape.dims[-1]
+        outer_dims = [in_shape.dims[d] for d in kept[:-1]]
+        n_rows = int(np.prod(outer_dims)) if outer_dims else 1
+        red_dims = [in_shape.dims[d] for d in red]
+        n_red = int(np.prod(red_dims)) if red_dims else 1
+        kinds = [self._reducer_kind(r) for r in roots]
+        offsets = self._out_offsets(roots)
+        with emit_counted_loop(b, self.start, self.end, "row") as row:
+            outer_multi = _delinearize(b, row, outer_dims)
+            base = b.mul(row, const(I64, inner))
+            with self.em.scope(), emit_counted_loop(b, const(I64, 0), const(I64, inner),
+                                                    "init") as j:
+                lin = b.add(base, j)
+                for r, off in zip(roots, offsets):
+                    for k, v in enumerate(self._inits(r)):
+                        self._store(off + k, lin, v)
+            with self.em.scope(), emit_counted_loop(b, const(I64, 0), const(I64, n_red),
+                                                    "red") as ri:
+                red_multi = _delinearize(b, ri, red_dims)
+                with self.em.scope(), emit_counted_loop(b, const(I64, 0), const(I64, inner),
+                                                        "col") as j:
+                    lin = b.add(base, j)
+                    multi = [None] * in_shape.rank
+                    for d, m in zip(kept, outer_multi + [j]):
+                        multi[d] = m
+                    for d, m in zip(red, red_multi):
+                        multi[d] = m
+                    for r, kind, off in zip(roots, kinds, offsets):
+                        leaves = r.shape.flat()
+                        cur = []
+                        for k, leaf in enumerate(leaves):
+                            ptr = b.gep(self.out_ptrs[off + k], [lin], inbounds=True)
+                            cur.append(self.em.to_value(b.load(ptr), leaf.element_type))
+                        new = self._combine(r, kind, cur, self._input_values(r, multi),
+                                            reassoc=False)
+                        for k, v in enumerate(new):
+                            self._store(off + k, lin, v)
+        return self._spec("col_reduce", n_rows, n_red * inner)
+
+
+def emit_kernel(module: ir.Module, name: str, comp: Computation,
+                noalias: bool = True) -> KernelSpec:
+    """Emit `name` computing `comp` (a fused computation) into `module`."""
+    return KernelEmitter(module, name, comp, noalias).emit()
+
+
+__all__ = ["BLOCK", "KernelSpec", "emit_counted_loop", "emit_kernel", "reduce_roots",
+           "output_shapes", "convert", "is_signed"]
