@@ -5,10 +5,14 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 
 __version__ = "0.1.0"
 
-from minijax import lax
+from minijax import errors, lax, numpy, tree_util
 from minijax.api import (
     ShapeDtypeStruct,
+    eval_shape,
     grad,
+    hessian,
+    jacfwd,
+    jacrev,
     jvp,
     linearize,
     make_jaxpr,
@@ -16,11 +20,22 @@ from minijax.api import (
     vjp,
     vmap,
 )
+from minijax.api_jit import disable_jit, jit
 from minijax.array import Array
+from minijax.compiler.cache import clear_caches
 from minijax.config import config
-from minijax.dispatch import device_put
+from minijax.devices import (
+    block_until_ready,
+    default_backend,
+    device_get,
+    device_put,
+    devices,
+    local_devices,
+)
 
 __all__ = [
-    "Array", "ShapeDtypeStruct", "config", "device_put", "grad", "jvp", "lax", "linearize",
-    "make_jaxpr", "value_and_grad", "vjp", "vmap",
+    "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
+    "default_backend", "device_get", "device_put", "devices", "disable_jit", "errors",
+    "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
+    "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
