@@ -241,6 +241,9 @@ class Module:
             self.computations.append(entry)
         self.entry = entry if entry is not None else (self.computations[-1]
                                                       if self.computations else None)
+        # Module-level attributes from the `HloModule name, key=value` header (raw strings,
+        # printed back as they are; entry_computation_layout is recomputed when printing).
+        self.attrs: dict[str, str] = {}
 
     def add_computation(self, comp: Computation) -> Computation:
         self.computations.insert(max(len(self.computations) - 1, 0)
