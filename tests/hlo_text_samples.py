@@ -248,6 +248,8 @@ add_f32 {
 lt_f32 {
   x = f32[] parameter(0)
   y = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
   ROOT c = pred[] compare(x, y), direction=LT, type=TOTALORDER
 }
 

@@ -439,3 +439,34 @@ def test_random_modules_print_parse_print_is_identity(module):
                     assert (a[~nan].view(np.uint8) == b[~nan].view(np.uint8)).all()
                 else:
                     assert (a == b).all()
+
+
+def test_verifier_checks_called_computation_signatures():
+    text = """
+fused {
+  p = f32[3]{0} parameter(0)
+  ROOT n = f32[3]{0} negate(p)
+}
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  ROOT f = f32[3]{0} fusion(x), kind=kLoop, calls=fused
+}
+"""
+    with pytest.raises(HloVerificationError, match="instruction f \\(fusion\\) in computation "
+                                                   "main: calls=fused parameter 0 has shape "
+                                                   "f32\\[3\\], expected f32\\[4\\]"):
+        verify_module(parse_module(text))
+    bad_sort = """
+lt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+ENTRY main {
+  x = f32[4]{0} parameter(0)
+  y = s32[4]{0} parameter(1)
+  ROOT s = (f32[4]{0}, s32[4]{0}) sort(x, y), dimensions={0}, to_apply=lt
+}
+"""
+    with pytest.raises(HloVerificationError, match="to_apply=lt takes 2 parameters, 4 expected"):
+        verify_module(parse_module(bad_sort))

@@ -73,6 +73,7 @@ def verify_computation(comp: Computation, module: Module | None = None,
             _fail(comp, instr, "constant has no value")
         if check_shapes:
             _check_shape(comp, instr)
+            _check_callee_signatures(comp, instr)
         seen.add(id(instr))
     if sorted(params) != list(range(len(params))):
         _fail(comp, None, f"parameter numbers {sorted(params)} are not 0..{len(params) - 1}")
@@ -94,6 +95,50 @@ def _check_shape(comp: Computation, instr: Instruction) -> None:
         from minijax.compiler.hlo.printer import shape_to_text
         _fail(comp, instr, f"shape {shape_to_text(instr.shape, False)} differs from the "
                            f"inferred {shape_to_text(inferred, False)}")
+
+
+def _expect_params(comp, instr, key, callee, shapes, types=True) -> None:
+    params = callee.parameters
+    if len(params) != len(shapes):
+        _fail(comp, instr, f"{key}={callee.name} takes {len(params)} parameters, "
+                           f"{len(shapes)} expected")
+    for p, s in zip(params, shapes):
+        if not same_shape(p.shape, s if types else s.with_type(p.shape.element_type)):
+            from minijax.compiler.hlo.printer import shape_to_text
+            _fail(comp, instr, f"{key}={callee.name} parameter {p.parameter_number} has shape "
+                               f"{shape_to_text(p.shape, False)}, expected "
+                               f"{shape_to_text(s, False)}")
+
+
+def _check_callee_signatures(comp: Computation, instr: Instruction) -> None:
+    """Called computations take what the instruction passes them."""
+    op, called = instr.opcode, instr.called
+    shapes = [o.shape for o in instr.operands]
+    if op in ("call", "fusion") and called.get("to_apply" if op == "call" else "calls"):
+        key = "to_apply" if op == "call" else "calls"
+        _expect_params(comp, instr, key, called[key], shapes)
+    elif op == "while" and "body" in called and "condition" in called:
+        _expect_params(comp, instr, "body", called["body"], shapes)
+        _expect_params(comp, instr, "condition", called["condition"], shapes)
+    elif op == "conditional":
+        branches = called.get("branch_computations") or [
+            c for c in (called.get("true_computation"), called.get("false_computation")) if c]
+        if len(branches) != len(shapes) - 1:
+            _fail(comp, instr, f"{len(branches)} branches but {len(shapes) - 1} branch operands")
+        for i, br in enumerate(branches):
+            _expect_params(comp, instr, "branch", br, [shapes[i + 1]])
+    elif op in ("reduce", "reduce-window", "sort", "map", "scatter") and "to_apply" in called:
+        if op in ("reduce", "reduce-window"):
+            leaves = shapes[len(shapes) // 2:] * 2
+        elif op == "scatter":
+            n = (len(shapes) - 1) // 2
+            leaves = [s.with_dims(()) for s in shapes[:n]] * 2
+        elif op == "sort":
+            leaves = [s.with_dims(()) for s in shapes for _ in range(2)]
+        else:
+            leaves = [s.with_dims(()) for s in shapes]
+        # Reducers and comparators: count and scalar-ness are checked, element types not.
+        _expect_params(comp, instr, "to_apply", called["to_apply"], leaves, types=False)
 
 
 def verify_module(module: Module, check_shapes: bool = True) -> None:
