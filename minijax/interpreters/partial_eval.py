@@ -13,6 +13,7 @@ Two modes share one trace:
 from __future__ import annotations
 
 from minijax import core
+from minijax.array import Array
 from minijax.core import (
     ClosedJaxpr,
     Jaxpr,
@@ -91,6 +92,8 @@ class JaxprTrace(core.Trace):
             return x.var
         if type(x) in (bool, int, float, complex):
             return Literal(x, get_aval(x))
+        if type(x) is Array and x.aval.ndim == 0:
+            return Literal(x._value[()], x.aval)
         key = id(x)
         entry = self._consts.get(key)
         if entry is None:
