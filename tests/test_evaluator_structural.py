@@ -535,3 +535,41 @@ def test_evaluate_instruction_and_argument_errors():
         evaluate_module(m, [np.zeros(3, np.float32)])
     with pytest.raises(EvaluatorError, match="takes 1 arguments"):
         evaluate_module(m, [])
+
+
+# ------------------------------------------------------------------ linalg, bf16, misc
+
+
+def test_cholesky_and_triangular_solve():
+    m = rng.standard_normal((2, 3, 3))
+    spd = (m @ np.swapaxes(m, -1, -2) + 3 * np.eye(3)).astype(np.float32)
+    low = run("r = f32[2,3,3] cholesky(p0), lower=true", [spd])
+    for k in range(2):
+        np.testing.assert_allclose(low[k] @ low[k].T, spd[k], rtol=1e-5, atol=1e-5)
+        assert np.all(np.triu(low[k], 1) == 0)
+    bad = np.array([[-1.0, 0.0], [0.0, 1.0]], np.float32)
+    assert np.isnan(run("r = f32[2,2] cholesky(p0), lower=true", [bad])).all()
+    a = np.tril(rng.standard_normal((3, 3))).astype(np.float32) + 4 * np.eye(3, dtype=np.float32)
+    b = rng.standard_normal((3, 2)).astype(np.float32)
+    x = run("r = f32[3,2] triangular-solve(p0, p1), left_side=true, lower=true, "
+            "transpose_a=NO_TRANSPOSE", [a, b])
+    np.testing.assert_allclose(a @ x, b, rtol=1e-5, atol=1e-5)
+    bt = b.T.copy()
+    x = run("r = f32[2,3] triangular-solve(p0, p1), left_side=false, lower=true, "
+            "transpose_a=TRANSPOSE", [a, bt])
+    np.testing.assert_allclose(x @ a.T, bt, rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_results_are_rounded():
+    x = np.array([1.0 + 2.0**-9, 3.0], np.float32)  # 1 + 2^-9 is not a bfloat16
+    got = run("a = bf16[2] convert(p0)\n r = bf16[2] add(a, a)", [x])
+    assert got.dtype == np.float32  # bf16 values are stored in float32
+    np.testing.assert_array_equal(got, [2.0, 6.0])
+
+
+def test_scalar_and_empty_shapes_through_a_module():
+    got = run("r = f32[] add(p0, p1)", [np.float32(1.5), np.float32(2.0)])
+    assert got.shape == () and got.dtype == np.float32 and got == 3.5
+    e = np.zeros((0, 3), np.float32)
+    got = run("r = f32[3,0] transpose(p0), dimensions={1,0}", [e])
+    assert got.shape == (3, 0)

@@ -32,7 +32,12 @@ class EvaluatorError(RuntimeError):
     """An HLO instruction could not be evaluated; the message names the instruction."""
 
 
-_CUSTOM_CALLS: dict[str, Callable] = {}
+_CUSTOM_CALLS: dict[str, Callable] = {
+    # Sharding annotations JAX emits are identities on one device.
+    "Sharding": lambda ops, instr: ops[0],
+    "SPMDFullToShardShape": lambda ops, instr: ops[0],
+    "SPMDShardToFullShape": lambda ops, instr: ops[0],
+}
 
 
 def register_custom_call(target: str, fn: Callable) -> None:
@@ -110,13 +115,13 @@ _BATCHABLE_EXTRA = {"parameter", "constant", "tuple", "get-tuple-element", "call
                     "broadcast", "reshape", "bitcast", "copy", "transpose"}
 # Shape-only opcodes, identities on scalars: in batched evaluation they pass values through.
 _SCALAR_IDENTITY = {"broadcast", "reshape", "bitcast", "copy", "transpose"}
-_batchable_cache: dict[int, tuple[Computation, bool]] = {}
+_batchable_cache: dict[int, tuple[Computation, int, bool]] = {}
 
 
 def _is_batchable(comp: Computation) -> bool:
     hit = _batchable_cache.get(id(comp))
-    if hit is not None and hit[0] is comp:
-        return hit[1]
+    if hit is not None and hit[0] is comp and hit[1] == len(comp.instructions):
+        return hit[2]
     ok = True
     for instr in comp.instructions:
         if any(leaf.dims for leaf in instr.shape.flat()):
@@ -130,7 +135,7 @@ def _is_batchable(comp: Computation) -> bool:
             ok = False
         if not ok:
             break
-    _batchable_cache[id(comp)] = (comp, ok)
+    _batchable_cache[id(comp)] = (comp, len(comp.instructions), ok)
     return ok
 
 
@@ -368,6 +373,11 @@ def _zero_id(instr, ops, ctx):
     return np.zeros((), instr.shape.dtype)
 
 
+def _single_device_collective(instr, ops, ctx):
+    # One replica, one partition: all-reduce, all-gather and friends return their input.
+    return ops[0] if len(ops) == 1 else tuple(ops)
+
+
 _OPCODES: dict[str, Callable] = {
     "parameter": _parameter,
     "constant": _constant,
@@ -390,6 +400,9 @@ _OPCODES: dict[str, Callable] = {
     "after-all": _after_all,
     "replica-id": _zero_id,
     "partition-id": _zero_id,
+    "all-reduce": _single_device_collective,
+    "all-gather": _single_device_collective,
+    "collective-permute": _single_device_collective,
 }
 _OPCODES.update({name: _unary(fn) for name, fn in ew.UNARY.items()})
 _OPCODES.update({name: _binary(fn) for name, fn in ew.BINARY.items()})

@@ -1,4 +1,5 @@
-"""Dot, convolution, gather and scatter for the reference evaluator (XLA semantics).
+"""Dot, convolution, gather, scatter, cholesky and triangular-solve for the reference
+evaluator (XLA semantics).
 
 Float dots and convolutions accumulate in float64 (complex128) and round once to the result
 type; integer ones wrap in the result type.
@@ -224,7 +225,56 @@ def _scatter(instr, ops, ctx):
     return results[0] if n == 1 else tuple(results)
 
 
+def _flag(value) -> bool:
+    return value is True or str(value).lower() == "true"
+
+
+def _cholesky(instr, ops, ctx):
+    """XLA cholesky: reads one triangle; a failed factorization gives NaNs for that matrix."""
+    a = np.asarray(ops[0])
+    lower = _flag(instr.attrs.get("lower", False))
+    cd = _compute_dtype(instr.shape.dtype)
+    tri = np.tril(a) if lower else np.triu(a)
+    diag = np.einsum("...ii->...i", tri)
+    herm = tri + np.conj(np.swapaxes(tri, -1, -2))
+    herm = herm - np.einsum("...i,ij->...ij", diag, np.eye(a.shape[-1]))
+    herm = herm.astype(cd)
+    out = np.full(herm.shape, np.nan, dtype=cd)
+    for index in np.ndindex(*herm.shape[:-2]):
+        try:
+            factor = np.linalg.cholesky(herm[index])
+        except np.linalg.LinAlgError:
+            continue
+        out[index] = factor if lower else np.conj(factor.T)
+    return out
+
+
+def _triangular_solve(instr, ops, ctx):
+    """Solve op(a) x = b (left_side) or x op(a) = b with a lower or upper triangular `a`."""
+    a, b = np.asarray(ops[0]), np.asarray(ops[1])
+    at = instr.attrs
+    cd = _compute_dtype(instr.shape.dtype)
+    lower = _flag(at.get("lower", False))
+    tri = (np.tril(a) if lower else np.triu(a)).astype(cd)
+    if _flag(at.get("unit_diagonal", False)):
+        n = a.shape[-1]
+        tri = tri * (1 - np.eye(n)) + np.eye(n)
+    mode = str(at.get("transpose_a", "NO_TRANSPOSE")).upper()
+    if mode == "TRANSPOSE":
+        tri = np.swapaxes(tri, -1, -2)
+    elif mode == "ADJOINT":
+        tri = np.conj(np.swapaxes(tri, -1, -2))
+    b = b.astype(cd)
+    if _flag(at.get("left_side", False)):
+        return np.linalg.solve(tri, b)
+    # x A = b  <=>  A^T x^T = b^T
+    return np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)),
+                       -1, -2)
+
+
 OPCODES = {
+    "cholesky": _cholesky,
+    "triangular-solve": _triangular_solve,
     "dot": _dot,
     "convolution": _convolution,
     "gather": _gather,
