@@ -236,3 +236,46 @@ def test_elementwise_chain_with_transpose_and_slices_is_one_loop_fusion(dims):
     module, _ = run_pass(Fusion(), hlo(entry))
     (kernel,) = kernels(module)
     assert kernel.attrs["kind"] == "kLoop"
+
+
+def mlp_train_step() -> str:
+    """One SGD step of a dense+relu layer with mean squared error, as JAX lowers it."""
+    return hlo("""
+  x = f32[16,8] parameter(0)
+  w = f32[8,4] parameter(1)
+  b = f32[4] parameter(2)
+  y = f32[16,4] parameter(3)
+  d = f32[16,4] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = f32[16,4] broadcast(b), dimensions={1}
+  z = f32[16,4] add(d, bb)
+  zero = f32[] constant(0)
+  zeros = f32[16,4] broadcast(zero), dimensions={}
+  h = f32[16,4] maximum(z, zeros)
+  diff = f32[16,4] subtract(h, y)
+  sq = f32[16,4] multiply(diff, diff)
+  total = f32[] reduce(sq, zero), dimensions={0,1}, to_apply=add_f32
+  n = f32[] constant(64)
+  loss = f32[] divide(total, n)
+  scale = f32[] constant(0.03125)
+  scales = f32[16,4] broadcast(scale), dimensions={}
+  gh = f32[16,4] multiply(diff, scales)
+  pos = pred[16,4] compare(z, zeros), direction=GT
+  gz = f32[16,4] select(pos, gh, zeros)
+  gw = f32[8,4] dot(x, gz), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  gb = f32[4] reduce(gz, zero), dimensions={0}, to_apply=add_f32
+  lr = f32[] constant(0.1)
+  lrw = f32[8,4] broadcast(lr), dimensions={}
+  lrb = f32[4] broadcast(lr), dimensions={}
+  sw = f32[8,4] multiply(gw, lrw)
+  nw = f32[8,4] subtract(w, sw)
+  sb = f32[4] multiply(gb, lrb)
+  nb = f32[4] subtract(b, sb)
+  ROOT t = (f32[8,4], f32[4], f32[]) tuple(nw, nb, loss)""")
+
+
+def test_mlp_training_step_fuses_its_epilogues():
+    module, _ = run_pass(Fusion(), mlp_train_step(), rtol=1e-4)
+    ops = entry_opcodes(module)
+    assert ops["dot"] == 2
+    assert ops["maximum"] == ops["select"] == ops["subtract"] == 0  # all inside fusions
+    assert len(kernels(module)) <= 7

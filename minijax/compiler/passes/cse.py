@@ -12,7 +12,7 @@ Parameters and side-effecting ops (rng, custom-call, ...) are never merged.
 
 from __future__ import annotations
 
-from minijax.compiler.hlo.ir import Instruction, Module
+from minijax.compiler.hlo.ir import Computation, Instruction, Module
 from minijax.compiler.passes.opcodes import COMMUTATIVE, SIDE_EFFECTING
 from minijax.compiler.passes.utils import optimizable_computations, replace_instruction
 
@@ -40,23 +40,31 @@ def value_key(instr: Instruction):
             literal)
 
 
+def eliminate_common_subexpressions(comp: Computation) -> dict[int, Instruction]:
+    """Merge instructions of `comp` that compute the same value. Returns {id(removed):
+    kept} (empty, so falsy, when nothing merged)."""
+    replaced: dict[int, Instruction] = {}
+    seen: dict = {}
+    for instr in list(comp.instructions):
+        if instr.opcode == "parameter" or instr.opcode in SIDE_EFFECTING:
+            continue
+        try:
+            key = value_key(instr)
+            hash(key)
+        except TypeError:  # an attribute we cannot hash: leave it alone
+            continue
+        first = seen.setdefault(key, instr)
+        if first is not instr:
+            replace_instruction(comp, instr, first)
+            replaced[id(instr)] = first
+    return replaced
+
+
 class CommonSubexpressionElimination:
     name = "cse"
 
     def run(self, module: Module) -> bool:
         changed = False
         for comp in optimizable_computations(module):
-            seen: dict = {}
-            for instr in list(comp.instructions):
-                if instr.opcode == "parameter" or instr.opcode in SIDE_EFFECTING:
-                    continue
-                try:
-                    key = value_key(instr)
-                    hash(key)
-                except TypeError:  # an attribute we cannot hash: leave it alone
-                    continue
-                first = seen.setdefault(key, instr)
-                if first is not instr:
-                    replace_instruction(comp, instr, first)
-                    changed = True
+            changed |= bool(eliminate_common_subexpressions(comp))
         return changed

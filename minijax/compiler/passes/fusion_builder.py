@@ -16,6 +16,7 @@ The decisions (what to fuse) live in fusion.py; this file only edits the graph.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.passes.cse import eliminate_common_subexpressions
 from minijax.compiler.passes.utils import NameUniquer, clone
 
 KIND_PREFIX = {"kLoop": "loop", "kInput": "input", "kOutput": "output"}
@@ -100,7 +101,9 @@ class FusionBuilder:
         body.replace_all_uses(old_param, value)
         self._remove_param(fusion, index)
         body.topological_sort()
-        return value
+        # A producer fused twice (once per path that leads into the fusion) leaves two
+        # identical copies; keep one.
+        return eliminate_common_subexpressions(body).get(id(value), value)
 
     def wrap(self, instr: Instruction, kind: str) -> Instruction:
         """Replace `instr` by a fusion whose body holds just (a copy of) `instr`."""
@@ -186,6 +189,7 @@ class FusionBuilder:
             outputs += self._copy_outputs(merged, part)
         self.module.add_computation(body)
         self._set_outputs(merged, outputs)
+        eliminate_common_subexpressions(body)  # the siblings' shared subexpressions
         position = max(self.comp.instructions.index(a), self.comp.instructions.index(b))
         self.comp.instructions.insert(position + 1, merged)
         for part, offset in zip((a, b), offsets):
