@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     opts = parser.parse_args()
     print(f"minijax {minijax.__version__} backend={minijax.default_backend()}; "
-          f"jax {'%s' % real_jax.__version__ if real_jax else 'not installed'}; "
+          f"jax {real_jax.__version__ if real_jax else 'not installed'}; "
           f"numpy {np.__version__}")
     header = f"{'workload':28} {'numpy':>11} {'minijax':>11} {'jax':>11} " \
              f"{'mj/jax':>7} {'np/mj':>7}"

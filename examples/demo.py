@@ -28,7 +28,8 @@ def main() -> None:
     banner("NumPy API on immutable arrays, JAX's dtype rules")
     x = jnp.arange(6.0).reshape(2, 3)
     print("x =", x)
-    print("x * 2.0 stays float32:", (x * 2.0).dtype, "| int32 + 1.5 ->", (jnp.arange(3) + 1.5).dtype)
+    print("x * 2.0 stays float32:", (x * 2.0).dtype,
+          "| int32 + 1.5 ->", (jnp.arange(3) + 1.5).dtype)
     print("x.at[0, 1].set(9.0) =", x.at[0, 1].set(9.0))
 
     banner("Tracing: make_jaxpr")
