@@ -318,7 +318,7 @@ def _random_step(draw, b, values, module):  # noqa: C901 - one branch per opcode
     kind = draw(st.sampled_from([
         "unary", "binary", "compare", "select", "convert", "broadcast", "reshape", "transpose",
         "slice", "pad", "reverse", "concat", "reduce", "constant", "iota", "tuple", "fusion",
-        "dot", "reduce_window", "dynamic_slice", "clamp"]))
+        "dot", "reduce_window", "dynamic_slice", "clamp", "call", "while"]))
     meta = draw(st.one_of(st.just(None), _META))
     kw = {"metadata": meta}
     floaty = et in _FLOAT
@@ -395,6 +395,26 @@ def _random_step(draw, b, values, module):  # noqa: C901 - one branch per opcode
     if kind == "dynamic_slice":
         idx = [b.constant(np.int32(draw(st.integers(-1, 5)))) for _ in s.dims]
         return b.dynamic_slice(x, idx, [draw(st.integers(0, d)) for d in s.dims], **kw)
+    if kind == "call":
+        callee = Computation(f"callee.{len(module.computations)}")
+        cb = HloBuilder(callee)
+        cb.tuple([cb.parameter(0, s)])
+        module.add_computation(callee)
+        return b.get_tuple_element(b.call([x], callee, **kw), 0)
+    if kind == "while":
+        state = Shape.tuple([Shape("s32", ()), s])
+        n = len(module.computations)
+        body, cond = Computation(f"body.{n}"), Computation(f"cond.{n}")
+        bb, cb = HloBuilder(body), HloBuilder(cond)
+        p = bb.parameter(0, state)
+        i = bb.add(bb.get_tuple_element(p, 0), bb.constant(np.int32(1)))
+        bb.tuple([i, bb.get_tuple_element(p, 1)])
+        q = cb.parameter(0, state)
+        cb.compare(cb.get_tuple_element(q, 0), cb.constant(np.int32(3)), "LT")
+        module.add_computation(body)
+        module.add_computation(cond)
+        w = b.while_loop(b.tuple([b.constant(np.int32(0)), x]), cond, body, **kw)
+        return b.get_tuple_element(w, 1)
     return b.negate(x, **kw) if et not in ("pred",) else b.not_(x, **kw)
 
 

@@ -64,6 +64,11 @@ class HloBuilder:
         self._auto_root = computation.root is None
 
     # ------------------------------------------------------------------ core
+    def _sync_names(self) -> None:
+        # Others may add or remove instructions directly; keep the name set in step.
+        if len(self._names) != len(self.computation.instructions):
+            self._names = {i.name for i in self.computation.instructions}
+
     def _fresh_name(self, opcode: str) -> str:
         while True:
             name = f"{opcode}.{next(ir._name_counter)}"
@@ -85,6 +90,7 @@ class HloBuilder:
             shape = inferred
         elif inferred is None:
             check_explicit_shape(opcode, shape, shapes, attrs, literal)
+        self._sync_names()
         if name is None or name in self._names:
             name = self._fresh_name(opcode) if name is None else self._unique(name)
         instr = Instruction(opcode, shape, operands, attrs, called, name=name, literal=literal,
