@@ -573,3 +573,24 @@ def test_scalar_and_empty_shapes_through_a_module():
     e = np.zeros((0, 3), np.float32)
     got = run("r = f32[3,0] transpose(p0), dimensions={1,0}", [e])
     assert got.shape == (3, 0)
+
+
+def test_float32_sum_is_accurate_and_stays_float32():
+    x = np.full((1, 1 << 20), 0.1, np.float32)
+    got = run("z = f32[] constant(0)\n r = f32[1] reduce(p0, z), dimensions={1}, "
+              "to_apply=add_f", [x], ADD_F32)
+    assert got.dtype == np.float32
+    assert abs(float(got[0]) - float(np.float32(0.1)) * (1 << 20)) <= 1e-7 * (1 << 20) * 0.1
+
+
+def test_rng_bit_generator_shapes_and_determinism():
+    state = np.array([1, 2], np.uint64)
+    text = ("r = (u64[2], u32[3,4]) rng-bit-generator(p0), algorithm=rng_default\n"
+            " s = u64[2] get-tuple-element(r), index=0\n"
+            " b = u32[3,4] get-tuple-element(r), index=1\n"
+            " t = (u64[2], u32[3,4]) tuple(s, b)")
+    s1, b1 = run(text, [state])
+    s2, b2 = run(text, [state])
+    assert b1.shape == (3, 4) and b1.dtype == np.uint32
+    np.testing.assert_array_equal(b1, b2)
+    assert not np.array_equal(s1, state)

@@ -182,8 +182,16 @@ def _reduce(instr, ops, ctx):
     if k == 0:
         results = [np.broadcast_to(i, out_shape) for i in inits]
     elif ufunc is not None:
-        partial = ufunc.reduce(flat[0], axis=-1, dtype=flat[0].dtype)
-        results = [ufunc(inits[0], partial)]
+        x = flat[0]
+        if ufunc in (np.add, np.multiply) and x.dtype.kind in "fc" and x.dtype.itemsize < 16:
+            # The reference accumulates float sums/products in double precision and rounds
+            # once, so it is at least as accurate as any backend's float32 accumulation.
+            wide = np.complex128 if x.dtype.kind == "c" else np.float64
+            partial = ufunc.reduce(x.astype(wide), axis=-1)
+            results = [ufunc(inits[0].astype(wide), partial).astype(x.dtype)]
+        else:
+            partial = ufunc.reduce(x, axis=-1, dtype=x.dtype)
+            results = [ufunc(inits[0], partial)]
     else:
         vals = flat
         while k > 1:  # pairwise tree: log2(k) batched calls of the reducer
