@@ -490,3 +490,11 @@ ENTRY main {
 """
     with pytest.raises(HloVerificationError, match="to_apply=lt takes 2 parameters, 4 expected"):
         verify_module(parse_module(bad_sort))
+
+
+def test_elided_constant_is_an_error_not_zeros():
+    from minijax.compiler.hlo.parser import HloParseError, parse_module
+    text = ("HloModule m\n\nENTRY main {\n  c = f32[4]{0} constant({...})\n"
+            "  ROOT t = (f32[4]{0}) tuple(c)\n}\n")
+    with pytest.raises(HloParseError, match="elided"):
+        parse_module(text)

@@ -250,7 +250,9 @@ class Cursor:
             raise self.error("tuple constants are not supported", start)
         dtype = shape.dtype
         if values == ["..."]:
-            return np.zeros(shape.dims, dtype)
+            raise self.error("the constant's values were elided ({...}) when this HLO was "
+                             "printed, so it cannot be run; print or dump it with large "
+                             "constants included (XLA: --xla_dump_large_constants)", start)
         if len(values) != shape.size:
             raise self.error(f"constant has {len(values)} values but shape "
                              f"{shape.element_type}{list(shape.dims)} needs {shape.size}", start)
