@@ -55,6 +55,15 @@ def flatten_value(value) -> list[np.ndarray]:
     return [value]
 
 
+def _materialize(value):
+    """Own, writable, C-contiguous arrays (results may be broadcast views internally)."""
+    if isinstance(value, tuple):
+        return tuple(_materialize(v) for v in value)
+    if not value.flags.writeable or not value.flags.c_contiguous:
+        return np.array(value, order="C", copy=True)
+    return value
+
+
 def _coerce(shape: Shape, value, batched: bool):
     """Cast a computed value to `shape`'s dtype (and dims unless batched)."""
     if shape.is_tuple:
@@ -214,7 +223,7 @@ def evaluate_instruction(instr: Instruction, operand_values: list):
     """
     if instr.opcode == "parameter":
         raise EvaluatorError(f"{instr.name}: a parameter has no value without arguments")
-    return _evaluate_one(instr, list(operand_values), _Context(False))
+    return _materialize(_evaluate_one(instr, list(operand_values), _Context(False)))
 
 
 def evaluate_computation(comp: Computation, args: list):
@@ -248,7 +257,10 @@ def evaluate_module(module: Module, args: list) -> list[np.ndarray]:
                                      f"expected {param.shape}")
             arr = arr.astype(param.shape.dtype)
         checked.append(arr)
-    return flatten_value(_evaluate(entry, checked, batched=False))
+    outs = [_materialize(v) for v in flatten_value(_evaluate(entry, checked, batched=False))]
+    # Outputs never alias the caller's arguments.
+    return [o.copy() if any(np.may_share_memory(o, a) for a in checked
+                            if isinstance(a, np.ndarray)) else o for o in outs]
 
 
 # ---------------------------------------------------------------------------------------------
