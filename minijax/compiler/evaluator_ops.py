@@ -7,8 +7,6 @@ evaluator casts to the instruction's shape.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from minijax.compiler.evaluator_elementwise import total_order_key
@@ -331,35 +329,35 @@ def _sort_permutation(moved, comp, ctx):
             return np.argsort(key, axis=-1, kind="stable")
         rev = np.argsort(key[..., ::-1], axis=-1, kind="stable")
         return (n - 1 - rev)[..., ::-1]
-    batch = int(np.prod(moved[0].shape[:-1], dtype=np.int64))
-    if batch * n * n <= (1 << 22):
-        args = []
-        for m in moved:
-            args += [m[..., :, None], m[..., None, :]]
-        less = ctx.call_elementwise(comp, args)[0].astype(bool)  # less[..., i, j]: i before j
-        before = less.sum(axis=-2)  # elements strictly before i
-        tie = ~less & ~np.swapaxes(less, -1, -2)
-        tie_earlier = np.tril(tie, k=-1).sum(axis=-1)  # ties with a smaller index j < i
-        position = before + tie_earlier
-        return np.argsort(position, axis=-1, kind="stable")
-    perm = np.empty(moved[0].shape, dtype=np.int64)
-    for index in np.ndindex(*moved[0].shape[:-1]):
-        rows = [m[index] for m in moved]
-
-        def cmp(i, j, rows=rows):
-            args = [v for r in rows for v in (r[i], r[j])]
-            if bool(ctx.call_elementwise(comp, args)[0]):
-                return -1
-            return 1 if bool(ctx.call_elementwise(comp, _swap_pairs(args))[0]) else 0
-        perm[index] = sorted(range(n), key=functools.cmp_to_key(cmp))
-    return perm
+    return _comparator_positions(moved, comp, ctx)
 
 
-def _swap_pairs(args):
-    out = []
-    for i in range(0, len(args), 2):
-        out += [args[i + 1], args[i]]
-    return out
+def _comparator_positions(moved, comp, ctx, budget: int = 1 << 21):
+    """Stable sort permutation for any strict-weak-order comparator, fully vectorized.
+
+    Element i's position is the number of elements that compare before it plus the number of
+    earlier-indexed elements tied with it; comparisons run in blocks of about `budget` pairs.
+    """
+    n = moved[0].shape[-1]
+    lead = moved[0].shape[:-1]
+    flat = [m.reshape(-1, n) for m in moved]
+    position = np.empty(flat[0].shape, dtype=np.int64)
+    rows_per = max(1, budget // (n * n))
+    for r0 in range(0, flat[0].shape[0], rows_per):
+        rows = [f[r0:r0 + rows_per] for f in flat]
+        nr = rows[0].shape[0]
+        block = max(1, min(n, budget // max(1, nr * n)))
+        for i0 in range(0, n, block):
+            i1 = min(n, i0 + block)
+            xi = [r[:, i0:i1, None] for r in rows]
+            xj = [r[:, None, :] for r in rows]
+            less_ji = ctx.call_elementwise(comp, [v for p in zip(xj, xi) for v in p])[0]
+            less_ij = ctx.call_elementwise(comp, [v for p in zip(xi, xj) for v in p])[0]
+            less_ji, less_ij = less_ji.astype(bool), less_ij.astype(bool)
+            earlier = np.arange(n)[None, None, :] < np.arange(i0, i1)[None, :, None]
+            tie_earlier = (~less_ji & ~less_ij & earlier).sum(axis=-1)
+            position[r0:r0 + nr, i0:i1] = less_ji.sum(axis=-1) + tie_earlier
+    return np.argsort(position, axis=-1, kind="stable").reshape(lead + (n,))
 
 
 def _sort(instr, ops, ctx):
