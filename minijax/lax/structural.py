@@ -1,4 +1,5 @@
-"""Structural primitives: convert_element_type, broadcast_in_dim, reshape, transpose.
+"""Structural primitives: convert_element_type, broadcast_in_dim, reshape, transpose,
+squeeze, rev, iota; the wrappers expand_dims, full, full_like, zeros_like_array.
 
 Each primitive's block holds its wrapper and all of its rules: abstract evaluation, NumPy
 implementation, JVP, transpose, batching and HLO lowering.
@@ -13,7 +14,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import is_undefined_primal
-from minijax.lax.utils import is_scalar_literal, standard_primitive
+from minijax.lax.utils import canonical_axis, is_scalar_literal, standard_primitive
 
 # --------------------------------------------------------------------------- convert_element_type
 
@@ -256,3 +257,179 @@ batching.primitive_batchers[transpose_p] = _transpose_batch
 register_lowering(transpose_p, _transpose_lower)
 
 _ = is_undefined_primal  # re-exported for rules written in sibling modules
+
+# --------------------------------------------------------------------------- squeeze
+
+
+def squeeze(array, dimensions):
+    """Remove the size-1 `dimensions` (negative dimensions count from the end)."""
+    aval = get_aval(array)
+    dims = tuple(canonical_axis(int(d), aval.ndim, "squeeze") for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"squeeze: dimensions are not unique: {tuple(dimensions)}")
+    if not dims:
+        return array
+    return squeeze_p.bind(array, dimensions=tuple(sorted(dims)))
+
+
+def _squeeze_abstract_eval(x, *, dimensions):
+    for d in dimensions:
+        if not 0 <= d < x.ndim or x.shape[d] != 1:
+            raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size "
+                             f"not equal to one, got shape={x.shape} and "
+                             f"dimensions={dimensions}")
+    shape = tuple(n for i, n in enumerate(x.shape) if i not in dimensions)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+squeeze_p = standard_primitive(
+    "squeeze", _squeeze_abstract_eval,
+    lambda x, *, dimensions: np.reshape(x, _squeezed_shape(np.shape(x), dimensions)))
+
+
+def _squeezed_shape(shape, dimensions):
+    return tuple(n for i, n in enumerate(shape) if i not in dimensions)
+
+
+def _squeeze_transpose(ct, x, *, dimensions):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval)]
+    return [reshape(ct, x.aval.shape)]
+
+
+def _squeeze_batch(trace, vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    dims_in = tuple(p + (1 if p >= d else 0) for p in dimensions)
+    out_dim = d - sum(1 for p in dims_in if p < d)
+    return squeeze_p.bind(x, dimensions=dims_in), out_dim
+
+
+def _squeeze_lower(ctx, x, *, dimensions):
+    return ctx.builder.reshape(x, ctx.avals_out.shape, metadata=ctx.metadata)
+
+
+ad.deflinear(squeeze_p, _squeeze_transpose)
+batching.primitive_batchers[squeeze_p] = _squeeze_batch
+register_lowering(squeeze_p, _squeeze_lower)
+
+
+def expand_dims(array, dimensions):
+    """Insert size-1 dimensions at `dimensions` (positions in the result)."""
+    dimensions = tuple(int(d) for d in dimensions)
+    if len(set(dimensions)) != len(dimensions):
+        raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+    aval = get_aval(array)
+    ndim_out = aval.ndim + len(dimensions)
+    dims = {canonical_axis(d, ndim_out, "expand_dims") for d in dimensions}
+    if len(dims) != len(dimensions):
+        raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+    shape = list(aval.shape)
+    for d in sorted(dims):
+        shape.insert(d, 1)
+    kept = tuple(i for i in range(ndim_out) if i not in dims)
+    return broadcast_in_dim(array, shape, kept)
+
+# --------------------------------------------------------------------------- rev
+
+
+def rev(operand, dimensions):
+    """Reverse the order of elements along `dimensions` (XLA's Rev)."""
+    dimensions = tuple(int(d) for d in dimensions)
+    if not dimensions:
+        return operand
+    return rev_p.bind(operand, dimensions=dimensions)
+
+
+def _rev_abstract_eval(x, *, dimensions):
+    if len(set(dimensions)) != len(dimensions):
+        raise TypeError(f"rev dimensions must be unique, got {dimensions}")
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise TypeError(f"rev dimensions must be in [0, ndim), got dimensions {dimensions} "
+                        f"for operand {x.str_short()}")
+    return x
+
+
+rev_p = standard_primitive("rev", _rev_abstract_eval,
+                           lambda x, *, dimensions: np.flip(x, dimensions))
+ad.deflinear(rev_p, lambda ct, x, *, dimensions: [
+    ad.Zero(x.aval) if type(ct) is ad.Zero else rev_p.bind(ct, dimensions=dimensions)])
+
+
+def _rev_batch(trace, vals, dims, *, dimensions):
+    (x,), (d,) = vals, dims
+    return rev_p.bind(x, dimensions=tuple(p + (1 if p >= d else 0) for p in dimensions)), d
+
+
+batching.primitive_batchers[rev_p] = _rev_batch
+register_lowering(rev_p, lambda ctx, x, *, dimensions: ctx.builder.reverse(
+    x, dimensions, metadata=ctx.metadata))
+
+# --------------------------------------------------------------------------- iota
+
+
+def iota(dtype, size):
+    """`[0, 1, ..., size - 1]` of `dtype` (XLA's Iota)."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """An array of `shape` whose values count up along `dimension`."""
+    dtype = dtypes.canonicalize_dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    dimension = int(dimension)
+    if shape and -len(shape) <= dimension < 0:
+        dimension += len(shape)
+    return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension)
+
+
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                         f"dimension={dimension} for shape {shape}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"iota: shape {shape} has a negative dimension")
+    if np.dtype(dtype).kind not in "iufc":
+        raise TypeError(f"iota does not accept dtype {dtype}; use an integer, floating or "
+                        "complex dtype")
+    return ShapedArray(shape, dtype, False)
+
+
+def _iota_impl(*, dtype, shape, dimension):
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return np.broadcast_to(np.arange(shape[dimension], dtype=dtype).reshape(view), shape)
+
+
+iota_p = standard_primitive("iota", _iota_abstract_eval, _iota_impl)
+register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension: ctx.builder.iota(
+    ctx.shape_of(ctx.avals_out), dimension, metadata=ctx.metadata))
+
+# --------------------------------------------------------------------------- full
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of `shape` filled with the scalar `fill_value` (weakly typed if dtype is
+    None and fill_value is a Python scalar)."""
+    shape = tuple(int(d) for d in shape)
+    fill_aval = get_aval(fill_value)
+    if fill_aval.shape:
+        raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                        f"{fill_aval.shape}.")
+    weak_type = dtype is None and fill_aval.weak_type
+    dtype = dtypes.canonicalize_dtype(fill_aval.dtype if dtype is None else dtype)
+    value = convert_element_type(fill_value, dtype, weak_type)
+    return broadcast_in_dim(value, shape, ())
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    """Like `full`, with the shape and dtype (and weak type) of `x` by default."""
+    aval = get_aval(x)
+    shape = aval.shape if shape is None else tuple(int(d) for d in shape)
+    weak_type = dtype is None and aval.weak_type
+    dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+    return full(shape, convert_element_type(fill_value, dtype, weak_type))
+
+
+def zeros_like_array(x):
+    """Zeros with the shape and dtype of `x`."""
+    return full_like(x, 0)
