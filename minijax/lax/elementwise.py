@@ -1,15 +1,24 @@
-"""Elementwise arithmetic primitives (template family: add, sub, mul, neg, sin, cos, exp).
+"""Elementwise arithmetic primitives: add, sub, mul, div, rem, pow, integer_pow, square,
+max, min, neg, sign, abs, floor, ceil, round, sin, cos, exp, add_any, and the shared
+helpers of the elementwise families.
 
-Each block: the public wrapper, the primitive with abstract eval and NumPy impl, the JVP,
-the transpose (linear primitives only), the batching rule and the HLO lowering.
+Each block: the public wrapper, the primitive with abstract eval and NumPy impl (XLA
+semantics, exact output dtype), the JVP, the transpose (linear primitives only), the
+batching rule and the HLO lowering. Transcendentals and reduce_precision live in
+elementwise_math.py; comparisons, bitwise, shifts, select_n, clamp and bitcasts in
+elementwise_int.py; real, imag, conj and complex in elementwise_complex.py.
 """
 
 from __future__ import annotations
+
+import builtins
+import enum
 
 import numpy as np
 
 from minijax import core
 from minijax.compiler.lowering_registry import register_lowering
+from minijax.core import get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.utils import (
     elementwise_batcher,
@@ -17,29 +26,44 @@ from minijax.lax.utils import (
     same_shape_dtype_rule,
     standard_primitive,
     unbroadcast_scalar,
+    weak_scalar,
 )
 
+NUM = "iufc"  # numeric kinds (JAX's _num): no bool
 
-def _unary(name, numpy_fn, hlo_opcode, kinds=None):
+
+def _unary(name, numpy_fn, hlo_opcode, kinds=None, lowering=None):
     prim = standard_primitive(
-        name, lambda x: same_shape_dtype_rule(name, x, allowed_kinds=kinds), numpy_fn)
+        name, lambda x, **_: same_shape_dtype_rule(name, x, allowed_kinds=kinds), numpy_fn)
     batching.primitive_batchers[prim] = elementwise_batcher(prim)
-    register_lowering(prim, _lower_as(hlo_opcode))
+    register_lowering(prim, lowering or _lower_as(hlo_opcode))
     return prim
 
 
-def _binary(name, numpy_fn, hlo_opcode, kinds=None):
+def _binary(name, numpy_fn, hlo_opcode, kinds=None, lowering=None):
     prim = standard_primitive(
         name, lambda x, y: same_shape_dtype_rule(name, x, y, allowed_kinds=kinds), numpy_fn)
     batching.primitive_batchers[prim] = elementwise_batcher(prim)
-    register_lowering(prim, _lower_as(hlo_opcode))
+    register_lowering(prim, lowering or _lower_as(hlo_opcode))
+    return prim
+
+
+def _typed_unary(name, numpy_fn, hlo_opcode, out_dtype, kinds, lowering=None):
+    """A unary elementwise primitive whose result dtype is out_dtype(input dtype)."""
+    def rule(x, **_):
+        aval = same_shape_dtype_rule(name, x, allowed_kinds=kinds)
+        return aval.update(dtype=out_dtype(aval.dtype),
+                           weak_type=aval.weak_type and out_dtype(aval.dtype) != np.bool_)
+    prim = standard_primitive(name, rule, numpy_fn)
+    batching.primitive_batchers[prim] = elementwise_batcher(prim)
+    register_lowering(prim, lowering or _lower_as(hlo_opcode))
     return prim
 
 
 def _lower_as(hlo_opcode):
     method = hlo_opcode.replace("-", "_")
 
-    def rule(ctx, *operands):
+    def rule(ctx, *operands, **_):
         operands = ctx.broadcast_scalars(operands)
         return getattr(ctx.builder, method)(*operands, metadata=ctx.metadata)
     return rule
@@ -48,6 +72,40 @@ def _lower_as(hlo_opcode):
 def _ct_for(ct, operand):
     """The cotangent of one operand of a linear elementwise op (summed if it was a scalar)."""
     return unbroadcast_scalar(ct, operand.aval)
+
+
+def _const(x, value):
+    """A weakly typed scalar of x's dtype (combines with x in lax ops)."""
+    return weak_scalar(value, get_aval(x).dtype)
+
+
+def full_like(x, value):
+    """An array of x's shape and dtype filled with `value`."""
+    from minijax.lax.structural import broadcast_in_dim
+    aval = get_aval(x)
+    return broadcast_in_dim(weak_scalar(value, aval.dtype), aval.shape, ())
+
+
+def _zeros(x):
+    return full_like(x, 0)
+
+
+def _ones(x):
+    return full_like(x, 1)
+
+
+def _brcast(t, *others):
+    """Broadcast a rank-0 tangent to the shape of the (non-scalar) other operands."""
+    from minijax.lax.structural import broadcast_in_dim
+    shape = next((get_aval(o).shape for o in others if get_aval(o).shape), ())
+    if get_aval(t).shape != shape:
+        return broadcast_in_dim(t, shape, ())
+    return t
+
+
+def _replace_zero(x):
+    from minijax.lax.elementwise_int import eq, select
+    return select(eq(x, _const(x, 0)), _ones(x), x)
 
 
 # --------------------------------------------------------------------------- add / sub
@@ -59,7 +117,7 @@ def add(x, y):
     return add_p.bind(x, y)
 
 
-add_p = _binary("add", np.add, "add")
+add_p = _binary("add", np.add, "add", kinds=NUM)
 
 
 def _add_transpose(ct, x, y):
@@ -78,7 +136,7 @@ def sub(x, y):
     return sub_p.bind(x, y)
 
 
-sub_p = _binary("sub", np.subtract, "subtract")
+sub_p = _binary("sub", np.subtract, "subtract", kinds=NUM)
 
 
 def _sub_transpose(ct, x, y):
@@ -99,7 +157,7 @@ def mul(x, y):
     return mul_p.bind(x, y)
 
 
-mul_p = _binary("mul", np.multiply, "multiply")
+mul_p = _binary("mul", np.multiply, "multiply", kinds=NUM)
 ad.defjvp(mul_p, lambda t, x, y: mul_p.bind(t, y), lambda t, x, y: mul_p.bind(x, t))
 
 
@@ -121,10 +179,346 @@ def neg(x):
     return neg_p.bind(x)
 
 
-neg_p = _unary("neg", np.negative, "negate")
+neg_p = _unary("neg", np.negative, "negate", kinds=NUM)
 ad.deflinear(neg_p, lambda ct, x: [ad.Zero(x.aval) if type(ct) is ad.Zero else neg(ct)])
 
-# --------------------------------------------------------------------------- transcendental
+# --------------------------------------------------------------------------- div / rem
+
+
+def div(x, y):
+    """Elementwise x / y; integer division truncates toward zero (XLA: x / 0 is -1, or all
+    ones for unsigned types, and INT_MIN / -1 is INT_MIN)."""
+    x, y = promote_scalars("div", x, y)
+    return div_p.bind(x, y)
+
+
+def _int_div_parts(x, y):
+    """Truncating quotient and remainder with XLA's rules for 0 and INT_MIN / -1."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    zero = y == 0
+    overflow = np.zeros(x.shape, bool)
+    if x.dtype.kind == "i":
+        overflow = (x == np.iinfo(x.dtype).min) & (y == -1)
+    safe = np.where(zero | overflow, np.ones_like(y), y)
+    rem = np.fmod(x, safe)
+    quot = (x - rem) // safe  # exact: x - rem is a multiple of safe
+    return x, zero, overflow, quot, rem
+
+
+def _div_impl(x, y):
+    x = np.asarray(x)
+    if x.dtype.kind not in "iu":
+        return np.true_divide(x, y)
+    x, zero, overflow, quot, _ = _int_div_parts(x, y)
+    quot = np.where(overflow, x, quot)
+    return np.where(zero, np.array(-1).astype(x.dtype), quot)
+
+
+div_p = _binary("div", _div_impl, "divide", kinds=NUM)
+ad.defjvp(div_p, lambda t, x, y: div(t, y),
+          lambda t, x, y: mul(neg(t), div(x, square(y))))
+
+
+def _div_transpose(ct, x, y):
+    if ad.is_undefined_primal(y):
+        raise ValueError("div: transpose with respect to the divisor (div is not linear in y)")
+    if type(ct) is ad.Zero:
+        return [None, None]
+    return [_ct_for(div(ct, y), x), None]
+
+
+ad.primitive_transposes[div_p] = _div_transpose
+
+
+def rem(x, y):
+    """Elementwise remainder of truncating division (C fmod: the sign of the dividend).
+    For integers x % 0 is x (XLA)."""
+    x, y = promote_scalars("rem", x, y)
+    return rem_p.bind(x, y)
+
+
+def _rem_impl(x, y):
+    x = np.asarray(x)
+    if x.dtype.kind not in "iu":
+        return np.fmod(x, y)
+    x, zero, overflow, _, r = _int_div_parts(x, y)
+    r = np.where(overflow, np.zeros_like(r), r)
+    return np.where(zero, x, r)
+
+
+rem_p = _binary("rem", _rem_impl, "remainder", kinds="iuf")
+
+
+def _trunc(x):
+    from minijax.lax.elementwise_int import lt as _lt
+    from minijax.lax.elementwise_int import select
+    return select(_lt(x, _const(x, 0)), ceil(x), floor(x))
+
+
+ad.defjvp(rem_p, lambda t, x, y: _brcast(t, y),
+          lambda t, x, y: mul(neg(t), _trunc(div(x, y))))
+
+# --------------------------------------------------------------------------- pow
+
+
+def pow(x, y):  # noqa: A001 - JAX's name
+    """Elementwise x ** y for floating/complex x; y has x's dtype or is an integer."""
+    x, y = promote_scalars("pow", x, y)
+    return pow_p.bind(x, y)
+
+
+def _pow_abstract_eval(x, y):
+    if y.dtype.kind in "iu" and x.dtype.kind in "fc":
+        y = y.update(dtype=x.dtype)
+    return same_shape_dtype_rule("pow", x, y, allowed_kinds="fc")
+
+
+def _pow_impl(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    out = np.power(x, y)
+    if x.dtype.kind == "c":  # XLA: 0 ** 0 is 1 for complex too
+        out = np.where((x == 0) & (y == 0), np.ones_like(out), out)
+    return out
+
+
+def _pow_lower(ctx, x, y):
+    b = ctx.builder
+    if ctx.avals_in[1].dtype != ctx.avals_in[0].dtype:
+        y = b.convert(y, ctx.element_type(ctx.avals_in[0].dtype), metadata=ctx.metadata)
+    x, y = ctx.broadcast_scalars([x, y])
+    return b.power(x, y, metadata=ctx.metadata)
+
+
+pow_p = standard_primitive("pow", _pow_abstract_eval, _pow_impl)
+batching.primitive_batchers[pow_p] = elementwise_batcher(pow_p)
+register_lowering(pow_p, _pow_lower)
+
+
+def _pow_jvp_lhs(t, ans, x, y):
+    from minijax.lax.elementwise_int import eq, select
+    from minijax.lax.structural import convert_element_type
+    y_dtype = get_aval(y).dtype
+    if y_dtype.kind in "iu":
+        y = convert_element_type(y, get_aval(x).dtype)
+    shaped = _brcast(y, x)
+    jac = select(eq(shaped, _const(y, 0)), _zeros(shaped),
+                 mul(y, pow(x, sub(y, _const(y, 1)))))
+    return mul(t, jac)
+
+
+def _pow_jvp_rhs(t, ans, x, y):
+    if get_aval(y).dtype.kind in "iu":
+        return ad.Zero.from_value(ans)
+    return mul(t, mul(_log(_replace_zero(x)), ans))
+
+
+def _log(x):
+    from minijax.lax.elementwise_math import log
+    return log(x)
+
+
+ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
+
+# --------------------------------------------------------------------------- integer_pow, square
+
+
+def integer_pow(x, y: int):
+    """Elementwise x ** y for a static Python int y (repeated multiplication)."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def _integer_pow_abstract_eval(x, *, y):
+    aval = same_shape_dtype_rule("integer_pow", x, allowed_kinds=NUM)
+    if y < 0 and x.dtype.kind in "iu":
+        raise TypeError(f"Integers cannot be raised to negative powers, got "
+                        f"integer_pow({x.str_short()}, {y})")
+    return aval
+
+
+def _integer_pow_impl(x, *, y):
+    x = np.asarray(x)
+    acc = np.ones_like(x)
+    base = x
+    e = builtins.abs(y)
+    while e:
+        if e & 1:
+            acc = acc * base
+        e >>= 1
+        if e:
+            base = base * base
+    return np.reciprocal(acc) if y < 0 else acc
+
+
+def _integer_pow_lower(ctx, x, *, y):
+    b, md = ctx.builder, ctx.metadata
+    if y == 0:
+        one = b.constant(np.ones((), ctx.avals_out[0].dtype), metadata=md)
+        return ctx.broadcast_scalars([one])[0]
+    acc, base, e = None, x, builtins.abs(y)
+    while e:
+        if e & 1:
+            acc = base if acc is None else b.multiply(acc, base, metadata=md)
+        e >>= 1
+        if e:
+            base = b.multiply(base, base, metadata=md)
+    if y < 0:
+        one = ctx.broadcast_scalars([b.constant(np.ones((), ctx.avals_out[0].dtype))])[0]
+        acc = b.divide(one, acc, metadata=md)
+    return acc
+
+
+integer_pow_p = standard_primitive("integer_pow", _integer_pow_abstract_eval,
+                                   _integer_pow_impl)
+batching.primitive_batchers[integer_pow_p] = elementwise_batcher(integer_pow_p)
+register_lowering(integer_pow_p, _integer_pow_lower)
+ad.defjvp(integer_pow_p, lambda t, x, *, y: _zeros(t) if y == 0 else
+          mul(t, mul(_const(x, y), integer_pow(x, y - 1))))
+
+
+def square(x):
+    """Elementwise x * x."""
+    return square_p.bind(x)
+
+
+def reciprocal(x):
+    """Elementwise 1 / x (JAX: integer_pow(x, -1))."""
+    return integer_pow(x, -1)
+
+
+square_p = _unary("square", np.square, None, kinds=NUM,
+                  lowering=lambda ctx, x: ctx.builder.multiply(x, x, metadata=ctx.metadata))
+ad.defjvp(square_p, lambda t, x: mul(t, mul(_const(x, 2), x)))
+
+# --------------------------------------------------------------------------- max / min
+
+
+def max(x, y):  # noqa: A001 - JAX's name
+    """Elementwise maximum; NaN propagates."""
+    x, y = promote_scalars("max", x, y)
+    return max_p.bind(x, y)
+
+
+def min(x, y):  # noqa: A001 - JAX's name
+    """Elementwise minimum; NaN propagates."""
+    x, y = promote_scalars("min", x, y)
+    return min_p.bind(x, y)
+
+
+max_p = _binary("max", np.maximum, "maximum")
+min_p = _binary("min", np.minimum, "minimum")
+
+
+def _balanced_eq(x, z, y):
+    # Where x and y tie at the extremum each gets half of the tangent (as JAX).
+    from minijax.lax.elementwise_int import eq, select
+    return div(select(eq(x, z), _ones(z), _zeros(z)),
+               select(eq(y, z), full_like(z, 2), _ones(z)))
+
+
+for _prim in (max_p, min_p):
+    ad.defjvp2(_prim, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+               lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
+
+# --------------------------------------------------------------------------- sign / abs
+
+
+def sign(x):
+    """Elementwise sign: -1, 0 or 1 (signed zero and NaN are kept; x/|x| for complex)."""
+    return sign_p.bind(x)
+
+
+def _sign_impl(x):
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        out = x / np.where(mag == 0, 1, mag)
+        return np.where(mag == 0, np.zeros_like(x), out)
+    if x.dtype.kind == "f":
+        return np.where((x == 0) | np.isnan(x), x, np.copysign(np.ones_like(x), x))
+    return np.sign(x)
+
+
+sign_p = _unary("sign", _sign_impl, "sign", kinds=NUM)
+ad.defjvp_zero(sign_p)
+
+
+def abs(x):  # noqa: A001 - JAX's name
+    """Elementwise |x|; complex inputs give the real magnitude."""
+    return abs_p.bind(x)
+
+
+def _real_dtype(dtype):
+    return np.dtype({"c": {8: np.float32, 16: np.float64}}.get(
+        dtype.kind, {}).get(dtype.itemsize, dtype))
+
+
+abs_p = _typed_unary("abs", np.abs, "abs", _real_dtype, NUM)
+
+
+def _abs_jvp(t, ans, x):
+    from minijax.lax.elementwise_complex import conj, real
+    from minijax.lax.elementwise_int import ge, select
+    from minijax.lax.structural import convert_element_type
+    if get_aval(x).dtype.kind == "c":
+        denom = _replace_zero(convert_element_type(ans, get_aval(x).dtype))
+        return real(mul(t, div(conj(x), denom)))
+    return select(ge(x, _const(x, 0)), t, neg(t))
+
+
+ad.defjvp2(abs_p, _abs_jvp)
+
+# --------------------------------------------------------------------------- floor / ceil / round
+
+
+def floor(x):
+    """Elementwise floor."""
+    return floor_p.bind(x)
+
+
+def ceil(x):
+    """Elementwise ceiling."""
+    return ceil_p.bind(x)
+
+
+floor_p = _unary("floor", np.floor, "floor", kinds="f")
+ceil_p = _unary("ceil", np.ceil, "ceil", kinds="f")
+ad.defjvp_zero(floor_p)
+ad.defjvp_zero(ceil_p)
+
+
+class RoundingMethod(enum.IntEnum):
+    """How lax.round breaks ties (JAX's lax.RoundingMethod)."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - JAX's name
+    """Elementwise rounding to an integral value; ties away from zero by default."""
+    return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+def _round_impl(x, *, rounding_method):
+    x = np.asarray(x)
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return np.rint(x)
+    t = np.trunc(x)
+    # |x - t| is exact, so there is no double rounding as with floor(|x| + 0.5).
+    return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(x), x), t)
+
+
+def _round_lower(ctx, x, *, rounding_method):
+    op = ("round-nearest-even" if rounding_method == RoundingMethod.TO_NEAREST_EVEN
+          else "round-nearest-afz")
+    return ctx.builder.unary(op, x, metadata=ctx.metadata)
+
+
+round_p = _unary("round", _round_impl, None, kinds="f", lowering=_round_lower)
+ad.defjvp_zero(round_p)
+
+# --------------------------------------------------------------------------- sin / cos / exp
 
 
 def sin(x):
@@ -158,7 +552,6 @@ ad.deflinear(add_any_p, lambda ct, x, y: [_ct_for(ct, x), _ct_for(ct, y)])
 
 def _zeros_like_aval(aval):
     from minijax.lax.structural import broadcast_in_dim
-    from minijax.lax.utils import weak_scalar
     zero = weak_scalar(0, aval.dtype)
     zero.aval = zero.aval.update(weak_type=aval.weak_type)
     return broadcast_in_dim(zero, aval.shape, ())
