@@ -34,8 +34,8 @@ class Jit:
         self.features = llvm.get_host_cpu_features().flatten()
         target = llvm.Target.from_triple(self.triple)
         self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                               reloc="pic", codemodel="jitdefault", jit=True)
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.tm)
+                                               reloc="pic", codemodel="small", jit=True)
+        self.lljit = llvm.create_lljit_compiler(self.tm, use_jit_link=True)
         self.lock = threading.RLock()
         self._loaded: dict[str, dict[str, int]] = {}
         self._keepalive: list = []
@@ -74,26 +74,26 @@ class Jit:
             if loaded is None:
                 text = ir_text.replace(SYMBOL_PLACEHOLDER, prefix)
                 obj = self._cached_object(key)
+                t0 = time.perf_counter()
                 if obj is None:
-                    t0 = time.perf_counter()
                     obj = self.tm.emit_object(self.optimize(text))
-                    self.stats["llvm_seconds"] += time.perf_counter() - t0
                     self.stats["compiled"] += 1
                     self._store_object(key, obj)
                 else:
                     self.stats["cache_hits"] += 1
-                objref = llvm.ObjectFileRef.from_data(obj)
-                self.engine.add_object_file(objref)
-                self._keepalive.append(objref)
-                self.engine.finalize_object()
-                loaded = {}
+                builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+                for s in symbols:
+                    builder.export_symbol(s.replace(SYMBOL_PLACEHOLDER, prefix))
+                tracker = builder.link(self.lljit, "lib" + prefix)
+                self._keepalive.append(tracker)
+                loaded = {s.replace(SYMBOL_PLACEHOLDER, prefix): tracker[
+                    s.replace(SYMBOL_PLACEHOLDER, prefix)] for s in symbols}
                 self._loaded[key] = loaded
+                self.stats["llvm_seconds"] += time.perf_counter() - t0
             out = {}
             for s in symbols:
                 real = s.replace(SYMBOL_PLACEHOLDER, prefix)
-                if real not in loaded:
-                    loaded[real] = self.engine.get_function_address(real)
-                out[s] = loaded[real]
+                out[s] = loaded.get(real, 0)
                 if not out[s]:
                     raise RuntimeError(f"JIT: symbol {real} not found")
             return out

@@ -40,7 +40,7 @@ ELEMENTWISE_UNARY = {
     "abs", "negate", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one",
     "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "floor", "ceil",
     "round-nearest-afz", "round-nearest-even", "is-finite", "not", "popcnt",
-    "count-leading-zeros", "convert", "bitcast-convert", "copy", "erf",
+    "count-leading-zeros", "clz", "convert", "bitcast-convert", "copy", "erf",
 }
 ELEMENTWISE_BINARY = {
     "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
@@ -52,6 +52,8 @@ INDEXING = {
     "broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate", "iota",
     "reverse", "dynamic-slice", "dynamic-update-slice",
 }
+# float32 routines computed in float64 (see math_approx); on f16 they would need a libcall.
+_VIA_F64 = {"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"}
 SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
 
 
@@ -72,6 +74,11 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
         for leaf in instr.shape.flat():
             if leaf.element_type not in SUPPORTED_TYPES:
                 return f"element type {leaf.element_type}"
+        src_et = instr.operands[0].shape.element_type if instr.operands else None
+        if instr.opcode in _VIA_F64 and src_et == "f16":
+            return f"{instr.opcode} on f16 (would need a double->half libcall)"
+        if instr.opcode == "convert" and (src_et, instr.shape.element_type) == ("f64", "f16"):
+            return "f64 -> f16 convert (needs a libcall)"
         if instr.opcode == "bitcast-convert":
             src, dst = instr.operands[0].shape.element_type, instr.shape.element_type
             if "pred" in (src, dst) or "bf16" in (src, dst) or bit_width(
@@ -351,7 +358,7 @@ class ElementalEmitter:
             return b.select(b.icmp_signed("<", x, zero), const(ty, -1), pos)
         if op == "popcnt":
             return call_intrinsic(b, "llvm.ctpop", [x])
-        if op == "count-leading-zeros":
+        if op in ("count-leading-zeros", "clz"):
             return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
         if op in ("divide", "remainder"):
             return _int_divide(b, op, x, ops[1], signed)
@@ -361,7 +368,7 @@ class ElementalEmitter:
             safe = b.select(big, const(ty, 0), amt)
             if op == "shift-left":
                 return b.select(big, const(ty, 0), b.shl(x, safe))
-            if op == "shift-right-logical":
+            if op == "shift-right-logical" or not signed:  # unsigned: no sign to extend
                 return b.select(big, const(ty, 0), b.lshr(x, safe))
             return b.ashr(x, b.select(big, const(ty, bits - 1), safe))
         if op == "power":
