@@ -1,5 +1,17 @@
 """minijax.lax: the primitive layer (JAX's `jax.lax`)."""
 
+from minijax.lax.conv_util import ConvDimensionNumbers, conv_general_permutations
+from minijax.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
+from minijax.lax.dot_conv import (
+    Precision,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_with_general_padding,
+    dot,
+    dot_general,
+    padtype_to_pads,
+)
 from minijax.lax.elementwise import (
     RoundingMethod,
     abs,
@@ -86,7 +98,18 @@ from minijax.lax.gather_scatter import (
     scatter_mul,
     scatter_sub,
 )
-from minijax.lax.reductions import reduce_sum
+from minijax.lax.reduce_generic import reduce
+from minijax.lax.reductions import (
+    argmax,
+    argmin,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_sum,
+    reduce_xor,
+)
 from minijax.lax.slicing import (
     concatenate,
     dynamic_index_in_dim,
@@ -100,6 +123,7 @@ from minijax.lax.slicing import (
     slice,
     slice_in_dim,
 )
+from minijax.lax.sorting import sort, sort_key_val, top_k
 from minijax.lax.structural import (
     broadcast,
     broadcast_in_dim,
@@ -114,6 +138,12 @@ from minijax.lax.structural import (
     squeeze,
     transpose,
     zeros_like_array,
+)
+from minijax.lax.windowed import (
+    reduce_window,
+    reduce_window_max,
+    reduce_window_min,
+    reduce_window_sum,
 )
 
 __all__ = [
@@ -142,4 +172,15 @@ __all__ += [
     "index_in_dim", "iota", "pad", "rev", "scatter", "scatter_add", "scatter_max",
     "scatter_min", "scatter_mul", "scatter_sub", "slice", "slice_in_dim", "squeeze",
     "zeros_like_array",
+]
+
+# reductions, contractions, windows, sorting (lax/reductions.py, cumulative.py,
+# reduce_generic.py, dot_conv.py, conv_util.py, windowed*.py, sorting.py)
+__all__ += [
+    "ConvDimensionNumbers", "Precision", "argmax", "argmin", "conv", "conv_dimension_numbers",
+    "conv_general_dilated", "conv_general_permutations", "conv_with_general_padding",
+    "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "dot", "dot_general",
+    "padtype_to_pads", "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
+    "reduce_prod", "reduce_window", "reduce_window_max", "reduce_window_min",
+    "reduce_window_sum", "reduce_xor", "sort", "sort_key_val", "top_k",
 ]

@@ -1,33 +1,116 @@
-"""Reduction primitives. Template: reduce_sum (others follow the same block layout)."""
+"""Reduction primitives: reduce_sum, reduce_max, reduce_min, reduce_prod, reduce_and,
+reduce_or, reduce_xor, argmax and argmin.
+
+Each block holds the wrapper and all rules (abstract eval, NumPy impl with XLA semantics,
+JVP, transpose for the linear reduce_sum, batching, HLO lowering). The generic
+`lax.reduce` lives in reduce_generic.py and the cumulative reductions in cumulative.py.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from minijax import dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.utils import standard_primitive
 
+_KIND_NAMES = {"f": "floating", "c": "complex", "i": "signed integer",
+               "u": "unsigned integer", "b": "boolean"}
 
-def _reduce_abstract_eval(name):
+
+def _check_axes(name, x, axes):
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{name}: duplicate value in axes {axes} for {x.str_short()}")
+    for a in axes:
+        if not 0 <= a < x.ndim:
+            raise ValueError(f"{name}: axis {a} is out of bounds for {x.str_short()}")
+
+
+def _reduce_abstract_eval(name, kinds=None):
     def rule(x, *, axes):
-        for a in axes:
-            if not 0 <= a < x.ndim:
-                raise ValueError(f"{name}: axis {a} is out of bounds for {x.str_short()}")
+        _check_axes(name, x, axes)
+        if kinds is not None and x.dtype.kind not in kinds:
+            allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
+            raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); "
+                            f"accepted: {allowed}")
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return ShapedArray(shape, x.dtype, x.weak_type)
     return rule
 
 
+def _canonical_axes(operand, axes):
+    """Axes as a sorted tuple of non-negative ints (negative axes count from the end)."""
+    ndim = get_aval(operand).ndim
+    out = []
+    for a in axes:
+        a = int(a)
+        out.append(a + ndim if -ndim <= a < 0 else a)
+    return tuple(sorted(out))
+
+
+def _reduce_batcher(prim):
+    def rule(trace, vals, dims, *, axes):
+        (x,), (d,) = vals, dims
+        new_axes = tuple(a + 1 if a >= d else a for a in axes)
+        out_dim = d - sum(1 for a in axes if a < d)
+        return prim.bind(x, axes=new_axes), out_dim
+    return rule
+
+
+def _scalar_computation(ctx, name, opcode, et):
+    maker = getattr(ctx, "scalar_computation", None) or ctx.builder.scalar_computation
+    return maker(name, opcode, et)
+
+
+def _reduce_lowering(opcode, identity_fn):
+    def rule(ctx, x, *, axes):
+        b = ctx.builder
+        dtype = ctx.avals_in[0].dtype
+        et = ctx.element_type(dtype)
+        init = b.constant(np.asarray(identity_fn(dtype), dtype))
+        comp = _scalar_computation(ctx, f"{opcode}_{et}", opcode, et)
+        return b.reduce(x, init, axes, comp, metadata=ctx.metadata)
+    return rule
+
+
+def max_identity(dtype):
+    """The identity of max for `dtype`: -inf, the integer minimum, or False."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.array(-np.inf, dtype)
+    if dtype.kind in "iu":
+        return np.array(np.iinfo(dtype).min, dtype)
+    return np.array(False)
+
+
+def min_identity(dtype):
+    """The identity of min for `dtype`: inf, the integer maximum, or True."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.array(np.inf, dtype)
+    if dtype.kind in "iu":
+        return np.array(np.iinfo(dtype).max, dtype)
+    return np.array(True)
+
+
+def _identity_fill(x, axes, identity):
+    """The result of a reduction over an empty set of elements: the identity everywhere."""
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    return np.full(shape, identity, x.dtype)
+
+
+# --------------------------------------------------------------------------- reduce_sum
+
+
 def reduce_sum(operand, axes):
-    """Sum over `axes` (a tuple of non-negative dimension indices)."""
-    axes = tuple(sorted(int(a) for a in axes))
-    return reduce_sum_p.bind(operand, axes=axes)
+    """Sum over `axes` (a sequence of dimension indices)."""
+    return reduce_sum_p.bind(operand, axes=_canonical_axes(operand, axes))
 
 
 reduce_sum_p = standard_primitive(
-    "reduce_sum", _reduce_abstract_eval("reduce_sum"),
+    "reduce_sum", _reduce_abstract_eval("reduce_sum", "iufc"),
     lambda x, *, axes: np.sum(x, axis=axes, dtype=np.asarray(x).dtype))
 
 
@@ -40,23 +123,262 @@ def _reduce_sum_transpose(ct, x, *, axes):
     return [broadcast_in_dim(ct, shape, kept)]
 
 
-def _reduce_sum_batch(trace, vals, dims, *, axes):
-    (x,), (d,) = vals, dims
-    new_axes = tuple(a + 1 if a >= d else a for a in axes)
-    out_dim = d - sum(1 for a in axes if a < d)
-    return reduce_sum_p.bind(x, axes=new_axes), out_dim
-
-
-def _reduce_sum_lower(ctx, x, *, axes):
-    b = ctx.builder
-    et = ctx.element_type(ctx.avals_in[0].dtype)
-    init = b.constant(np.zeros((), ctx.avals_in[0].dtype))
-    add = b.scalar_computation("add", "add", et)
-    return b.reduce(x, init, axes, add, metadata=ctx.metadata)
-
-
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
-batching.primitive_batchers[reduce_sum_p] = _reduce_sum_batch
-register_lowering(reduce_sum_p, _reduce_sum_lower)
+batching.primitive_batchers[reduce_sum_p] = _reduce_batcher(reduce_sum_p)
+register_lowering(reduce_sum_p, _reduce_lowering("add", lambda d: np.zeros((), d)))
 
-_ = get_aval
+# --------------------------------------------------------------------------- reduce_max / min
+
+
+def reduce_max(operand, axes):
+    """Maximum over `axes` (NaN propagates; an empty reduction gives -inf / int min)."""
+    return reduce_max_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def reduce_min(operand, axes):
+    """Minimum over `axes` (NaN propagates; an empty reduction gives inf / int max)."""
+    return reduce_min_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def _minmax_impl(np_fn, identity_fn):
+    def impl(x, *, axes):
+        x = np.asarray(x)
+        if any(x.shape[a] == 0 for a in axes):
+            return _identity_fill(x, axes, identity_fn(x.dtype))
+        return np_fn(x, axis=axes)
+    return impl
+
+
+reduce_max_p = standard_primitive(
+    "reduce_max", _reduce_abstract_eval("reduce_max", "iufb"),
+    _minmax_impl(np.max, max_identity))
+reduce_min_p = standard_primitive(
+    "reduce_min", _reduce_abstract_eval("reduce_min", "iufb"),
+    _minmax_impl(np.min, min_identity))
+
+
+def _chooser_jvp(prim):
+    # The tangent is the mean of the tangents at the locations that attain the extremum,
+    # as in JAX (so ties share the derivative equally).
+    def rule(primals, tangents, *, axes):
+        from minijax import lax
+        from minijax.lax.structural import broadcast_in_dim, convert_element_type
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axes=axes)
+        aval = get_aval(x)
+        if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype):
+            return ans, ad.Zero.from_value(ans)
+        kept = tuple(i for i in range(aval.ndim) if i not in axes)
+        location = lax.eq(x, broadcast_in_dim(ans, aval.shape, kept))
+        location = convert_element_type(location, aval.dtype)
+        counts = reduce_sum_p.bind(location, axes=axes)
+        picked = reduce_sum_p.bind(lax.mul(t, location), axes=axes)
+        return ans, lax.div(picked, counts)
+    return rule
+
+
+ad.primitive_jvps[reduce_max_p] = _chooser_jvp(reduce_max_p)
+ad.primitive_jvps[reduce_min_p] = _chooser_jvp(reduce_min_p)
+batching.primitive_batchers[reduce_max_p] = _reduce_batcher(reduce_max_p)
+batching.primitive_batchers[reduce_min_p] = _reduce_batcher(reduce_min_p)
+
+
+def _minmax_lowering(opcode, identity_fn):
+    def rule(ctx, x, *, axes):
+        if ctx.avals_in[0].dtype == np.bool_:
+            opcode_ = "or" if opcode == "maximum" else "and"
+            return _reduce_lowering(opcode_, identity_fn)(ctx, x, axes=axes)
+        return _reduce_lowering(opcode, identity_fn)(ctx, x, axes=axes)
+    return rule
+
+
+register_lowering(reduce_max_p, _minmax_lowering("maximum", max_identity))
+register_lowering(reduce_min_p, _minmax_lowering("minimum", min_identity))
+
+# --------------------------------------------------------------------------- reduce_prod
+
+
+def reduce_prod(operand, axes):
+    """Product over `axes` (integer products wrap around, as in XLA)."""
+    return reduce_prod_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+reduce_prod_p = standard_primitive(
+    "reduce_prod", _reduce_abstract_eval("reduce_prod", "iufc"),
+    lambda x, *, axes: np.prod(x, axis=axes, dtype=np.asarray(x).dtype))
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    # d prod(x) = sum_i t_i * prod_{j != i} x_j. The products of all other elements are
+    # exclusive prefix products times exclusive suffix products, which stay correct when
+    # some x_j are zero (unlike prod(x) / x_i).
+    from minijax import lax
+    from minijax.lax.cumulative import cumprod
+    from minijax.lax.structural import reshape, transpose
+    (x,), (t,) = primals, tangents
+    ans = reduce_prod_p.bind(x, axes=axes)
+    if type(t) is ad.Zero:
+        return ans, ad.Zero.from_value(ans)
+    aval = get_aval(x)
+    kept = [i for i in range(aval.ndim) if i not in axes]
+    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+    m = int(np.prod([aval.shape[k] for k in kept], dtype=np.int64))
+    if n == 0 or m == 0:
+        return ans, ad.Zero.from_value(ans)
+    perm = tuple(axes) + tuple(kept)
+    x2 = reshape(transpose(x, perm), (n, m))
+    t2 = reshape(transpose(t, perm), (n, m))
+    one = np.ones((), aval.dtype)
+    before = lax.pad(cumprod(x2, 0), one, ((1, -1, 0), (0, 0, 0)))
+    after = lax.pad(cumprod(x2, 0, reverse=True), one, ((-1, 1, 0), (0, 0, 0)))
+    tangent = reduce_sum_p.bind(lax.mul(t2, lax.mul(before, after)), axes=(0,))
+    return ans, reshape(tangent, get_aval(ans).shape)
+
+
+ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+batching.primitive_batchers[reduce_prod_p] = _reduce_batcher(reduce_prod_p)
+register_lowering(reduce_prod_p, _reduce_lowering("multiply", lambda d: np.ones((), d)))
+
+# --------------------------------------------------------------------------- and / or / xor
+
+
+def reduce_and(operand, axes):
+    """Bitwise (logical for bool) AND over `axes`."""
+    return reduce_and_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def reduce_or(operand, axes):
+    """Bitwise (logical for bool) OR over `axes`."""
+    return reduce_or_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def reduce_xor(operand, axes):
+    """Bitwise (logical for bool) XOR over `axes`."""
+    return reduce_xor_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def _bitwise_impl(ufunc):
+    def impl(x, *, axes):
+        x = np.asarray(x)
+        if not axes:
+            return x
+        return ufunc.reduce(x, axis=axes).astype(x.dtype)
+    return impl
+
+
+def _all_ones(dtype):
+    dtype = np.dtype(dtype)
+    return np.array(True) if dtype == np.bool_ else np.array(-1).astype(dtype)
+
+
+reduce_and_p = standard_primitive("reduce_and", _reduce_abstract_eval("reduce_and", "iub"),
+                                  _bitwise_impl(np.bitwise_and))
+reduce_or_p = standard_primitive("reduce_or", _reduce_abstract_eval("reduce_or", "iub"),
+                                 _bitwise_impl(np.bitwise_or))
+reduce_xor_p = standard_primitive("reduce_xor", _reduce_abstract_eval("reduce_xor", "iub"),
+                                  _bitwise_impl(np.bitwise_xor))
+for _prim, _opcode, _identity in ((reduce_and_p, "and", _all_ones),
+                                  (reduce_or_p, "or", lambda d: np.zeros((), d)),
+                                  (reduce_xor_p, "xor", lambda d: np.zeros((), d))):
+    ad.defjvp_zero(_prim)
+    batching.primitive_batchers[_prim] = _reduce_batcher(_prim)
+    register_lowering(_prim, _reduce_lowering(_opcode, _identity))
+
+# --------------------------------------------------------------------------- argmax / argmin
+
+
+def argmax(operand, axis: int, index_dtype):
+    """Index of the maximum along `axis` (the first one on ties; NaN counts as the largest
+    value, so the first NaN wins)."""
+    return argmax_p.bind(operand, axes=(_canonical_axes(operand, (axis,))[0],),
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(operand, axis: int, index_dtype):
+    """Index of the minimum along `axis` (the first one on ties; the first NaN wins)."""
+    return argmin_p.bind(operand, axes=(_canonical_axes(operand, (axis,))[0],),
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def _argminmax_abstract_eval(name):
+    def rule(x, *, axes, index_dtype):
+        _check_axes(name, x, axes)
+        if len(axes) != 1:
+            raise ValueError(f"{name} takes exactly one axis, got axes={axes}")
+        if np.dtype(index_dtype).kind not in "iu":
+            raise TypeError(f"{name}: index_dtype must be an integer type, got {index_dtype}")
+        if x.dtype.kind == "c":
+            raise TypeError(f"{name} does not accept complex operands, got {x.str_short()}")
+        if x.shape[axes[0]] == 0:
+            raise ValueError(f"{name} requires a non-empty reduced dimension: operand "
+                             f"{x.str_short()}, axis {axes[0]}")
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axes[0])
+        return ShapedArray(shape, index_dtype, False)
+    return rule
+
+
+def _argminmax_impl(np_fn):
+    def impl(x, *, axes, index_dtype):
+        return np_fn(np.asarray(x), axis=axes[0]).astype(index_dtype)
+    return impl
+
+
+argmax_p = standard_primitive("argmax", _argminmax_abstract_eval("argmax"),
+                              _argminmax_impl(np.argmax))
+argmin_p = standard_primitive("argmin", _argminmax_abstract_eval("argmin"),
+                              _argminmax_impl(np.argmin))
+
+
+def _argminmax_batcher(prim):
+    def rule(trace, vals, dims, *, axes, index_dtype):
+        (x,), (d,) = vals, dims
+        axis = axes[0] + 1 if axes[0] >= d else axes[0]
+        out_dim = d - 1 if axes[0] < d else d
+        return prim.bind(x, axes=(axis,), index_dtype=index_dtype), out_dim
+    return rule
+
+
+def _argminmax_lowering(direction):
+    # A variadic reduce over (value, index) pairs. The comparator prefers the better value,
+    # then NaN (a NaN beats any number), then the smaller index on ties: this order is
+    # commutative and associative, so any reduction tree gives the first extremal index.
+    def rule(ctx, x, *, axes, index_dtype):
+        b = ctx.builder
+        aval = ctx.avals_in[0]
+        vt, it = ctx.element_type(aval.dtype), ctx.element_type(index_dtype)
+        comp = _argminmax_computation(ctx, direction, aval.dtype, vt, it)
+        from minijax.compiler.hlo.ir import Shape
+        index = b.iota(Shape(it, aval.shape), axes[0])
+        identity = max_identity(aval.dtype) if direction == "GT" else min_identity(aval.dtype)
+        out = b.reduce([x, index], [b.constant(identity), b.constant(np.zeros((), index_dtype))],
+                       axes, comp, metadata=ctx.metadata)
+        return b.get_tuple_element(out, 1)
+    return rule
+
+
+def _argminmax_computation(ctx, direction, dtype, vt, it):
+    from minijax.compiler.hlo.ir import Shape
+    name = f"argm{'ax' if direction == 'GT' else 'in'}_{vt}_{it}"
+    cb = ctx.new_computation(name)
+    a = cb.parameter(0, Shape(vt, ()))
+    ia = cb.parameter(1, Shape(it, ()))
+    c = cb.parameter(2, Shape(vt, ()))
+    ic = cb.parameter(3, Shape(it, ()))
+    better = cb.compare(a, c, direction)
+    same = cb.compare(a, c, "EQ")
+    if np.dtype(dtype).kind == "f":
+        a_nan = cb.compare(a, a, "NE")
+        c_nan = cb.compare(c, c, "NE")
+        better = cb.or_(cb.and_(a_nan, cb.not_(c_nan)), cb.and_(better, cb.not_(c_nan)))
+        same = cb.or_(same, cb.and_(a_nan, c_nan))
+    first = cb.compare(ia, ic, "LT")
+    pick_a = cb.or_(better, cb.and_(same, first))
+    root = cb.tuple([cb.select(pick_a, a, c), cb.select(pick_a, ia, ic)])
+    cb.set_root(root)
+    return cb.computation if hasattr(cb, "computation") else cb
+
+
+for _prim, _dir in ((argmax_p, "GT"), (argmin_p, "LT")):
+    ad.defjvp_zero(_prim)
+    batching.primitive_batchers[_prim] = _argminmax_batcher(_prim)
+    register_lowering(_prim, _argminmax_lowering(_dir))

@@ -1,0 +1,226 @@
+"""Cumulative reductions: cumsum, cumprod, cummax, cummin, cumlogsumexp (axis, reverse).
+
+cumsum is linear (its transpose is the cumsum in the other direction). The other JVPs
+are the JVP of an associative (Hillis-Steele) prefix scan written in lax operations, as
+JAX differentiates them. All lower to an HLO reduce-window whose window spans the whole
+axis, padded on one side with the monoid's identity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import dtypes
+from minijax.compiler.lowering_registry import register_lowering
+from minijax.core import ShapedArray, get_aval
+from minijax.interpreters import ad, batching
+from minijax.lax.reductions import _KIND_NAMES, max_identity, min_identity
+from minijax.lax.utils import standard_primitive
+
+
+def _cum_abstract_eval(name, kinds):
+    def rule(x, *, axis, reverse):
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"{name}: axis {axis} is out of bounds for {x.str_short()}")
+        if x.dtype.kind not in kinds:
+            allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
+            raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); "
+                            f"accepted: {allowed}")
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return rule
+
+
+def _cum_impl(accumulate):
+    def impl(x, *, axis, reverse):
+        x = np.asarray(x)
+        if x.shape[axis] == 0:
+            return x.copy()
+        if reverse:
+            x = np.flip(x, axis)
+        out = accumulate(x, axis).astype(x.dtype, copy=False)
+        return np.flip(out, axis) if reverse else out
+    return impl
+
+
+def _cum_batcher(prim):
+    def rule(trace, vals, dims, *, axis, reverse):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, axis=axis + 1 if axis >= d else axis, reverse=reverse), d
+    return rule
+
+
+def _wrapper(prim, doc):
+    def fn(operand, axis: int = 0, reverse: bool = False):
+        ndim = get_aval(operand).ndim
+        axis = int(axis)
+        if -ndim <= axis < 0:
+            axis += ndim
+        return prim.bind(operand, axis=axis, reverse=bool(reverse))
+    fn.__name__ = prim.name
+    fn.__doc__ = doc
+    return fn
+
+
+# --------------------------------------------------------------------------- prefix scan
+
+
+def logaddexp(x, y):
+    """log(exp(x) + exp(y)) in lax terms, stable for large inputs and for infinities."""
+    from minijax import lax
+    amax = lax.max(x, y)
+    delta = lax.sub(x, y)
+    finite = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+    # delta is NaN when x and y are equal infinities (or either is NaN): x + y is right then.
+    return lax.select_n(lax.ne(delta, delta), finite, lax.add(x, y))
+
+
+def prefix_scan(combine, x, axis: int, reverse: bool, identity):
+    """Inclusive scan of `combine` along `axis` in ceil(log2(n)) steps of shift-and-combine
+    (each shift is a lax.pad with the identity and a negative padding on the other side)."""
+    from minijax import lax
+    aval = get_aval(x)
+    n = aval.shape[axis]
+    pad_value = np.asarray(identity, aval.dtype)
+    step = 1
+    while step < n:
+        config = [(0, 0, 0)] * aval.ndim
+        config[axis] = (-step, step, 0) if reverse else (step, -step, 0)
+        x = combine(x, lax.pad(x, pad_value, config))
+        step *= 2
+    return x
+
+
+def _scan_jvp(prim, combine, identity_fn):
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, axis=axis, reverse=reverse)
+        dtype = get_aval(x).dtype
+        if type(t) is ad.Zero or not dtypes.is_inexact(dtype):
+            return ans, ad.Zero.from_value(ans)
+
+        def scan(v):
+            return [prefix_scan(combine, v, axis, reverse, identity_fn(dtype))]
+        _, (t_out,) = ad.jvp_flat(scan, [x], [t])
+        return ans, t_out
+    return rule
+
+
+def _cum_lowering(opcode, identity_fn):
+    def rule(ctx, x, *, axis, reverse):
+        b = ctx.builder
+        aval = ctx.avals_in[0]
+        dtype = aval.dtype
+        et = ctx.element_type(dtype)
+        if opcode == "logaddexp":
+            comp = _logaddexp_computation(ctx, et)
+        else:
+            op = opcode
+            if dtype == np.bool_ and opcode in ("maximum", "minimum"):
+                op = "or" if opcode == "maximum" else "and"
+            maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
+            comp = maker(f"{op}_{et}", op, et)
+        n = aval.shape[axis]
+        size = [1] * aval.ndim
+        size[axis] = max(n, 1)
+        pad = [(0, 0)] * aval.ndim
+        pad[axis] = (0, max(n - 1, 0)) if reverse else (max(n - 1, 0), 0)
+        init = b.constant(np.asarray(identity_fn(dtype), dtype))
+        return b.reduce_window(x, init, {"size": tuple(size), "pad": tuple(pad)}, comp,
+                               metadata=ctx.metadata)
+    return rule
+
+
+def _logaddexp_computation(ctx, et):
+    from minijax.compiler.hlo.ir import Shape
+    cb = ctx.new_computation(f"logaddexp_{et}")
+    x = cb.parameter(0, Shape(et, ()))
+    y = cb.parameter(1, Shape(et, ()))
+    amax = cb.maximum(x, y)
+    delta = cb.subtract(x, y)
+    finite = cb.add(amax, cb.log_plus_one(cb.exponential(cb.negate(cb.abs(delta)))))
+    cb.set_root(cb.select(cb.compare(delta, delta, "NE"), cb.add(x, y), finite))
+    return cb.computation if hasattr(cb, "computation") else cb
+
+
+# --------------------------------------------------------------------------- cumsum
+
+
+cumsum_p = standard_primitive(
+    "cumsum", _cum_abstract_eval("cumsum", "iufc"),
+    _cum_impl(lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype)))
+cumsum = _wrapper(cumsum_p, "Cumulative sum along `axis` (from the end if `reverse`).")
+
+
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval)]
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+ad.deflinear(cumsum_p, _cumsum_transpose)
+batching.primitive_batchers[cumsum_p] = _cum_batcher(cumsum_p)
+register_lowering(cumsum_p, _cum_lowering("add", lambda d: np.zeros((), d)))
+
+# --------------------------------------------------------------------------- cumprod
+
+
+def _mul(x, y):
+    from minijax import lax
+    return lax.mul(x, y)
+
+
+def _max(x, y):
+    from minijax import lax
+    return lax.max(x, y)
+
+
+def _min(x, y):
+    from minijax import lax
+    return lax.min(x, y)
+
+
+def _ones(dtype):
+    return np.ones((), dtype)
+
+
+cumprod_p = standard_primitive(
+    "cumprod", _cum_abstract_eval("cumprod", "iufc"),
+    _cum_impl(lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype)))
+cumprod = _wrapper(cumprod_p, "Cumulative product along `axis` (from the end if `reverse`).")
+ad.primitive_jvps[cumprod_p] = _scan_jvp(cumprod_p, _mul, _ones)
+batching.primitive_batchers[cumprod_p] = _cum_batcher(cumprod_p)
+register_lowering(cumprod_p, _cum_lowering("multiply", _ones))
+
+# --------------------------------------------------------------------------- cummax / cummin
+
+cummax_p = standard_primitive(
+    "cummax", _cum_abstract_eval("cummax", "iufb"),
+    _cum_impl(lambda x, axis: np.maximum.accumulate(x, axis=axis)))
+cummax = _wrapper(cummax_p, "Cumulative maximum along `axis` (from the end if `reverse`).")
+ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, _max, max_identity)
+batching.primitive_batchers[cummax_p] = _cum_batcher(cummax_p)
+register_lowering(cummax_p, _cum_lowering("maximum", max_identity))
+
+cummin_p = standard_primitive(
+    "cummin", _cum_abstract_eval("cummin", "iufb"),
+    _cum_impl(lambda x, axis: np.minimum.accumulate(x, axis=axis)))
+cummin = _wrapper(cummin_p, "Cumulative minimum along `axis` (from the end if `reverse`).")
+ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, _min, min_identity)
+batching.primitive_batchers[cummin_p] = _cum_batcher(cummin_p)
+register_lowering(cummin_p, _cum_lowering("minimum", min_identity))
+
+# --------------------------------------------------------------------------- cumlogsumexp
+
+
+def _neg_inf(dtype):
+    return np.array(-np.inf, dtype)
+
+
+cumlogsumexp_p = standard_primitive(
+    "cumlogsumexp", _cum_abstract_eval("cumlogsumexp", "f"),
+    _cum_impl(lambda x, axis: np.logaddexp.accumulate(x, axis=axis)))
+cumlogsumexp = _wrapper(
+    cumlogsumexp_p, "Cumulative log-sum-exp along `axis` (from the end if `reverse`).")
+ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, logaddexp, _neg_inf)
+batching.primitive_batchers[cumlogsumexp_p] = _cum_batcher(cumlogsumexp_p)
+register_lowering(cumlogsumexp_p, _cum_lowering("logaddexp", _neg_inf))

@@ -1,0 +1,349 @@
+"""Sorting: sort (one or several operands, lexicographic on the first num_keys), sort_key_val
+and top_k, with JAX's total order for floats (-0.0 before 0.0, NaNs last, all NaNs equal).
+
+JVPs gather the tangents by the sorting permutation. The gather along one axis is the
+small linear primitive `take_along_axis` here, whose transpose is `scatter_add_along_axis`
+(and vice versa). Sorts lower to an XLA sort with a comparator computation; top_k lowers to
+a descending sort with an iota operand followed by slices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import dtypes
+from minijax.compiler.lowering_registry import register_lowering
+from minijax.core import ShapedArray, get_aval
+from minijax.interpreters import ad, batching
+from minijax.lax.utils import bdim_at_front, canonical_axis, standard_primitive
+
+
+def order_key(x) -> list[np.ndarray]:
+    """uint64 arrays whose lexicographic order is JAX's sort order of x (two for complex:
+    real part, then imaginary part)."""
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return order_key(x.real) + order_key(x.imag)
+    if x.dtype.kind == "f":
+        f = np.where(np.isnan(x), np.nan, x).astype(np.float64)  # one positive NaN
+        bits = f.view(np.uint64)
+        sign = np.uint64(1 << 63)
+        return [np.where(bits & sign, ~bits, bits | sign)]
+    if x.dtype.kind == "i":
+        return [x.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)]
+    return [x.astype(np.uint64)]
+
+
+def sort_permutation(keys, axis: int) -> np.ndarray:
+    """The stable permutation that sorts `keys` (most significant first) along `axis`."""
+    subkeys = [k for key in keys for k in order_key(key)]
+    if not subkeys or subkeys[0].ndim == 0:
+        return np.zeros(np.shape(keys[0]), np.int64)
+    return np.lexsort(subkeys[::-1], axis=axis)
+
+
+# --------------------------------------------------------------------------- sort
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+    """Sort `operand` (an array, or a sequence of equally shaped arrays sorted together by
+    their first `num_keys` arrays) along `dimension`."""
+    if isinstance(operand, (list, tuple)):
+        operands = tuple(operand)
+        if not operands:
+            raise ValueError("sort requires at least one operand")
+        ndim = get_aval(operands[0]).ndim
+        dim = canonical_axis(dimension, ndim, "sort") if ndim else dimension
+        return tuple(sort_p.bind(*operands, dimension=dim, is_stable=bool(is_stable),
+                                 num_keys=int(num_keys)))
+    ndim = get_aval(operand).ndim
+    dim = canonical_axis(dimension, ndim, "sort") if ndim else dimension
+    if num_keys != 1:
+        raise ValueError(f"sort: num_keys={num_keys} must be 1 for a single operand")
+    return sort_p.bind(operand, dimension=dim, is_stable=bool(is_stable), num_keys=1)[0]
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+    """Sort `keys` along `dimension` and apply the same permutation to `values`."""
+    k, v = sort((keys, values), dimension, is_stable, num_keys=1)
+    return k, v
+
+
+def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
+    shapes = ", ".join(a.str_short() for a in avals)
+    if not avals:
+        raise ValueError("sort requires at least one operand")
+    shape = avals[0].shape
+    if any(a.shape != shape for a in avals):
+        raise TypeError(f"sort: all operands must have the same shape, got {shapes}")
+    if not 0 <= dimension < max(len(shape), 1) or not shape:
+        raise ValueError(f"sort: dimension {dimension} is out of bounds for operands {shapes}")
+    if not 1 <= num_keys <= len(avals):
+        raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
+                         f"operands ({len(avals)})")
+    return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in avals]
+
+
+def _sort_impl(*operands, dimension, is_stable, num_keys):
+    operands = [np.asarray(o) for o in operands]
+    perm = sort_permutation(operands[:num_keys], dimension)
+    return [np.take_along_axis(o, perm, axis=dimension) for o in operands]
+
+
+sort_p = standard_primitive("sort", _sort_abstract_eval, _sort_impl, multiple_results=True)
+
+
+def _iota_like(shape, axis, dtype=np.int32):
+    from minijax.array import Array
+    from minijax.lax.structural import broadcast_in_dim
+    return broadcast_in_dim(Array(np.arange(shape[axis], dtype=dtype)), shape, (axis,))
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    shape = get_aval(primals[0]).shape
+    index_dtype = np.int32 if shape[dimension] < 2**31 - 1 else np.int64
+    iota = _iota_like(shape, dimension, index_dtype)
+    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)
+    perm = outs[-1]
+    t_out = [t if type(t) is ad.Zero else take_along_axis_p.bind(t, perm, axis=dimension)
+             for t in tangents]
+    return outs[:-1], t_out
+
+
+def _sort_batch(trace, vals, dims, *, dimension, is_stable, num_keys):
+    ops = [bdim_at_front(v, d, trace.axis_size) for v, d in zip(vals, dims, strict=True)]
+    outs = sort_p.bind(*ops, dimension=dimension + 1, is_stable=is_stable, num_keys=num_keys)
+    return outs, [0] * len(outs)
+
+
+def _compare_total(cb, a, b, direction, dtype):
+    """Comparison in JAX's sort order (floats: NaNs canonicalized, then TOTALORDER)."""
+    if np.dtype(dtype).kind == "f":
+        nan = cb.constant(np.asarray(np.nan, dtype))
+        a = cb.select(cb.compare(a, a, "NE"), nan, a)
+        b = cb.select(cb.compare(b, b, "NE"), nan, b)
+        return cb.compare(a, b, direction, "TOTALORDER")
+    return cb.compare(a, b, direction)
+
+
+def sort_comparator(ctx, avals, num_keys, descending=False):
+    """An HLO comparator: lexicographic `less than` on the first num_keys operands."""
+    from minijax.compiler.hlo.ir import Shape
+    cb = ctx.new_computation("sort_comparator" if not descending else "sort_comparator_desc")
+    params = []
+    for i, a in enumerate(avals):
+        et = ctx.element_type(a.dtype)
+        params.append((cb.parameter(2 * i, Shape(et, ())), cb.parameter(2 * i + 1,
+                                                                        Shape(et, ()))))
+    result = None
+    for i in reversed(range(num_keys)):
+        x, y = params[i]
+        dtype = avals[i].dtype
+        if np.dtype(dtype).kind == "c":
+            raise NotImplementedError("sort: lowering complex sort keys is not supported")
+        less = _compare_total(cb, x, y, "GT" if descending else "LT", dtype)
+        if result is None:
+            result = less
+        else:
+            result = cb.or_(less, cb.and_(_compare_total(cb, x, y, "EQ", dtype), result))
+    cb.set_root(result)
+    return cb.computation if hasattr(cb, "computation") else cb
+
+
+def _sort_lower(ctx, *operands, dimension, is_stable, num_keys):
+    b = ctx.builder
+    comp = sort_comparator(ctx, ctx.avals_in, num_keys)
+    out = b.sort(list(operands), dimension, comp, is_stable=is_stable, metadata=ctx.metadata)
+    if len(operands) == 1:
+        return [out]
+    return [b.get_tuple_element(out, i) for i in range(len(operands))]
+
+
+ad.primitive_jvps[sort_p] = _sort_jvp
+batching.primitive_batchers[sort_p] = _sort_batch
+register_lowering(sort_p, _sort_lower)
+
+# --------------------------------------------------------------------------- top_k
+
+
+def top_k(operand, k: int):
+    """The `k` largest entries along the last axis (descending; NaN counts as largest) and
+    their int32 indices; ties keep the lower index first."""
+    return tuple(top_k_p.bind(operand, k=int(k)))
+
+
+def _top_k_abstract_eval(x, *, k):
+    if x.ndim < 1:
+        raise ValueError(f"top_k operand must have >= 1 dimension, got {x.str_short()}")
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if k > x.shape[-1]:
+        raise ValueError(f"k argument to top_k must be no larger than minor dimension; {k} vs "
+                         f"{x.str_short()}")
+    if x.dtype.kind == "c":
+        raise TypeError(f"top_k does not accept complex operands, got {x.str_short()}")
+    shape = x.shape[:-1] + (k,)
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.int32)]
+
+
+def _top_k_impl(x, *, k):
+    x = np.asarray(x)
+    (key,) = order_key(x)
+    perm = np.argsort(~key, axis=-1, kind="stable")[..., :k]
+    return [np.take_along_axis(x, perm, axis=-1), perm.astype(np.int32)]
+
+
+top_k_p = standard_primitive("top_k", _top_k_abstract_eval, _top_k_impl,
+                             multiple_results=True)
+
+
+def _top_k_jvp(primals, tangents, *, k):
+    (x,), (t,) = primals, tangents
+    values, indices = top_k_p.bind(x, k=k)
+    if type(t) is ad.Zero or not dtypes.is_inexact(get_aval(x).dtype):
+        return [values, indices], [ad.Zero.from_value(values), ad.Zero.from_value(indices)]
+    ndim = get_aval(x).ndim
+    t_out = take_along_axis_p.bind(t, indices, axis=ndim - 1)
+    return [values, indices], [t_out, ad.Zero.from_value(indices)]
+
+
+def _top_k_batch(trace, vals, dims, *, k):
+    (x,), (d,) = vals, dims
+    if d == get_aval(x).ndim - 1:
+        x, d = bdim_at_front(x, d, trace.axis_size), 0
+    return top_k_p.bind(x, k=k), [d, d]
+
+
+def _top_k_lower(ctx, x, *, k):
+    from minijax.compiler.hlo.ir import Shape
+    b = ctx.builder
+    aval = ctx.avals_in[0]
+    axis = aval.ndim - 1
+    iota = b.iota(Shape("s32", aval.shape), axis)
+    comp = sort_comparator(ctx, [aval, ShapedArray(aval.shape, np.int32)], 1, descending=True)
+    out = b.sort([x, iota], axis, comp, is_stable=True, metadata=ctx.metadata)
+    starts = (0,) * aval.ndim
+    limits = aval.shape[:-1] + (k,)
+    return [b.slice(b.get_tuple_element(out, i), starts, limits, metadata=ctx.metadata)
+            for i in range(2)]
+
+
+ad.primitive_jvps[top_k_p] = _top_k_jvp
+batching.primitive_batchers[top_k_p] = _top_k_batch
+register_lowering(top_k_p, _top_k_lower)
+
+# --------------------------------------------------------------------------- along one axis
+
+
+def _along_abstract_eval(name):
+    def rule(x, idx, *, axis, **extra):
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"{name}: indices must be integers, got {idx.str_short()}")
+        if x.ndim != idx.ndim or not 0 <= axis < max(x.ndim, 1):
+            raise TypeError(f"{name}: operand {x.str_short()} and indices {idx.str_short()} "
+                            f"must have equal rank, with axis {axis} in range")
+        if name == "take_along_axis":
+            shape = idx.shape
+            other = [d for i, d in enumerate(x.shape) if i != axis]
+        else:
+            shape = x.shape[:axis] + (extra["size"],) + x.shape[axis + 1:]
+            other = [d for i, d in enumerate(idx.shape) if i != axis]
+        if other != [d for i, d in enumerate(shape) if i != axis]:
+            raise TypeError(f"{name}: operand {x.str_short()} and indices {idx.str_short()} "
+                            f"must agree outside axis {axis}")
+        return ShapedArray(shape, x.dtype, x.weak_type)
+    return rule
+
+
+def _take_impl(x, idx, *, axis):
+    return np.take_along_axis(np.asarray(x), np.asarray(idx).astype(np.int64), axis=axis)
+
+
+def _scatter_impl(src, idx, *, axis, size):
+    src = np.asarray(src)
+    shape = src.shape[:axis] + (size,) + src.shape[axis + 1:]
+    out = np.zeros(shape, src.dtype)
+    index = list(np.indices(src.shape, sparse=True))
+    index[axis] = np.asarray(idx).astype(np.int64)
+    np.add.at(out, tuple(index), src)
+    return out
+
+
+take_along_axis_p = standard_primitive("take_along_axis", _along_abstract_eval(
+    "take_along_axis"), _take_impl)
+scatter_add_along_axis_p = standard_primitive("scatter_add_along_axis", _along_abstract_eval(
+    "scatter_add_along_axis"), _scatter_impl)
+
+
+def _take_transpose(ct, x, idx, *, axis):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval), None]
+    return [scatter_add_along_axis_p.bind(ct, idx, axis=axis, size=x.aval.shape[axis]), None]
+
+
+def _scatter_transpose(ct, src, idx, *, axis, size):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(src.aval), None]
+    return [take_along_axis_p.bind(ct, idx, axis=axis), None]
+
+
+def _linear_jvp(prim):
+    def rule(primals, tangents, **params):
+        (x, idx), (t, _) = primals, tangents
+        out = prim.bind(x, idx, **params)
+        if type(t) is ad.Zero:
+            return out, ad.Zero.from_value(out)
+        return out, prim.bind(t, idx, **params)
+    return rule
+
+
+def _along_batch(prim):
+    def rule(trace, vals, dims, *, axis, **params):
+        x, idx = (bdim_at_front(v, d, trace.axis_size) for v, d in zip(vals, dims,
+                                                                         strict=True))
+        return prim.bind(x, idx, axis=axis + 1, **params), 0
+    return rule
+
+
+def _along_dnums(ndim, axis):
+    return tuple(d for d in range(ndim) if d != axis)
+
+
+def _take_lower(ctx, x, idx, *, axis):
+    b = ctx.builder
+    shape = ctx.avals_in[1].shape
+    ndim = len(shape)
+    index = b.reshape(idx, shape + (1,))
+    batch = _along_dnums(ndim, axis)
+    return b.gather(x, index, offset_dims=(), collapsed_slice_dims=(axis,),
+                    start_index_map=(axis,), index_vector_dim=ndim,
+                    slice_sizes=(1,) * ndim, operand_batching_dims=batch,
+                    start_indices_batching_dims=batch, metadata=ctx.metadata)
+
+
+def _scatter_lower(ctx, src, idx, *, axis, size):
+    b = ctx.builder
+    shape = ctx.avals_in[1].shape
+    ndim = len(shape)
+    dtype = ctx.avals_out[0].dtype
+    et = ctx.element_type(dtype)
+    zeros = b.broadcast(b.constant(np.zeros((), dtype)), ctx.avals_out[0].shape, ())
+    index = b.reshape(idx, shape + (1,))
+    maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
+    add = maker(f"add_{et}", "add", et)
+    batch = _along_dnums(ndim, axis)
+    return b.scatter(zeros, index, src, add, update_window_dims=(),
+                     inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
+                     index_vector_dim=ndim, input_batching_dims=batch,
+                     scatter_indices_batching_dims=batch, metadata=ctx.metadata)
+
+
+ad.primitive_jvps[take_along_axis_p] = _linear_jvp(take_along_axis_p)
+ad.primitive_transposes[take_along_axis_p] = _take_transpose
+batching.primitive_batchers[take_along_axis_p] = _along_batch(take_along_axis_p)
+register_lowering(take_along_axis_p, _take_lower)
+ad.primitive_jvps[scatter_add_along_axis_p] = _linear_jvp(scatter_add_along_axis_p)
+ad.primitive_transposes[scatter_add_along_axis_p] = _scatter_transpose
+batching.primitive_batchers[scatter_add_along_axis_p] = _along_batch(scatter_add_along_axis_p)
+register_lowering(scatter_add_along_axis_p, _scatter_lower)

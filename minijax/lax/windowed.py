@@ -1,0 +1,321 @@
+"""Window reductions: reduce_window_sum, reduce_window_max, reduce_window_min and the generic
+`lax.reduce_window(operand, init_value, computation, ...)`.
+
+Window parameters (one entry per operand dimension): window_dimensions, window_strides,
+padding ((low, high) pairs), base_dilation (holes between operand elements, filled with the
+identity) and window_dilation (holes between window elements). reduce_window_sum is linear;
+its transpose is another windowed sum over the cotangent, dilated by the strides. The max
+and min JVPs gather the tangent at the selected location of each window
+(select_and_gather_add, in windowed_select.py), as JAX does.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from minijax import tree_util
+from minijax.compiler.lowering_registry import register_lowering
+from minijax.core import ShapedArray, get_aval
+from minijax.interpreters import ad, batching
+from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.lax.conv_util import (
+    conv_out_spatial,
+    dilate,
+    dilate_dim,
+    pad_crop,
+    padtype_to_pads,
+    vjp_lhs_padding,
+    window_views,
+)
+from minijax.lax.reduce_generic import apply_scalar_jaxpr, lower_reducer, monoid_name
+from minijax.lax.reductions import max_identity, min_identity
+from minijax.lax.utils import bdim_at_front, standard_primitive
+
+_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
+           "window_dilation")
+
+
+def window_params(name, shape, window_dimensions, window_strides, padding, base_dilation,
+                  window_dilation):
+    """Canonical window parameters (tuples of ints; string padding resolved)."""
+    n = len(shape)
+
+    def ints(what, values, minimum):
+        values = tuple(operator.index(v) for v in values)
+        if len(values) != n:
+            raise TypeError(f"{name}: {what} must have one entry per operand dimension "
+                            f"({n}, operand shape {tuple(shape)}), got {values}")
+        if any(v < minimum for v in values):
+            raise ValueError(f"{name}: {what} must be >= {minimum}, got {values}")
+        return values
+    window_dimensions = ints("window_dimensions", window_dimensions, 0)
+    window_strides = ints("window_strides", window_strides, 1)
+    base_dilation = ints("base_dilation", base_dilation or (1,) * n, 1)
+    window_dilation = ints("window_dilation", window_dilation or (1,) * n, 1)
+    if isinstance(padding, str):
+        padding = padtype_to_pads(
+            [dilate_dim(d, b) for d, b in zip(shape, base_dilation, strict=True)],
+            [dilate_dim(w, r) for w, r in zip(window_dimensions, window_dilation, strict=True)],
+            window_strides, padding)
+    padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    if len(padding) != n:
+        raise TypeError(f"{name}: padding must have one (low, high) pair per operand "
+                        f"dimension ({n}), got {padding}")
+    return dict(window_dimensions=window_dimensions, window_strides=window_strides,
+                padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
+
+
+def window_out_shape(shape, p):
+    """The output shape of a window reduction with parameters p."""
+    return conv_out_spatial(shape, p["window_dimensions"], p["window_strides"], p["padding"],
+                            p["base_dilation"], p["window_dilation"])
+
+
+def window_fold(xs, identities, combine, p):
+    """Fold `combine(accs, views)` over the window offsets of the (dilated, padded) xs."""
+    shape = xs[0].shape
+    out = window_out_shape(shape, p)
+    accs = [np.full(out, i, x.dtype) for x, i in zip(xs, identities, strict=True)]
+    if 0 in out:
+        return accs
+    padded = [pad_crop(dilate(x, p["base_dilation"], 0, i), p["padding"], 0, i)
+              for x, i in zip(xs, identities, strict=True)]
+    per_x = [window_views(x, p["window_dimensions"], p["window_strides"],
+                          p["window_dilation"], out, 0) for x in padded]
+    for views in zip(*per_x, strict=True):
+        accs = combine(accs, list(views))
+    return accs
+
+
+def _check_window(name, x, p):
+    if len(p["window_dimensions"]) != x.ndim:
+        raise TypeError(f"{name}: window of rank {len(p['window_dimensions'])} does not match "
+                        f"operand {x.str_short()}")
+
+
+def window_batch_params(p, d):
+    """Window parameters with a trivial window dimension inserted at position d."""
+    def ins(t, v):
+        t = list(t)
+        t.insert(d, v)
+        return tuple(t)
+    return dict(window_dimensions=ins(p["window_dimensions"], 1),
+                window_strides=ins(p["window_strides"], 1), padding=ins(p["padding"], (0, 0)),
+                base_dilation=ins(p["base_dilation"], 1),
+                window_dilation=ins(p["window_dilation"], 1))
+
+
+def hlo_window(p):
+    """The HLO `window={...}` attribute of window parameters."""
+    return {"size": p["window_dimensions"], "stride": p["window_strides"], "pad": p["padding"],
+            "lhs_dilate": p["base_dilation"], "rhs_dilate": p["window_dilation"]}
+
+
+# --------------------------------------------------------------------------- monoid windows
+
+
+def _monoid_window(name, ufunc, identity_fn, kinds):
+    def abstract_eval(x, **p):
+        _check_window(name, x, p)
+        if x.dtype.kind not in kinds:
+            raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()})")
+        return ShapedArray(window_out_shape(x.shape, p), x.dtype, x.weak_type)
+
+    def impl(x, **p):
+        x = np.asarray(x)
+        identity = identity_fn(x.dtype)
+        return window_fold([x], [identity], lambda a, v: [ufunc(a[0], v[0])], p)[0]
+    prim = standard_primitive(name, abstract_eval, impl)
+
+    def batch(trace, vals, dims, **p):
+        (x,), (d,) = vals, dims
+        return prim.bind(x, **window_batch_params(p, d)), d
+
+    def lower(ctx, x, **p):
+        b = ctx.builder
+        dtype = ctx.avals_in[0].dtype
+        et = ctx.element_type(dtype)
+        opcode = {"add": "add", "maximum": "maximum", "minimum": "minimum"}[ufunc.__name__]
+        if dtype == np.bool_ and opcode != "add":
+            opcode = "or" if opcode == "maximum" else "and"
+        maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
+        comp = maker(f"{opcode}_{et}", opcode, et)
+        init = b.constant(np.asarray(identity_fn(dtype), dtype))
+        return b.reduce_window(x, init, hlo_window(p), comp, metadata=ctx.metadata)
+    batching.primitive_batchers[prim] = batch
+    register_lowering(prim, lower)
+    return prim
+
+
+reduce_window_sum_p = _monoid_window("reduce_window_sum", np.add, lambda d: np.zeros((), d),
+                                     "iufc")
+reduce_window_max_p = _monoid_window("reduce_window_max", np.maximum, max_identity, "iufb")
+reduce_window_min_p = _monoid_window("reduce_window_min", np.minimum, min_identity, "iufb")
+
+
+def _wrapper(prim):
+    def fn(operand, window_dimensions, window_strides, padding, base_dilation=None,
+           window_dilation=None):
+        p = window_params(prim.name, get_aval(operand).shape, window_dimensions,
+                          window_strides, padding, base_dilation, window_dilation)
+        return prim.bind(operand, **p)
+    fn.__name__ = prim.name
+    fn.__doc__ = (f"{prim.name.replace('reduce_window_', '').capitalize()} over each window "
+                  "(see lax.reduce_window for the parameters).")
+    return fn
+
+
+reduce_window_sum = _wrapper(reduce_window_sum_p)
+reduce_window_max = _wrapper(reduce_window_max_p)
+reduce_window_min = _wrapper(reduce_window_min_p)
+
+
+def _reduce_window_sum_transpose(ct, x, **p):
+    if type(ct) is ad.Zero:
+        return [ad.Zero(x.aval)]
+    in_shape = x.aval.shape
+    ct_shape = get_aval(ct).shape
+    pads = vjp_lhs_padding(in_shape, p["window_dimensions"], p["window_strides"], ct_shape,
+                           p["padding"], p["base_dilation"], p["window_dilation"])
+    # Every input element receives the sum of the cotangents of the windows that read it:
+    # a windowed sum over the cotangent dilated by the strides (its holes are zeros).
+    out = reduce_window_sum_p.bind(
+        ct, window_dimensions=p["window_dimensions"], window_strides=p["base_dilation"],
+        padding=tuple(pads), base_dilation=p["window_strides"],
+        window_dilation=p["window_dilation"])
+    assert get_aval(out).shape == in_shape, (get_aval(out).shape, in_shape)
+    return [out]
+
+
+ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+def _chooser_jvp(prim, select_prim):
+    def rule(primals, tangents, **p):
+        from minijax.lax.windowed_select import select_and_gather_add_p
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, **p)
+        if type(t) is ad.Zero or get_aval(x).dtype.kind not in "fc":
+            return ans, ad.Zero.from_value(ans)
+        return ans, select_and_gather_add_p.bind(t, x, select_prim=select_prim, **p)
+    return rule
+
+
+ad.primitive_jvps[reduce_window_max_p] = _chooser_jvp(reduce_window_max_p, "ge")
+ad.primitive_jvps[reduce_window_min_p] = _chooser_jvp(reduce_window_min_p, "le")
+
+# --------------------------------------------------------------------------- generic
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides,
+                  padding, base_dilation=None, window_dilation=None):
+    """Reduce each window of `operand` (an array or a pytree of equally shaped arrays) with
+    `computation`, starting from `init_value` (scalars, same structure)."""
+    flat_ops, tree = tree_util.tree_flatten(operand)
+    flat_inits, init_tree = tree_util.tree_flatten(init_value)
+    if tree != init_tree:
+        raise ValueError("reduce_window: operand and init_value must have the same "
+                         f"structure, got {tree} and {init_tree}")
+    p = window_params("reduce_window", get_aval(flat_ops[0]).shape, window_dimensions,
+                      window_strides, padding, base_dilation, window_dilation)
+    if len(flat_ops) == 1 and get_aval(flat_ops[0]).dtype == get_aval(flat_inits[0]).dtype:
+        prim = {"add": reduce_window_sum_p, "max": reduce_window_max_p,
+                "min": reduce_window_min_p}.get(monoid_name(computation, flat_inits[0]))
+        if prim is not None:
+            return tree_util.tree_unflatten(tree, [prim.bind(flat_ops[0], **p)])
+    from minijax.lax.reduce_generic import trace_reducer
+    closed = trace_reducer(computation, [get_aval(x) for x in flat_inits], "reduce_window")
+    outs = reduce_window_p.bind(*flat_ops, *flat_inits, computation=closed, **p)
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def _reduce_window_abstract_eval(*avals, computation, **p):
+    n = len(avals) // 2
+    ops, inits = avals[:n], avals[n:]
+    for a in ops:
+        _check_window("reduce_window", a, p)
+        if a.shape != ops[0].shape:
+            raise TypeError("reduce_window: all operands must have the same shape, got "
+                            + ", ".join(o.str_short() for o in ops))
+    for a, i in zip(ops, inits, strict=True):
+        if i.shape != () or i.dtype != a.dtype:
+            raise TypeError("reduce_window: init values must be scalars of the operand "
+                            f"dtypes, got operands {', '.join(o.str_short() for o in ops)} "
+                            f"and init values {', '.join(v.str_short() for v in inits)}")
+    out = window_out_shape(ops[0].shape, p)
+    return [ShapedArray(out, a.dtype, False) for a in ops]
+
+
+def _reduce_window_impl(*args, computation, **p):
+    n = len(args) // 2
+    xs = [np.asarray(a) for a in args[:n]]
+    inits = [np.asarray(a) for a in args[n:]]
+
+    def combine(accs, views):
+        return [np.asarray(o) for o in apply_scalar_jaxpr(computation, accs + views)]
+    return window_fold(xs, inits, combine, p)
+
+
+reduce_window_p = standard_primitive("reduce_window", _reduce_window_abstract_eval,
+                                     _reduce_window_impl, multiple_results=True)
+
+
+def _jvp_computation(computation):
+    """The reducer on (primals..., tangents...) pairs that carries tangents along."""
+    n = len(computation.out_avals)
+    from minijax import core
+    avals = computation.in_avals
+
+    def fn(*args):
+        xs, txs = args[:n], args[n:2 * n]
+        ys, tys = args[2 * n:3 * n], args[3 * n:]
+
+        def f(*prim):
+            return core.eval_jaxpr(computation.jaxpr, computation.consts, *prim)
+        outs, touts = ad.jvp_flat(f, list(xs) + list(ys), list(txs) + list(tys))
+        touts = [ad.instantiate_zeros(t) for t in touts]
+        return list(outs) + list(touts)
+    scal = [a.strip_weak_type() for a in avals[:n]]
+    closed, _ = trace_to_jaxpr(fn, scal + scal + scal + scal, purpose="reduce_window jvp")
+    return closed
+
+
+def _reduce_window_jvp(primals, tangents, *, computation, **p):
+    n = len(primals) // 2
+    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    jvp_comp = _jvp_computation(computation)
+    outs = reduce_window_p.bind(*primals[:n], *tangents[:n], *primals[n:], *tangents[n:],
+                                computation=jvp_comp, **p)
+    return outs[:n], outs[n:]
+
+
+def _reduce_window_batch(trace, vals, dims, *, computation, **p):
+    n = len(vals) // 2
+    if any(d is not batching.not_mapped for d in dims[n:]):
+        raise NotImplementedError("reduce_window: batching over init_value is not supported; "
+                                  "map only the operands")
+    ops = [bdim_at_front(v, d, trace.axis_size) for v, d in zip(vals[:n], dims[:n],
+                                                                strict=True)]
+    outs = reduce_window_p.bind(*ops, *vals[n:], computation=computation,
+                                **window_batch_params(p, 0))
+    return outs, [0] * n
+
+
+def _reduce_window_lower(ctx, *args, computation, **p):
+    n = len(args) // 2
+    comp = lower_reducer(ctx, computation, "window_reducer")
+    out = ctx.builder.reduce_window(list(args[:n]), list(args[n:]), hlo_window(p), comp,
+                                    metadata=ctx.metadata)
+    if n == 1:
+        return [out]
+    return [ctx.builder.get_tuple_element(out, i) for i in range(n)]
+
+
+ad.primitive_jvps[reduce_window_p] = _reduce_window_jvp
+batching.primitive_batchers[reduce_window_p] = _reduce_window_batch
+register_lowering(reduce_window_p, _reduce_window_lower)
+
+# The max/min window JVPs use select_and_gather_add, whose module imports this one.
+from minijax.lax import windowed_select  # noqa: E402, F401
