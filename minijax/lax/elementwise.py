@@ -69,6 +69,12 @@ def _lower_as(hlo_opcode):
     return rule
 
 
+def out_aval(ctx):
+    """The (single) output aval of a lowering rule's primitive."""
+    avals = ctx.avals_out
+    return avals[0] if isinstance(avals, (list, tuple)) else avals
+
+
 def _ct_for(ct, operand):
     """The cotangent of one operand of a linear elementwise op (summed if it was a scalar)."""
     return unbroadcast_scalar(ct, operand.aval)
@@ -354,7 +360,7 @@ def _integer_pow_impl(x, *, y):
 def _integer_pow_lower(ctx, x, *, y):
     b, md = ctx.builder, ctx.metadata
     if y == 0:
-        one = b.constant(np.ones((), ctx.avals_out[0].dtype), metadata=md)
+        one = b.constant(np.ones((), out_aval(ctx).dtype), metadata=md)
         return ctx.broadcast_scalars([one])[0]
     acc, base, e = None, x, builtins.abs(y)
     while e:
@@ -364,7 +370,7 @@ def _integer_pow_lower(ctx, x, *, y):
         if e:
             base = b.multiply(base, base, metadata=md)
     if y < 0:
-        one = ctx.broadcast_scalars([b.constant(np.ones((), ctx.avals_out[0].dtype))])[0]
+        one = ctx.broadcast_scalars([b.constant(np.ones((), out_aval(ctx).dtype))])[0]
         acc = b.divide(one, acc, metadata=md)
     return acc
 

@@ -19,6 +19,7 @@ from minijax.lax.elementwise import (
     _typed_unary,
     _zeros,
     neg,
+    out_aval,
 )
 from minijax.lax.utils import (
     elementwise_batcher,
@@ -108,7 +109,7 @@ def _conj_impl(x, *, input_dtype):
 def _conj_lower(ctx, x, *, input_dtype):
     b, md = ctx.builder, ctx.metadata
     if np.dtype(input_dtype).kind != "c":
-        return b.convert(x, ctx.element_type(ctx.avals_out[0].dtype), metadata=md)
+        return b.convert(x, ctx.element_type(out_aval(ctx).dtype), metadata=md)
     return b.complex(b.real(x, metadata=md), b.negate(b.imag(x, metadata=md), metadata=md),
                      metadata=md)
 

@@ -15,7 +15,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
-from minijax.lax.elementwise import _ct_for, _unary
+from minijax.lax.elementwise import _ct_for, _unary, out_aval
 from minijax.lax.utils import (
     bdim_at_front,
     elementwise_batcher,
@@ -138,7 +138,7 @@ def bitwise_not(x):
 
 
 def _unsigned(x):
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
@@ -292,7 +292,7 @@ def _select_n_impl(which, *cases):
 
 def _select_n_lower(ctx, which, *cases):
     b, md = ctx.builder, ctx.metadata
-    shape = ctx.avals_out[0].shape
+    shape = out_aval(ctx).shape
     which_aval = ctx.avals_in[0]
     if which_aval.shape != shape:
         which = b.broadcast(which, shape, (), metadata=md)
@@ -459,7 +459,7 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 
 
 def _bitcast_impl(x, *, new_dtype):
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     new_dtype = np.dtype(new_dtype)
     if new_dtype.itemsize == x.dtype.itemsize:
         return x.view(new_dtype)
@@ -478,7 +478,7 @@ def _bitcast_batch(trace, vals, dims, *, new_dtype):
 
 
 def _bitcast_lower(ctx, x, *, new_dtype):
-    out = ctx.avals_out[0]
+    out = out_aval(ctx)
     return ctx.builder.add_instruction(
         "bitcast-convert", [x], shape=ctx.shape_of(out),
         metadata=ctx.metadata)

@@ -32,6 +32,7 @@ from minijax.lax.elementwise import (
     integer_pow,
     mul,
     neg,
+    out_aval,
     round,
     sin,
     square,
@@ -45,7 +46,7 @@ def _composite(fn):
     """A lowering rule emitting the expression fn(Emit, *operands)."""
     def rule(ctx, *operands, **_):
         operands = ctx.broadcast_scalars(operands)
-        return fn(el.Emit(ctx, ctx.avals_out[0].update(dtype=ctx.avals_in[0].dtype)),
+        return fn(el.Emit(ctx, out_aval(ctx).update(dtype=ctx.avals_in[0].dtype)),
                   *operands)
     return rule
 
@@ -334,7 +335,7 @@ _FLOAT_LAYOUT = {2: (np.uint16, 5, 10), 4: (np.uint32, 8, 23), 8: (np.uint64, 11
 
 
 def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     utype, ebits, mbits = _FLOAT_LAYOUT[x.dtype.itemsize]
     u = x.view(utype).copy()
     one = utype(1)
