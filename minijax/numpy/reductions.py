@@ -1,0 +1,353 @@
+"""Reductions: sum, prod, mean, var, std, max/min (amax/amin), ptp, argmax/argmin, all/any,
+cumsum/cumprod, the nan* variants and count_nonzero. Axis handling follows NumPy (None,
+int, tuples, negative axes, keepdims; out-of-range axes raise numpy's AxisError)."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from minijax import dtypes, lax
+from minijax.core import get_aval
+from minijax.numpy import util
+from minijax.numpy.ufuncs import _c, _select
+from minijax.numpy.util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
+
+
+def _user_dtype(dtype):
+    from minijax.numpy.creation import _user_dtype as ud
+    return ud(dtype)
+
+
+def _keepdims(out, axes, ndim):
+    shape = list(get_aval(out).shape)
+    for a in sorted(axes):
+        shape.insert(a, 1)
+    return lax.reshape(out, tuple(shape))
+
+
+def _promoted_int_dtype(dtype):
+    """Integer/bool sums accumulate in at least the default integer width (JAX's
+    promote_integers=True)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return dtypes.default_int_dtype()
+    if dtype.kind == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
+        return dtypes.default_int_dtype()
+    if dtype.kind == "u":
+        default_uint = np.dtype(f"uint{dtypes.default_int_dtype().itemsize * 8}")
+        if dtype.itemsize < default_uint.itemsize:
+            return default_uint
+    return dtype
+
+
+def _identity_for(name, dtype):
+    dtype = np.dtype(dtype)
+    if name in ("sum", "any"):
+        return False if dtype.kind == "b" else 0
+    if name in ("prod", "all"):
+        return True if dtype.kind == "b" else 1
+    if name == "max":
+        if dtype.kind == "b":
+            return False
+        return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    if name == "min":
+        if dtype.kind == "b":
+            return True
+        return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+    raise ValueError(name)
+
+
+def _lax_reducer(name, dtype):
+    kind = np.dtype(dtype).kind
+    if name == "sum":
+        return lax.reduce_sum
+    if name == "prod":
+        return lax.reduce_prod
+    if name == "max":
+        return lax.reduce_or if kind == "b" else lax.reduce_max
+    if name == "min":
+        return lax.reduce_and if kind == "b" else lax.reduce_min
+    if name == "any":
+        return lax.reduce_or
+    if name == "all":
+        return lax.reduce_and
+    raise ValueError(name)
+
+
+def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False,
+            has_identity=True):
+    check_arraylike(name, a)
+    a = to_array(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    req = _user_dtype(dtype)
+    if req is not None:
+        a = util.convert(a, req, False)
+    elif promote_int:
+        dt = _promoted_int_dtype(aval.dtype)
+        if dt != aval.dtype:
+            a = util.convert(a, dt, False)
+    dt = get_aval(a).dtype
+    if where is not None:
+        if not has_identity and initial is None:
+            raise ValueError(f"reduction operation '{name}' does not have an identity, so to "
+                             "use a where mask one has to specify 'initial'.")
+        mask = util.broadcast_to(_to_bool(where), get_aval(a).shape)
+        fill = util.broadcast_to(_c(_identity_for(name, dt), a), get_aval(a).shape)
+        a = lax.select_n(mask, fill, a)
+    reduced_size = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
+    if not has_identity and initial is None and reduced_size == 0 and aval.size == 0:
+        raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                         "identity")
+    out = _lax_reducer(name, dt)(a, axes) if axes else a
+    if initial is not None:
+        init = util.convert(initial, dt, get_aval(out).weak_type)
+        from minijax.numpy import ufuncs
+        combine = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
+                   "min": ufuncs.minimum}[name]
+        out = util.convert(combine(out, init), dt, get_aval(out).weak_type)
+    if keepdims:
+        out = _keepdims(out, axes, aval.ndim)
+    return out
+
+
+def _to_bool(x):
+    x = to_array(x)
+    if get_aval(x).dtype.kind == "b":
+        return x
+    return lax.ne(x, _c(0, x))
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    """Sum of elements over the given axes."""
+    _no_out(out, "sum")
+    return _reduce("sum", a, axis, dtype, keepdims, initial, where,
+                   promote_int=promote_integers)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    """Product of elements over the given axes."""
+    _no_out(out, "prod")
+    return _reduce("prod", a, axis, dtype, keepdims, initial, where,
+                   promote_int=promote_integers)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Maximum over the given axes (NaNs propagate)."""
+    _no_out(out, "max")
+    return _reduce("max", a, axis, None, keepdims, initial, where, has_identity=False)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Minimum over the given axes (NaNs propagate)."""
+    _no_out(out, "min")
+    return _reduce("min", a, axis, None, keepdims, initial, where, has_identity=False)
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    """True if all elements (over the axes) are truthy."""
+    _no_out(out, "all")
+    check_arraylike("all", a)
+    return _reduce("all", _to_bool(a), axis, None, keepdims, None, where)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    """True if any element (over the axes) is truthy."""
+    _no_out(out, "any")
+    check_arraylike("any", a)
+    return _reduce("any", _to_bool(a), axis, None, keepdims, None, where)
+
+
+def _no_out(out, name):
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """Range (max - min) over the axes."""
+    from minijax.numpy.ufuncs import subtract
+    return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """Number of nonzero elements over the axes."""
+    check_arraylike("count_nonzero", a)
+    return sum(_to_bool(a), axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
+
+
+def _count(aval, axes, where, dtype):
+    if where is None:
+        n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
+        return util.convert(n, dtype, False)
+    mask = util.broadcast_to(_to_bool(where), aval.shape)
+    return sum(mask, axis=axes, dtype=dtype)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean over the axes (integers averaged in floating point)."""
+    _no_out(out, "mean")
+    check_arraylike("mean", a)
+    a = to_array(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    req = _user_dtype(dtype)
+    comp = dtypes.to_inexact(req if req is not None else aval.dtype)
+    comp = dtypes.canonicalize_dtype(comp)
+    a = util.convert(a, comp, aval.weak_type and req is None)
+    total = sum(a, axis=axes, keepdims=keepdims, where=where, promote_integers=False)
+    count = _count(aval, axes, where, dtypes.real_dtype(comp))
+    if keepdims and where is not None:
+        count = _keepdims(count, axes, aval.ndim)
+    count = util.convert(count, comp, False) if dtypes.is_complex(comp) else count
+    out = lax.div(*util.broadcast_arrays_for_op(total, util.convert(
+        count, comp, get_aval(total).weak_type)))
+    return util.convert(out, req, False) if req is not None else out
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """Variance over the axes, with `ddof` (or `correction`) degrees of freedom removed."""
+    _no_out(out, "var")
+    check_arraylike("var", a)
+    if correction is not None:
+        ddof = correction
+    a = to_array(a)
+    aval = get_aval(a)
+    axes = canonicalize_axes(axis, aval.ndim)
+    req = _user_dtype(dtype)
+    comp = dtypes.canonicalize_dtype(dtypes.to_inexact(aval.dtype))
+    a = util.convert(a, comp, aval.weak_type)
+    centered = lax.sub(*util.broadcast_arrays_for_op(
+        a, mean(a, axis=axes, keepdims=True, where=where)))
+    if dtypes.is_complex(comp):
+        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        sq = lax.mul(centered, centered)
+    total = sum(sq, axis=axes, keepdims=keepdims, where=where, promote_integers=False)
+    real_dt = dtypes.real_dtype(comp)
+    count = _count(aval, axes, where, real_dt)
+    if keepdims and where is not None:
+        count = _keepdims(count, axes, aval.ndim)
+    from minijax.numpy.ufuncs import maximum, subtract
+    denom = util.convert(maximum(subtract(count, util.convert(ddof, real_dt)), 0), real_dt,
+                         get_aval(total).weak_type)
+    out = lax.div(*util.broadcast_arrays_for_op(total, denom))
+    return util.convert(out, req, False) if req is not None else out
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """Standard deviation over the axes (sqrt of var)."""
+    out_v = var(a, axis=axis, dtype=None, out=out, ddof=ddof, keepdims=keepdims, where=where,
+                correction=correction)
+    out_s = lax.sqrt(out_v)
+    req = _user_dtype(dtype)
+    return util.convert(out_s, req, False) if req is not None else out_s
+
+
+# --------------------------------------------------------------------------- arg reductions
+
+
+def _arg_reduce(name, a, axis, keepdims):
+    check_arraylike(name, a)
+    a = to_array(a)
+    aval = get_aval(a)
+    if axis is None:
+        if aval.size == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        flat = lax.reshape(a, (aval.size,))
+        out = getattr(lax, name)(flat, 0, dtypes.default_int_dtype())
+        if keepdims:
+            out = lax.reshape(out, (1,) * aval.ndim)
+        return out
+    ax = canonicalize_axis(axis, aval.ndim)
+    if aval.shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    out = getattr(lax, name)(a, ax, dtypes.default_int_dtype())
+    return _keepdims(out, (ax,), aval.ndim) if keepdims else out
+
+
+def argmax(a, axis=None, out=None, keepdims=None):
+    """Index of the maximum (first occurrence; NaN counts as the maximum)."""
+    _no_out(out, "argmax")
+    return _arg_reduce("argmax", a, axis, bool(keepdims))
+
+
+def argmin(a, axis=None, out=None, keepdims=None):
+    """Index of the minimum (first occurrence; NaN counts as the minimum)."""
+    _no_out(out, "argmin")
+    return _arg_reduce("argmin", a, axis, bool(keepdims))
+
+
+def nanargmax(a, axis=None, out=None, keepdims=None):
+    """argmax ignoring NaNs."""
+    from minijax.numpy.ufuncs_logic import isnan
+    a = to_array(a)
+    if get_aval(a).dtype.kind not in "fc":
+        return argmax(a, axis, keepdims=keepdims)
+    return argmax(_select(isnan(a), _c(-np.inf, a), a), axis, keepdims=keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=None):
+    """argmin ignoring NaNs."""
+    from minijax.numpy.ufuncs_logic import isnan
+    a = to_array(a)
+    if get_aval(a).dtype.kind not in "fc":
+        return argmin(a, axis, keepdims=keepdims)
+    return argmin(_select(isnan(a), _c(np.inf, a), a), axis, keepdims=keepdims)
+
+
+# --------------------------------------------------------------------------- cumulative
+
+
+def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None):
+    check_arraylike(name, a)
+    a = to_array(a)
+    aval = get_aval(a)
+    if axis is None:
+        a = lax.reshape(a, (aval.size,))
+        axis = 0
+    ax = canonicalize_axis(axis, get_aval(a).ndim)
+    req = _user_dtype(dtype)
+    dt = req if req is not None else _promoted_int_dtype(aval.dtype)
+    a = util.convert(a, dt, aval.weak_type and req is None)
+    if nan_fill is not None and dt.kind in "fc":
+        from minijax.numpy.ufuncs_logic import isnan
+        a = _select(isnan(a), _c(nan_fill, a), a)
+    if get_aval(a).shape[ax] == 0:
+        return a
+    return getattr(lax, lax_name)(a, axis=ax)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum along an axis (the flattened array if axis is None)."""
+    _no_out(out, "cumsum")
+    return _cumulative("cumsum", "cumsum", a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product along an axis."""
+    _no_out(out, "cumprod")
+    return _cumulative("cumprod", "cumprod", a, axis, dtype)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum treating NaN as zero."""
+    return _cumulative("nancumsum", "cumsum", a, axis, dtype, nan_fill=0)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product treating NaN as one."""
+    return _cumulative("nancumprod", "cumprod", a, axis, dtype, nan_fill=1)
+
+
+cumulative_sum, cumulative_prod = cumsum, cumprod
+
+_ = builtins
