@@ -236,7 +236,7 @@ def _dot_general_batch(trace, vals, dims, *, dimension_numbers, **params):
 def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision,
                        preferred_element_type):
     (lc, rc), (lb, rb) = dimension_numbers
-    out = ctx.avals_out[0].dtype
+    out = ctx.avals_out.dtype
     pet = ctx.element_type(out) if out != ctx.avals_in[0].dtype else None
     return ctx.builder.dot(lhs, rhs, lc, rc, lb, rb, preferred_element_type=pet,
                            metadata=ctx.metadata)
@@ -470,7 +470,7 @@ def _conv_lower(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
     window = {"size": tuple(ctx.avals_in[1].shape[d] for d in rhs_spec[2:]),
               "stride": tuple(window_strides), "pad": tuple(padding),
               "lhs_dilate": tuple(lhs_dilation), "rhs_dilate": tuple(rhs_dilation)}
-    out = ctx.avals_out[0].dtype
+    out = ctx.avals_out.dtype
     pet = ctx.element_type(out) if out != ctx.avals_in[0].dtype else None
     return ctx.builder.convolution(lhs, rhs, window, dim_labels(dimension_numbers),
                                    feature_group_count, batch_group_count,

@@ -68,15 +68,20 @@ def monoid_name(computation, init_value):
     return None
 
 
-def trace_reducer(computation, avals, name):
-    """Trace `computation(x_tree, y_tree)` on scalars of `avals` (the flat element types)
-    into a ClosedJaxpr taking 2n flat scalars and returning n."""
+def trace_reducer(computation, avals, name, tree=None):
+    """Trace `computation(x_tree, y_tree)` on scalars of `avals` (the flat element types,
+    arranged as the pytree `tree`, a single leaf by default) into a ClosedJaxpr taking 2n
+    flat scalars and returning n."""
     n = len(avals)
     scalars = [ShapedArray((), a.dtype, False) for a in avals]
 
     def call(*args):
         xs, ys = list(args[:n]), list(args[n:])
-        out = computation(xs[0], ys[0]) if n == 1 else computation(tuple(xs), tuple(ys))
+        if tree is None:
+            out = computation(xs[0], ys[0]) if n == 1 else computation(tuple(xs), tuple(ys))
+        else:
+            out = computation(tree_util.tree_unflatten(tree, xs),
+                              tree_util.tree_unflatten(tree, ys))
         leaves = tree_util.tree_leaves(out)
         if len(leaves) != n:
             raise TypeError(f"{name}: the computation must return {n} value(s) (one per "
@@ -136,7 +141,7 @@ def reduce(operands, init_values, computation, dimensions):
         if prim is not None and get_aval(flat_ops[0]).dtype == get_aval(flat_inits[0]).dtype:
             return tree_util.tree_unflatten(tree, [prim.bind(flat_ops[0], axes=dims)])
     avals = [get_aval(x) for x in flat_inits]
-    closed = trace_reducer(computation, avals, "reduce")
+    closed = trace_reducer(computation, avals, "reduce", tree)
     outs = reduce_p.bind(*flat_ops, *flat_inits, computation=closed, dimensions=dims)
     return tree_util.tree_unflatten(tree, outs)
 

@@ -326,9 +326,9 @@ def _scatter_lower(ctx, src, idx, *, axis, size):
     b = ctx.builder
     shape = ctx.avals_in[1].shape
     ndim = len(shape)
-    dtype = ctx.avals_out[0].dtype
+    dtype = ctx.avals_out.dtype
     et = ctx.element_type(dtype)
-    zeros = b.broadcast(b.constant(np.zeros((), dtype)), ctx.avals_out[0].shape, ())
+    zeros = b.broadcast(b.constant(np.zeros((), dtype)), ctx.avals_out.shape, ())
     index = b.reshape(idx, shape + (1,))
     maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
     add = maker(f"add_{et}", "add", et)

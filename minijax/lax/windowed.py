@@ -19,7 +19,6 @@ from minijax import tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
-from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.lax.conv_util import (
     conv_out_spatial,
     dilate,
@@ -226,7 +225,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         if prim is not None:
             return tree_util.tree_unflatten(tree, [prim.bind(flat_ops[0], **p)])
     from minijax.lax.reduce_generic import trace_reducer
-    closed = trace_reducer(computation, [get_aval(x) for x in flat_inits], "reduce_window")
+    closed = trace_reducer(computation, [get_aval(x) for x in flat_inits], "reduce_window",
+                           tree)
     outs = reduce_window_p.bind(*flat_ops, *flat_inits, computation=closed, **p)
     return tree_util.tree_unflatten(tree, outs)
 
@@ -262,33 +262,38 @@ reduce_window_p = standard_primitive("reduce_window", _reduce_window_abstract_ev
                                      _reduce_window_impl, multiple_results=True)
 
 
-def _jvp_computation(computation):
-    """The reducer on (primals..., tangents...) pairs that carries tangents along."""
-    n = len(computation.out_avals)
-    from minijax import core
-    avals = computation.in_avals
-
-    def fn(*args):
-        xs, txs = args[:n], args[n:2 * n]
-        ys, tys = args[2 * n:3 * n], args[3 * n:]
-
-        def f(*prim):
-            return core.eval_jaxpr(computation.jaxpr, computation.consts, *prim)
-        outs, touts = ad.jvp_flat(f, list(xs) + list(ys), list(txs) + list(tys))
-        touts = [ad.instantiate_zeros(t) for t in touts]
-        return list(outs) + list(touts)
-    scal = [a.strip_weak_type() for a in avals[:n]]
-    closed, _ = trace_to_jaxpr(fn, scal + scal + scal + scal, purpose="reduce_window jvp")
-    return closed
+def _window_decomposition(computation, n, p, *args):
+    """The generic window reduction in lax operations (pad with the init values, one strided
+    slice per window offset, the reducer applied elementwise): differentiable and
+    transposable, so its JVP serves as the primitive's."""
+    from minijax import lax
+    from minijax.lax.structural import broadcast_in_dim
+    xs, inits = list(args[:n]), list(args[n:])
+    shape = get_aval(xs[0]).shape
+    out = window_out_shape(shape, p)
+    accs = [broadcast_in_dim(i, out, ()) for i in inits]
+    if 0 in out:
+        return accs
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(p["padding"], p["base_dilation"],
+                                                     strict=True)]
+    padded = [lax.pad(x, i, config) for x, i in zip(xs, inits, strict=True)]
+    for offset in np.ndindex(*p["window_dimensions"]):
+        starts = [o * d for o, d in zip(offset, p["window_dilation"], strict=True)]
+        limits = [st + (m - 1) * s + 1 for st, m, s in zip(starts, out, p["window_strides"],
+                                                            strict=True)]
+        views = [lax.slice(x, starts, limits, p["window_strides"]) for x in padded]
+        accs = apply_scalar_jaxpr(computation, accs + views)
+    return accs
 
 
 def _reduce_window_jvp(primals, tangents, *, computation, **p):
     n = len(primals) // 2
-    tangents = [ad.instantiate_zeros(t) for t in tangents]
-    jvp_comp = _jvp_computation(computation)
-    outs = reduce_window_p.bind(*primals[:n], *tangents[:n], *primals[n:], *tangents[n:],
-                                computation=jvp_comp, **p)
-    return outs[:n], outs[n:]
+    outs = reduce_window_p.bind(*primals, computation=computation, **p)
+
+    def fun(*args):
+        return _window_decomposition(computation, n, p, *args)
+    _, t_out = ad.jvp_flat(fun, list(primals), list(tangents))
+    return outs, t_out
 
 
 def _reduce_window_batch(trace, vals, dims, *, computation, **p):
