@@ -260,6 +260,40 @@ def test_scatter_repeated_indices_combine():
     assert int(np.asarray(ints)[0]) == -2**31  # wraps like XLA
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", sorted(SCATTERS))
+def test_lowered_scatters_match_eager(kind, mode):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    # out of bounds on both sides; repeats only where the combiner is order-independent
+    idx = np.array([[0], [3], [7], [-1]] if kind == "scatter" else
+                   [[0], [3], [3], [7], [-1]], np.int32)
+    u = rng.standard_normal((len(idx), 2)).astype(np.float32)
+
+    def f(x, i, u):
+        return SCATTERS[kind](x, i, u, ROWS_S, mode=mode)
+    want = np.asarray(f(x, idx, u))
+    np.testing.assert_allclose(lowered(f, x, idx, u)[0], want, rtol=1e-6)
+    b = (np.asarray(x) > 0)
+    if kind != "scatter_mul":
+        got = lowered(lambda b, i, u: SCATTERS[kind](b, i, u, ROWS_S, mode=mode), b, idx,
+                      np.asarray(u) > 0)[0]
+        np.testing.assert_array_equal(got, np.asarray(
+            SCATTERS[kind](b, idx, np.asarray(u) > 0, ROWS_S, mode=mode)))
+
+
+def test_lowered_vmap_and_grad_programs_match_eager():
+    x = np.random.default_rng(0).standard_normal((3, 6, 4)).astype(np.float32)
+    idx = np.array([[[0], [5]], [[2], [2]], [[9], [-3]]], np.int32)
+
+    def f(x, i):
+        return lax.gather(x, i, ROWS, (1, 3), mode="clip")
+    vf = minijax.vmap(f)
+    np.testing.assert_allclose(lowered(vf, x, idx)[0], np.asarray(vf(x, idx)))
+    gf = minijax.grad(lambda x, i: lax.reduce_sum(vf(x, i), (0, 1, 2)))
+    np.testing.assert_allclose(lowered(gf, x, idx)[0], np.asarray(gf(x, idx)))
+
+
 def test_gather_preserves_weak_type_and_dtype():
     x = lax.full((3,), 1.0)
     assert x.weak_type

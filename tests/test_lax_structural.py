@@ -11,7 +11,7 @@ import minijax
 from minijax import lax
 from minijax.compiler.evaluator import evaluate_module
 from minijax.compiler.lower import lower_jaxpr_to_module
-from minijax.lax.slicing import concatenate_p
+from minijax.lax.structural import concatenate_p
 from minijax.test_util import check_grads, check_vmap
 
 SETTINGS = settings(max_examples=40, deadline=None,
@@ -323,6 +323,19 @@ def test_dynamic_update_slice_vmap_batched_indices(seed):
         check_vmap(f, args, in_axes=in_axes)
 
 
+def test_lowered_batched_dynamic_slice_and_update():
+    rng = np.random.default_rng(0)
+    x, u = arr((3, 6, 5), 0), arr((3, 2, 3), 1)
+    i = rng.integers(-7, 8, (3,)).astype(np.int32)
+    ds = minijax.vmap(lambda x, i: lax.dynamic_slice(x, (i, np.int32(4)), (2, 3)))
+    assert_same(lowered(ds, x, i)[0], np.asarray(ds(x, i)))
+    dus = minijax.vmap(lambda x, u, i: lax.dynamic_update_slice(x, u, (np.int32(1), i)))
+    assert_same(lowered(dus, x, u, i)[0], np.asarray(dus(x, u, i)))
+    pad = minijax.vmap(lambda x, v: lax.pad(x, v, [(1, -2, 1), (0, 1, 0)]))
+    v = arr((3,), 2)
+    assert_same(lowered(pad, x, v)[0], np.asarray(pad(x, v)))
+
+
 def test_pad_vmap_batched_padding_value():
     x, v = arr((3, 4), 0), arr((3,), 1)
     f = lambda x, v: lax.pad(x, v, [(1, -1, 2)])  # noqa: E731
@@ -389,6 +402,8 @@ def test_pad_errors():
         lax.pad(x, np.zeros(1, np.float32), [(0, 0, 0)])
     with pytest.raises(TypeError, match="pad: operand and padding_value must have the same"):
         lax.pad(x, np.int32(0), [(0, 0, 0)])
+    with pytest.raises(TypeError, match="pad: cannot combine a Python float with an int32"):
+        lax.pad(x.astype(np.int32), 1.5, [(0, 0, 0)])
     with pytest.raises(TypeError, match="interior padding .* must be non-negative"):
         lax.pad(x, 0.0, [(0, 0, -1)])
     with pytest.raises(TypeError, match="dimension size after padding is negative"):

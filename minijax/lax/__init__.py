@@ -111,7 +111,6 @@ from minijax.lax.reductions import (
     reduce_xor,
 )
 from minijax.lax.slicing import (
-    concatenate,
     dynamic_index_in_dim,
     dynamic_slice,
     dynamic_slice_in_dim,
@@ -128,6 +127,7 @@ from minijax.lax.structural import (
     broadcast,
     broadcast_in_dim,
     broadcasted_iota,
+    concatenate,
     convert_element_type,
     expand_dims,
     full,

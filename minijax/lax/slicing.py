@@ -1,4 +1,4 @@
-"""Slicing primitives: slice, dynamic_slice, dynamic_update_slice, concatenate, pad.
+"""Slicing primitives: slice, dynamic_slice, dynamic_update_slice, pad.
 
 Each primitive's block holds its wrapper and all of its rules: abstract evaluation, NumPy
 implementation (XLA semantics: dynamic start indices are clamped so the window fits, pad
@@ -18,14 +18,19 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, Tracer, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
-from minijax.lax.structural import broadcast_in_dim, convert_element_type, reshape
+from minijax.lax.structural import (
+    broadcast_in_dim,
+    concatenate,
+    convert_element_type,
+    reshape,
+)
 from minijax.lax.utils import (
     bdim_at_front,
     canonical_axis,
     is_scalar_literal,
     moveaxis,
+    promote_scalars,
     standard_primitive,
-    weak_scalar,
 )
 
 _pyslice = builtins.slice
@@ -200,6 +205,8 @@ def _dynamic_indices(name: str, shape, start_indices) -> list:
 
 
 def _wrap_negative(i, d, dtype):
+    if np.dtype(dtype).kind == "u":
+        return i
     from minijax import lax
     return lax.select_n(lax.lt(i, np.asarray(0, dtype)), i, lax.add(i, np.asarray(d, dtype)))
 
@@ -443,73 +450,6 @@ def dynamic_update_index_in_dim(operand, update, index, axis):
         update = expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
-# --------------------------------------------------------------------------- concatenate
-
-
-def concatenate(operands, dimension):
-    """Join arrays of equal rank and dtype along `dimension` (XLA's Concatenate)."""
-    operands = list(operands)
-    if len(operands) == 1:
-        get_aval(operands[0])
-        return operands[0]
-    return concatenate_p.bind(*operands, dimension=int(dimension))
-
-
-def _concatenate_abstract_eval(*xs, dimension):
-    if not xs:
-        raise TypeError("concatenate requires a non-empty sequence of operands")
-    text = ", ".join(x.str_short() for x in xs)
-    if len({x.ndim for x in xs}) != 1:
-        raise TypeError(f"concatenate: cannot concatenate arrays with different numbers of "
-                        f"dimensions: got {text}")
-    if not 0 <= dimension < xs[0].ndim:
-        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
-                        f"shapes {text}")
-    if len({x.dtype for x in xs}) != 1:
-        raise TypeError(f"concatenate: cannot concatenate arrays with different dtypes: {text}")
-    others = {x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}
-    if len(others) != 1:
-        raise TypeError(f"concatenate: cannot concatenate arrays with shapes that differ in "
-                        f"dimensions other than the one being concatenated: concatenating "
-                        f"along dimension {dimension} for shapes {text}")
-    shape = list(xs[0].shape)
-    shape[dimension] = sum(x.shape[dimension] for x in xs)
-    return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
-
-
-concatenate_p = standard_primitive(
-    "concatenate", _concatenate_abstract_eval,
-    lambda *xs, dimension: np.concatenate([np.asarray(x) for x in xs], axis=dimension))
-
-
-def _concatenate_transpose(ct, *xs, dimension):
-    avals = [x.aval if ad.is_undefined_primal(x) else get_aval(x) for x in xs]
-    if type(ct) is ad.Zero:
-        return [ad.Zero(a) if ad.is_undefined_primal(x) else None
-                for a, x in zip(avals, xs, strict=True)]
-    out, start = [], 0
-    for a, x in zip(avals, xs, strict=True):
-        n = a.shape[dimension]
-        out.append(slice_in_dim(ct, start, start + n, 1, dimension)
-                   if ad.is_undefined_primal(x) else None)
-        start += n
-    return out
-
-
-def _concatenate_batch(trace, vals, dims, *, dimension):
-    size = trace.axis_size
-    moved = [bdim_at_front(v, d, size) for v, d in zip(vals, dims, strict=True)]
-    return concatenate_p.bind(*moved, dimension=dimension + 1), 0
-
-
-def _concatenate_lower(ctx, *xs, dimension):
-    return ctx.builder.concatenate(xs, dimension, metadata=ctx.metadata)
-
-
-ad.deflinear(concatenate_p, _concatenate_transpose)
-batching.primitive_batchers[concatenate_p] = _concatenate_batch
-register_lowering(concatenate_p, _concatenate_lower)
-
 # --------------------------------------------------------------------------- pad
 
 
@@ -520,8 +460,7 @@ def pad(operand, padding_value, padding_config):
     if any(len(p) != 3 for p in config):
         raise TypeError(f"pad: padding_config entries must be (low, high, interior) "
                         f"triples, got {padding_config!r}")
-    if is_scalar_literal(padding_value):
-        padding_value = weak_scalar(padding_value, get_aval(operand).dtype)
+    operand, padding_value = promote_scalars("pad", operand, padding_value)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 

@@ -1,5 +1,5 @@
 """Structural primitives: convert_element_type, broadcast_in_dim, reshape, transpose,
-squeeze, rev, iota; the wrappers expand_dims, full, full_like, zeros_like_array.
+squeeze, rev, iota, concatenate; the wrappers expand_dims, full, full_like, zeros_like_array.
 
 Each primitive's block holds its wrapper and all of its rules: abstract evaluation, NumPy
 implementation, JVP, transpose, batching and HLO lowering.
@@ -433,3 +433,72 @@ def full_like(x, fill_value, dtype=None, shape=None):
 def zeros_like_array(x):
     """Zeros with the shape and dtype of `x`."""
     return full_like(x, 0)
+
+# --------------------------------------------------------------------------- concatenate
+
+
+def concatenate(operands, dimension):
+    """Join arrays of equal rank and dtype along `dimension` (XLA's Concatenate)."""
+    operands = list(operands)
+    if len(operands) == 1:
+        get_aval(operands[0])
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def _concatenate_abstract_eval(*xs, dimension):
+    if not xs:
+        raise TypeError("concatenate requires a non-empty sequence of operands")
+    text = ", ".join(x.str_short() for x in xs)
+    if len({x.ndim for x in xs}) != 1:
+        raise TypeError(f"concatenate: cannot concatenate arrays with different numbers of "
+                        f"dimensions: got {text}")
+    if not 0 <= dimension < xs[0].ndim:
+        raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                        f"shapes {text}")
+    if len({x.dtype for x in xs}) != 1:
+        raise TypeError(f"concatenate: cannot concatenate arrays with different dtypes: {text}")
+    others = {x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}
+    if len(others) != 1:
+        raise TypeError(f"concatenate: cannot concatenate arrays with shapes that differ in "
+                        f"dimensions other than the one being concatenated: concatenating "
+                        f"along dimension {dimension} for shapes {text}")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, xs[0].dtype, all(x.weak_type for x in xs))
+
+
+concatenate_p = standard_primitive(
+    "concatenate", _concatenate_abstract_eval,
+    lambda *xs, dimension: np.concatenate([np.asarray(x) for x in xs], axis=dimension))
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    from minijax.lax.slicing import slice_in_dim
+    avals = [x.aval if ad.is_undefined_primal(x) else get_aval(x) for x in xs]
+    if type(ct) is ad.Zero:
+        return [ad.Zero(a) if ad.is_undefined_primal(x) else None
+                for a, x in zip(avals, xs, strict=True)]
+    out, start = [], 0
+    for a, x in zip(avals, xs, strict=True):
+        n = a.shape[dimension]
+        out.append(slice_in_dim(ct, start, start + n, 1, dimension)
+                   if ad.is_undefined_primal(x) else None)
+        start += n
+    return out
+
+
+def _concatenate_batch(trace, vals, dims, *, dimension):
+    from minijax.lax.utils import bdim_at_front
+    size = trace.axis_size
+    moved = [bdim_at_front(v, d, size) for v, d in zip(vals, dims, strict=True)]
+    return concatenate_p.bind(*moved, dimension=dimension + 1), 0
+
+
+def _concatenate_lower(ctx, *xs, dimension):
+    return ctx.builder.concatenate(xs, dimension, metadata=ctx.metadata)
+
+
+ad.deflinear(concatenate_p, _concatenate_transpose)
+batching.primitive_batchers[concatenate_p] = _concatenate_batch
+register_lowering(concatenate_p, _concatenate_lower)
