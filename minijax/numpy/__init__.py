@@ -291,3 +291,12 @@ from minijax.numpy.util import broadcast_shapes, broadcast_to
 pow = power
 
 del _array_methods, _scatter_update, _AxisError
+
+# einsum & contractions, linalg (minijax/numpy/einsum_ops.py, linalg.py); names defined above
+# take precedence.
+from minijax.numpy import einsum_ops as _einsum_ops  # noqa: E402
+from minijax.numpy import linalg  # noqa: E402
+
+for _name in _einsum_ops.__all__:
+    globals().setdefault(_name, getattr(_einsum_ops, _name))
+del _einsum_ops, _name
