@@ -116,13 +116,13 @@ def ref_scatter(kind, operand, indices, updates, dn, mode):
 
 @st.composite
 def gather_configs(draw):
-    rank = draw(st.integers(1, 3))
+    rank = draw(st.integers(0, 3))
     shape = [draw(st.integers(0, 4)) for _ in range(rank)]
     dims = list(range(rank))
     op_batch, idx_batch = [], []
     n_batch_idx = draw(st.integers(0, 2))
     batch_shape = [draw(st.integers(0, 3)) for _ in range(n_batch_idx)]
-    if n_batch_idx and draw(st.booleans()):
+    if n_batch_idx and dims and draw(st.booleans()):
         o = draw(st.sampled_from(dims))
         i = draw(st.integers(0, n_batch_idx - 1))
         op_batch, idx_batch = [o], [i]

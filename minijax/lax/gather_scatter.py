@@ -56,6 +56,9 @@ class GatherScatterMode(enum.Enum):
     FILL_OR_DROP = enum.auto()
     PROMISE_IN_BOUNDS = enum.auto()
 
+    def __repr__(self) -> str:
+        return f"GatherScatterMode.{self.name}"
+
     @staticmethod
     def from_any(s):
         """Parse a mode: a GatherScatterMode, 'clip', 'fill'/'drop'/None, 'promise_in_bounds'."""
@@ -245,6 +248,8 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, unique_ind
     arrays, full_shape = _window_indices(coords, window, [slice_sizes[d] for d in window])
     if operand.size == 0 or 0 in full_shape:
         gathered = np.zeros(full_shape, operand.dtype)
+    elif operand.ndim == 0:
+        gathered = np.broadcast_to(operand, full_shape)
     else:
         gathered = operand[tuple(arrays)]
     bshape = coords.shape[:-1]

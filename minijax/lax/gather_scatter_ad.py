@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import core, dtypes
+from minijax.array import Array
 from minijax.core import get_aval
 from minijax.interpreters import ad
 from minijax.lax.gather_scatter import (
@@ -87,7 +88,7 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
     ids_shape = [1 if d in dn.update_window_dims else n for d, n in enumerate(u_aval.shape)]
     n_ids = int(np.prod(ids_shape, dtype=np.int64))
     id_dtype = np.dtype("uint32") if n_ids < 2 ** 31 - 1 else dtypes.canonicalize_dtype("uint64")
-    ids = lax.add(reshape(iota(id_dtype, n_ids), ids_shape), np.asarray(1, id_dtype))
+    ids = lax.add(reshape(iota(id_dtype, n_ids), ids_shape), Array(np.asarray(1, id_dtype)))
     ids = broadcast_in_dim(ids, u_aval.shape, tuple(range(u_aval.ndim)))
     scattered = scatter_p.bind(full(get_aval(x).shape, 0, id_dtype), i, ids, **params)
     won = lax.eq(ids, _readback(scattered, i, u_aval.shape, dn, mode, indices_are_sorted))

@@ -208,7 +208,8 @@ def _wrap_negative(i, d, dtype):
     if np.dtype(dtype).kind == "u":
         return i
     from minijax import lax
-    return lax.select_n(lax.lt(i, np.asarray(0, dtype)), i, lax.add(i, np.asarray(d, dtype)))
+    zero, size = Array(np.asarray(0, dtype)), Array(np.asarray(d, dtype))
+    return lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
 
 
 def _check_indices(name, operand, indices):
