@@ -37,6 +37,8 @@ def assert_same(got, want):
     assert got.shape == np.shape(want), (got.shape, np.shape(want))
     assert got.dtype == np.asarray(want).dtype, (got.dtype, np.asarray(want).dtype)
     np.testing.assert_array_equal(got, want)
+    if got.dtype.kind == "f":  # -0.0 must stay -0.0
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 shapes = st.lists(st.integers(0, 4), min_size=1, max_size=4).map(tuple)
@@ -217,6 +219,36 @@ def test_full_full_like_zeros_like_array():
     assert_same(lax.zeros_like_array(x), np.zeros((2, 2), np.int32))
     assert lax.full_like(a, 2).weak_type
     assert_same(lax.full((0, 2), 1.0), np.zeros((0, 2), np.float32))
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint32, np.int32, np.float16,
+                                   np.float32, np.complex64])
+def test_dtypes_and_edge_values_are_copied_exactly(dtype):
+    if np.dtype(dtype).kind == "f":
+        base = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.5], dtype)
+    elif np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        base = np.array([info.min, info.max, 0, 1, 2, 3], dtype)
+    else:
+        base = np.arange(6).astype(dtype)
+    x = base.reshape(2, 3)
+    pv = np.zeros((), dtype)
+    funs = {
+        "slice": (lambda x: lax.slice(x, (0, 1), (2, 3)), x[:, 1:]),
+        "rev": (lambda x: lax.rev(x, (1,)), x[:, ::-1]),
+        "concatenate": (lambda x: lax.concatenate([x, x], 0), np.concatenate([x, x])),
+        "pad": (lambda x: lax.pad(x, pv, [(0, 0, 0), (0, 1, 0)]),
+                np.concatenate([x, np.zeros((2, 1), dtype)], 1)),
+        "dynamic_slice": (lambda x: lax.dynamic_slice(x, (np.int32(1), np.int32(1)), (1, 2)),
+                          x[1:, 1:]),
+        "dynamic_update_slice": (
+            lambda x: lax.dynamic_update_slice(x, lax.slice(x, (0, 0), (1, 3)),
+                                               (np.int32(1), np.int32(0))),
+            x[[0, 0]]),
+    }
+    for f, want in funs.values():
+        assert_same(f(x), want)
+        assert_same(lowered(f, x)[0], want)
+
 
 # --------------------------------------------------------------------------- gradients
 
