@@ -68,11 +68,11 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         out = _nested_to_array(object)
     else:
         value = np.asarray(object)
-        if value.dtype == object:
+        if value.dtype == np.dtype("O"):
             raise TypeError(f"array: cannot convert {type(object).__name__} to an array")
         if isinstance(object, (list, tuple)) and value.dtype.kind in "iu":
             _check_int_list_fits(value)
-        src = dtypes.canonicalize_dtype(value.dtype) if value.dtype != object else None
+        src = dtypes.canonicalize_dtype(value.dtype)
         out = Array(np.array(value, dtype=req or src, copy=True), False)
     if req is not None:
         out = util.convert(out, req, False)

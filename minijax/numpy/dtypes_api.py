@@ -128,7 +128,7 @@ def result_type(*args):
 
 def promote_types(a, b):
     """The promoted dtype of two dtypes (JAX's lattice, not NumPy's value-based rules)."""
-    return dtypes.promote_types(np.dtype(_dtype_or_value(a)), np.dtype(_dtype_or_value(b)))
+    return result_type(a, b)
 
 
 def can_cast(from_, to, casting="safe"):

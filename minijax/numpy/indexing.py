@@ -356,8 +356,8 @@ def _dynamic_scalar_index(x, entries):
         if kind == _NONE:
             continue
         if kind in (_ADV, _INT):
-            idx = util.convert(val, _index_dtype())
-            starts.append(_normalize_index_array(idx, shape[dim]))
+            # lax.dynamic_slice wraps negative starts and clamps out-of-range ones.
+            starts.append(util.convert(val, _index_dtype()))
             sizes.append(1)
         else:
             starts.append(util.convert(0, _index_dtype()))

@@ -278,9 +278,11 @@ def round(a, decimals=0, out=None):
         if decimals >= 0 or kind == "b":
             return a
         factor = _c(10 ** (-decimals), a)
-        half = lax.div(factor, _c(2, a))
-        q = floor_divide(lax.add(a, half), factor)
-        return lax.mul(q, factor)
+        q = floor_divide(a, factor)
+        twice_r = lax.mul(lax.sub(a, lax.mul(q, factor)), _c(2, a))
+        q_odd = lax.ne(remainder(q, _c(2, q)), _c(0, q))
+        up = _bool_or(lax.gt(twice_r, factor), _bool_and(lax.eq(twice_r, factor), q_odd))
+        return lax.mul(_select(up, lax.add(q, _c(1, q)), q), factor)
     if kind == "c":
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
@@ -442,8 +444,9 @@ def heaviside(x1, x2, /):
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero, one = _c(0, x1), _c(1, x1)
     shape = get_aval(x1).shape or get_aval(x2).shape
-    return _select(lax.lt(x1, zero), util.broadcast_to(zero, shape),
-                   _select(lax.gt(x1, zero), util.broadcast_to(one, shape), x2))
+    out = _select(lax.lt(x1, zero), util.broadcast_to(zero, shape),
+                  _select(lax.gt(x1, zero), util.broadcast_to(one, shape), x2))
+    return _select(lax.ne(x1, x1), x1, out)
 
 
 def nextafter(x1, x2, /):
