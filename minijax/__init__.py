@@ -24,6 +24,13 @@ from minijax.api_jit import disable_jit, jit
 from minijax.array import Array
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
+from minijax.custom_derivatives import (
+    checkpoint,
+    checkpoint_policies,
+    custom_jvp,
+    custom_vjp,
+    remat,
+)
 from minijax.devices import (
     block_until_ready,
     default_backend,
@@ -39,3 +46,4 @@ __all__ = [
     "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
+__all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]

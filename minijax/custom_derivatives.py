@@ -1,0 +1,620 @@
+"""User-defined differentiation: custom_jvp, custom_vjp, stop_gradient, checkpoint/remat.
+
+- `custom_jvp`: the primal function is traced into a jaxpr and bound as `custom_jvp_call`;
+  its JVP rule calls the user's rule, its batching rule batches both, and evaluation or
+  lowering simply runs the primal jaxpr.
+- `custom_vjp`: bound as `custom_vjp_call`; its JVP rule runs the user's fwd (saving
+  residuals) and emits a linear `custom_vjp_lin` whose transpose calls the user's bwd.
+  Forward mode (jvp) through a custom_vjp function is an error, as in JAX.
+- `stop_gradient`: an identity primitive with a zero derivative.
+- `checkpoint` / `remat`: a `remat` primitive; when linearized, the known part saves only
+  what the policy allows (by default nothing but the inputs) and the backward pass
+  recomputes the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+
+from minijax import core, dtypes, tree_util
+from minijax.compiler.lowering_registry import register_lowering
+from minijax.core import Literal, Primitive, get_aval, set_current_trace
+from minijax.interpreters import ad, batching
+from minijax.interpreters.partial_eval import partial_eval_rules
+from minijax.interpreters.partial_eval_jaxpr import partial_eval_jaxpr
+from minijax.lax.control_flow_common import (
+    as_array,
+    avals_of,
+    batch_jaxpr,
+    hoist_consts,
+    jvp_jaxpr,
+    match_aval,
+    materialize,
+    move_to_front,
+    run_batched,
+    trace_flat,
+    trace_user_fun,
+    transpose_jaxpr_call,
+    typematch,
+)
+
+# --------------------------------------------------------------------------- stop_gradient
+
+
+def stop_gradient(x):
+    """The identity on values, with zero derivative (applies to every leaf of a pytree)."""
+    def stop(leaf):
+        if dtypes.is_inexact(get_aval(leaf).dtype):
+            return stop_gradient_p.bind(leaf)
+        return leaf
+    return tree_util.tree_map(stop, x)
+
+
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.def_abstract_eval(lambda x: x)
+stop_gradient_p.def_impl(lambda x: as_array(x, get_aval(x)))
+ad.defjvp_zero(stop_gradient_p)
+batching.primitive_batchers[stop_gradient_p] = \
+    lambda trace, vals, dims: (stop_gradient_p.bind(vals[0]), dims[0])
+register_lowering(stop_gradient_p, lambda ctx, x: x)
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _resolve_args(fun, args, kwargs):
+    """Positional arguments with keyword arguments bound by fun's signature."""
+    if not kwargs:
+        return tuple(args)
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"keyword arguments could not be resolved to positions: {e}") from e
+    bound.apply_defaults()
+    return tuple(bound.args) + tuple(bound.kwargs.values())
+
+
+def _split_nondiff(args, nondiff_argnums):
+    nums = {i % len(args) for i in nondiff_argnums} if args else set()
+    diff = tuple(a for i, a in enumerate(args) if i not in nums)
+    nondiff = tuple(args[i] for i in sorted(nums))
+    return diff, nondiff, sorted(nums)
+
+
+def _merge(diff, nondiff, nondiff_pos):
+    out, d, n = [], iter(diff), dict(zip(nondiff_pos, nondiff, strict=True))
+    for i in range(len(diff) + len(nondiff)):
+        out.append(n[i] if i in n else next(d))
+    return out
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", repr(f))
+
+
+def _closure_error(kind: str):
+    return TypeError(
+        f"Detected differentiation of a {kind} function with respect to a closed-over "
+        f"value. That isn't supported because the custom {kind[7:].upper()} rule only "
+        f"specifies how to differentiate the {kind} function with respect to explicit "
+        "input parameters. Pass the value as an explicit argument instead.")
+
+
+# --------------------------------------------------------------------------- custom_jvp
+
+
+class custom_jvp:  # noqa: N801 - JAX's name
+    """A function with a custom JVP rule: `f = custom_jvp(fun)`, then `f.defjvp(rule)`
+    where `rule(primals, tangents) -> (primal_out, tangent_out)`."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros: bool = False):
+        """Set the JVP rule; usable as a decorator. Returns the rule."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """Set the JVP rule from one function per argument: jvp_i(g_i, ans, *primals)."""
+        if self.nondiff_argnums:
+            raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+        def jvp(primals, tangents):
+            primal_out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents, strict=False):
+                if rule is None:
+                    continue
+                contrib = rule(t, primal_out, *primals)
+                total = contrib if total is None else tree_util.tree_map(
+                    lambda a, b: a + b, total, contrib)
+            if total is None:
+                total = tree_util.tree_map(
+                    lambda o: core.zeros_like_aval(ad.tangent_aval(get_aval(o))), primal_out)
+            return primal_out, total
+        self.defjvp(jvp)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} "
+                                 "using defjvp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        diff, nondiff, pos = _split_nondiff(args, self.nondiff_argnums)
+        leaves, in_tree = tree_util.tree_flatten(diff)
+        jaxpr, consts, out_tree = trace_user_fun(
+            lambda *d: self.fun(*_merge(d, nondiff, pos)), in_tree, avals_of(leaves),
+            f"custom_jvp function {_name(self.fun)}")
+        out_avals = jaxpr.out_avals
+        rule = self.jvp
+
+        def jvp_flat(*flat):
+            n = len(flat) // 2
+            primals = tree_util.tree_unflatten(in_tree, list(flat[:n]))
+            tangents = tree_util.tree_unflatten(in_tree, list(flat[n:]))
+            out = rule(*nondiff, tuple(primals), tuple(tangents))
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise TypeError("Custom JVP rule must produce a pair (list or tuple of length "
+                                f"two) representing primal and tangent outputs, but got {out}.")
+            p_leaves, p_tree = tree_util.tree_flatten(out[0])
+            t_leaves, t_tree = tree_util.tree_flatten(out[1])
+            if p_tree != out_tree:
+                raise TypeError(
+                    "Custom JVP rule must produce primal outputs with equal container (pytree) "
+                    f"structures to the primal function, but got {p_tree} and {out_tree}.")
+            if t_tree != p_tree:
+                raise TypeError(
+                    "Custom JVP rule must produce primal and tangent outputs with equal "
+                    f"container (pytree) structures, but got {p_tree} and {t_tree} "
+                    "respectively.")
+            p_out, t_out = [], []
+            for p, t, want in zip(p_leaves, t_leaves, out_avals, strict=True):
+                pa, ta = get_aval(p), get_aval(t)
+                if not typematch(pa, want):
+                    raise TypeError(
+                        "Custom JVP rule must produce primal outputs with the same shapes and "
+                        f"dtypes as the primal function, but got {pa.str_short()} for an "
+                        f"output of type {want.str_short()}.")
+                expected = ad.tangent_aval(want)
+                if ta.shape != expected.shape or ta.dtype != expected.dtype:
+                    raise TypeError(
+                        "Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {expected.str_short()} "
+                        f"(tangent type of {want.str_short()}) but got {ta.str_short()}.")
+                p_out.append(match_aval(p, want))
+                t_out.append(match_aval(t, expected))
+            return p_out + t_out
+
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp_fn=jvp_flat,
+                                      num_consts=len(consts),
+                                      symbolic_zeros=self.symbolic_zeros)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+custom_jvp_call_p = Primitive("custom_jvp_call")
+custom_jvp_call_p.multiple_results = True
+
+
+def _call_abstract_eval(*avals, call_jaxpr, **_):
+    return list(call_jaxpr.out_avals)
+
+
+def _call_impl(*args, call_jaxpr, **_):
+    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return [as_array(o, a) for o, a in zip(outs, call_jaxpr.out_avals, strict=True)]
+
+
+def _call_lower(ctx, *args, call_jaxpr, **_):
+    return ctx.lower_jaxpr(call_jaxpr, args)
+
+
+custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
+custom_jvp_call_p.def_impl(_call_impl)
+register_lowering(custom_jvp_call_p, _call_lower)
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp_fn, num_consts,
+                         symbolic_zeros):
+    if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
+        raise _closure_error("custom_jvp")
+    tangents = [materialize(t, ad.tangent_aval(get_aval(p)))
+                for p, t in zip(primals[num_consts:], tangents[num_consts:], strict=True)]
+    outs = jvp_fn(*primals[num_consts:], *tangents)
+    n = len(call_jaxpr.out_avals)
+    return outs[:n], outs[n:]
+
+
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp_fn, num_consts,
+                           symbolic_zeros):
+    size, name = trace.axis_size, trace.axis_name
+    vals = move_to_front(trace, vals, dims, True)
+    batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True, name)
+
+    def batched_jvp(*args):
+        return run_batched(jvp_fn, size, name, args, [True] * len(args))
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp_fn=batched_jvp,
+                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+# --------------------------------------------------------------------------- custom_vjp
+
+
+class custom_vjp:  # noqa: N801 - JAX's name
+    """A function with a custom VJP: `f = custom_vjp(fun)`, then `f.defvjp(fwd, bwd)` where
+    `fwd(*args) -> (out, residuals)` and `bwd(*nondiff_args, residuals, g) -> arg cts`."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = None
+        self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
+        """Set the forward (with residuals) and backward rules."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} "
+                                 "using defvjp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        diff, nondiff, pos = _split_nondiff(args, self.nondiff_argnums)
+        leaves, in_tree = tree_util.tree_flatten(diff)
+        in_avals = avals_of(leaves)
+        jaxpr, consts, out_tree = trace_user_fun(
+            lambda *d: self.fun(*_merge(d, nondiff, pos)), in_tree, in_avals,
+            f"custom_vjp function {_name(self.fun)}")
+        out_avals = jaxpr.out_avals
+        fwd, bwd, fun = self.fwd, self.bwd, self.fun
+        store = {}
+
+        def fwd_flat(*flat):
+            d = tree_util.tree_unflatten(in_tree, list(flat))
+            out = fwd(*_merge(d, nondiff, pos))
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise TypeError(
+                    "Custom VJP fwd rule must produce a pair (list or tuple of length two) "
+                    "where the first element represents the primal output and the second "
+                    "element represents residuals, but instead the fwd rule output's type "
+                    f"was {type(out)}.")
+            o_leaves, o_tree = tree_util.tree_flatten(out[0])
+            if o_tree != out_tree or not all(typematch(get_aval(o), a) for o, a in
+                                             zip(o_leaves, out_avals, strict=True)):
+                got = [get_aval(o).str_short() for o in o_leaves]
+                raise TypeError(
+                    f"Custom VJP fwd rule {_name(fwd)} for function {_name(fun)} must produce "
+                    "a pair (list or tuple of length two) where the first element represents "
+                    "the primal output (equal to the output of the custom_vjp-decorated "
+                    f"function {_name(fun)}), but the primal output of fwd is {o_tree} with "
+                    f"types {got} and of the function is {out_tree} with types "
+                    f"{[a.str_short() for a in out_avals]}.")
+            r_leaves, store["res_tree"] = tree_util.tree_flatten(out[1])
+            return [match_aval(o, a) for o, a in zip(o_leaves, out_avals, strict=True)] + \
+                r_leaves
+
+        def bwd_flat(res, cts):
+            r = tree_util.tree_unflatten(store["res_tree"], list(res))
+            g = tree_util.tree_unflatten(out_tree, list(cts))
+            in_cts = bwd(*nondiff, r, g)
+            return _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd)
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd_fn=fwd_flat,
+                                      bwd_fn=bwd_flat, num_consts=len(consts))
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd):
+    if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(diff):
+        _, got = tree_util.tree_flatten(in_cts)
+        raise TypeError(
+            "Custom VJP bwd rule must produce an output with the same container (pytree) "
+            "structure as the args tuple of the primal function, and in particular must "
+            "produce a tuple of length equal to the number of arguments to the primal "
+            f"function, but got bwd output structure {got} for primal input structure "
+            f"{in_tree}.")
+    flat = []
+    for ct, arg in zip(in_cts, diff, strict=True):
+        arg_leaves, arg_tree = tree_util.tree_flatten(arg)
+        if ct is None:
+            flat.extend([None] * len(arg_leaves))
+            continue
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
+        if ct_tree != arg_tree:
+            raise TypeError(
+                "Custom VJP bwd rule must produce an output with the same container "
+                "(pytree) structure as the args tuple of the primal function, but got "
+                f"bwd output structure {ct_tree} for primal input structure {arg_tree}.")
+        flat.extend(ct_leaves)
+    out = []
+    for ct, aval in zip(flat, in_avals, strict=True):
+        want = ad.tangent_aval(aval)
+        if ct is None:
+            out.append(core.zeros_like_aval(want))
+            continue
+        got = get_aval(ct)
+        if got.shape != want.shape:
+            raise ValueError(
+                f"Custom VJP bwd rule {_name(bwd)} must produce an output with the same "
+                "shape/dtypes as the args tuple of the primal function, but the bwd rule "
+                f"produced an output of shape/dtype {got.str_short()} corresponding to an "
+                f"input of shape/dtype {aval.str_short()}.")
+        out.append(match_aval(ct, want))
+    return out
+
+
+custom_vjp_call_p = Primitive("custom_vjp_call")
+custom_vjp_call_p.multiple_results = True
+custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
+custom_vjp_call_p.def_impl(_call_impl)
+register_lowering(custom_vjp_call_p, _call_lower)
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd_fn, bwd_fn, num_consts):
+    if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
+        raise _closure_error("custom_vjp")
+    args = primals[num_consts:]
+    res_and_outs = fwd_fn(*args)
+    n = len(call_jaxpr.out_avals)
+    outs, res = res_and_outs[:n], res_and_outs[n:]
+    t_in = [materialize(t, ad.tangent_aval(get_aval(p)))
+            for p, t in zip(args, tangents[num_consts:], strict=True)]
+    out_avals = tuple(ad.tangent_aval(a) for a in call_jaxpr.out_avals)
+    t_out = custom_vjp_lin_p.bind(*res, *t_in, num_res=len(res), bwd_fn=bwd_fn,
+                                  out_avals=out_avals)
+    return outs, t_out
+
+
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd_fn, bwd_fn, num_consts):
+    size, name = trace.axis_size, trace.axis_name
+    vals = move_to_front(trace, vals, dims, True)
+    batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True, name)
+
+    def fwd_b(*args):
+        return run_batched(fwd_fn, size, name, args, [True] * len(args))
+
+    def bwd_b(res, cts):
+        nr = len(res)
+        return run_batched(lambda *a: bwd_fn(a[:nr], a[nr:]), size, name,
+                           list(res) + list(cts), [True] * (nr + len(cts)))
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd_fn=fwd_b, bwd_fn=bwd_b,
+                                  num_consts=num_consts)
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+
+_CUSTOM_VJP_JVP_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+custom_vjp_lin_p = Primitive("custom_vjp_lin")
+custom_vjp_lin_p.multiple_results = True
+custom_vjp_lin_p.def_abstract_eval(lambda *avals, num_res, bwd_fn, out_avals: list(out_avals))
+
+
+def _custom_vjp_lin_impl(*args, **params):
+    raise TypeError(_CUSTOM_VJP_JVP_ERROR)
+
+
+def _custom_vjp_lin_jvp(primals, tangents, **params):
+    raise TypeError(_CUSTOM_VJP_JVP_ERROR)
+
+
+def _custom_vjp_lin_transpose(cts, *args, num_res, bwd_fn, out_avals):
+    res = args[:num_res]
+    cts = [materialize(c, a) for c, a in zip(cts, out_avals, strict=True)]
+    in_cts = bwd_fn(res, cts)
+    return [None] * num_res + list(in_cts)
+
+
+custom_vjp_lin_p.def_impl(_custom_vjp_lin_impl)
+ad.primitive_jvps[custom_vjp_lin_p] = _custom_vjp_lin_jvp
+ad.primitive_transposes[custom_vjp_lin_p] = _custom_vjp_lin_transpose
+
+
+# --------------------------------------------------------------------------- checkpoint
+
+
+def _dot_prim(prim) -> bool:
+    return prim.name in ("dot_general", "dot")
+
+
+def _dots_no_batch(prim, *avals, **params) -> bool:
+    if not _dot_prim(prim):
+        return False
+    dims = params.get("dimension_numbers")
+    try:
+        (_, _), (lhs_batch, rhs_batch) = dims
+    except (TypeError, ValueError):
+        return True
+    return not lhs_batch and not rhs_batch
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=lambda *_, **__: True,
+    nothing_saveable=lambda *_, **__: False,
+    dots_saveable=lambda prim, *_, **__: _dot_prim(prim),
+    checkpoint_dots=lambda prim, *_, **__: _dot_prim(prim),
+    dots_with_no_batch_dims_saveable=_dots_no_batch,
+    checkpoint_dots_with_no_batch_dims=_dots_no_batch,
+)
+checkpoint_policies.__doc__ = (
+    "Policies for checkpoint(policy=...): policy(primitive, *avals, **params) -> bool says "
+    "whether an intermediate may be saved for the backward pass (else it is recomputed).")
+
+
+def checkpoint(fun, *, prevent_cse: bool = True, policy=None, static_argnums=()):
+    """`fun` whose intermediates are recomputed in the backward pass instead of saved.
+
+    `policy(prim, *avals, **params) -> bool` marks intermediates that may be saved
+    (see minijax.checkpoint_policies); by default only the inputs are saved.
+    """
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else \
+        tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        diff, static, pos = _split_nondiff(args, static_argnums)
+        leaves, in_tree = tree_util.tree_flatten((diff, kwargs))
+
+        def call(d, kw):
+            return fun(*_merge(d, static, pos), **kw)
+        jaxpr, consts, out_tree = trace_user_fun(call, in_tree, avals_of(leaves),
+                                                 f"checkpoint of {_name(fun)}")
+        outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=prevent_cse,
+                            policy=policy)
+        return tree_util.tree_unflatten(out_tree, outs)
+    return wrapped
+
+
+remat = checkpoint
+
+remat_p = Primitive("remat")
+remat_p.multiple_results = True
+remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
+remat_p.def_impl(lambda *args, jaxpr, **_: _call_impl(*args, call_jaxpr=jaxpr))
+register_lowering(remat_p, lambda ctx, *args, jaxpr, **_: ctx.lower_jaxpr(jaxpr, args))
+
+
+def _remat_jvp(primals, tangents, *, jaxpr, prevent_cse, policy):
+    nz = [type(t) is not ad.Zero for t in tangents]
+    jvp_closed, out_nz = jvp_jaxpr(jaxpr, nz, False)
+    outs = remat_p.bind(*primals, *[t for t in tangents if type(t) is not ad.Zero],
+                        jaxpr=jvp_closed, prevent_cse=prevent_cse, policy=policy)
+    n = len(jaxpr.out_avals)
+    t_iter = iter(outs[n:])
+    return outs[:n], [next(t_iter) if z else ad.Zero(ad.tangent_aval(a))
+                      for z, a in zip(out_nz, jaxpr.out_avals, strict=True)]
+
+
+ad.primitive_jvps[remat_p] = _remat_jvp
+
+
+def _remat_batch(trace, vals, dims, *, jaxpr, prevent_cse, policy):
+    vals = move_to_front(trace, vals, dims)
+    in_b = [d is not batching.not_mapped for d in dims]
+    batched, out_b = batch_jaxpr(jaxpr, trace.axis_size, in_b, False, trace.axis_name)
+    outs = remat_p.bind(*vals, jaxpr=batched, prevent_cse=prevent_cse, policy=policy)
+    return outs, [0 if b else batching.not_mapped for b in out_b]
+
+
+batching.primitive_batchers[remat_p] = _remat_batch
+
+
+def _remat_partial_eval(trace, args, params):
+    closed, policy = params["jaxpr"], params["policy"]
+    j = closed.jaxpr
+    uk_in = [trace.is_own(a) for a in args]
+    unknown = {v for v, u in zip(j.invars, uk_in, strict=True) if u}
+    producer, uk_eqns = {}, set()
+    for eqn in j.eqns:
+        if any(type(v) is not Literal and v in unknown for v in eqn.invars):
+            unknown.update(eqn.outvars)
+            uk_eqns.add(id(eqn))
+        for v in eqn.outvars:
+            producer[v] = eqn
+    out_uk = [type(v) is not Literal and v in unknown for v in j.outvars]
+
+    def saveable(v):
+        eqn = producer.get(v)
+        if eqn is None:
+            return True
+        return policy is not None and bool(policy(eqn.primitive, *[x.aval for x in eqn.invars],
+                                                  **eqn.params))
+    residuals, recompute = {}, set()
+
+    def need(v):
+        if type(v) is Literal or v in unknown or v in residuals:
+            return
+        if saveable(v):
+            residuals[v] = None
+            return
+        eqn = producer[v]
+        if id(eqn) not in recompute:
+            recompute.add(id(eqn))
+            for x in eqn.invars:
+                need(x)
+    for eqn in j.eqns:
+        if id(eqn) in uk_eqns:
+            for x in eqn.invars:
+                need(x)
+    needed = {v for v, u in zip(j.outvars, out_uk, strict=True)
+              if not u and type(v) is not Literal} | set(residuals)
+    known_eqns = []
+    for eqn in reversed(j.eqns):
+        if id(eqn) not in uk_eqns and any(v in needed for v in eqn.outvars):
+            known_eqns.append(eqn)
+            needed.update(v for v in eqn.invars if type(v) is not Literal)
+    env = dict(zip(j.constvars, closed.consts, strict=True))
+    env.update((v, a) for v, a, u in zip(j.invars, args, uk_in, strict=True) if not u)
+
+    def read(e, v):
+        return v.val if type(v) is Literal else e[v]
+    with set_current_trace(trace.parent):
+        for eqn in reversed(known_eqns):
+            outs = eqn.primitive.bind(*[read(env, v) for v in eqn.invars], **eqn.params)
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs],
+                           strict=True))
+    uk_vars = [v for v, u in zip(j.invars, uk_in, strict=True) if u]
+
+    def unknown_part(*vals):
+        e = {v: env[v] for v in residuals}
+        e.update(zip(uk_vars, vals, strict=True))
+        for eqn in j.eqns:
+            if id(eqn) in uk_eqns or id(eqn) in recompute:
+                outs = eqn.primitive.bind(*[read(e, v) for v in eqn.invars], **eqn.params)
+                e.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs],
+                             strict=True))
+        return [read(e, v) for v, u in zip(j.outvars, out_uk, strict=True) if u]
+    u_closed, res_vals = hoist_consts(trace_flat(unknown_part, [v.aval for v in uk_vars],
+                                                 "checkpoint"))
+    uk_args = [a for a, u in zip(args, uk_in, strict=True) if u]
+    staged = trace.stage(remat_p, [*res_vals, *uk_args], dict(params, jaxpr=u_closed))
+    s_iter = iter(staged)
+    return [next(s_iter) if u else read(env, v) for v, u in zip(j.outvars, out_uk,
+                                                                 strict=True)]
+
+
+partial_eval_rules[remat_p] = _remat_partial_eval
+
+
+def _remat_transpose(cts, *args, jaxpr, prevent_cse, policy):
+    lin = [ad.is_undefined_primal(a) for a in args]
+    known, unknown, _, num_res = partial_eval_jaxpr(jaxpr, lin, instantiate=True)
+    known_args = [a for a, is_lin in zip(args, lin, strict=True) if not is_lin]
+    # The recomputation: run the known part again now, in the backward pass.
+    res = core.eval_jaxpr(known.jaxpr, known.consts, *known_args)[-num_res:] \
+        if num_res else []
+    lin_args = [a for a in args if ad.is_undefined_primal(a)]
+    in_cts = transpose_jaxpr_call(unknown, list(res) + lin_args, list(cts))[num_res:]
+    it = iter(in_cts)
+    return [next(it) if is_lin else None for is_lin in lin]
+
+
+ad.primitive_transposes[remat_p] = _remat_transpose
