@@ -193,7 +193,12 @@ def broadcast_to(x, shape):
     if nlead < 0 or any(d not in (1, shape[nlead + i]) for i, d in enumerate(aval.shape)):
         raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and requested "
                          f"shape {shape}")
-    return lax.broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
+    # Size-1 dimensions that expand are reshaped away first: XLA's broadcast maps operand
+    # dimensions onto equal-sized output dimensions only.
+    kept = [i for i, d in enumerate(aval.shape) if d == shape[nlead + i]]
+    if len(kept) != aval.ndim:
+        x = lax.reshape(x, tuple(aval.shape[i] for i in kept))
+    return lax.broadcast_in_dim(x, shape, tuple(nlead + i for i in kept))
 
 
 def broadcast_arrays_for_op(*arrays):
