@@ -128,7 +128,7 @@ register_lowering(threefry2x32_p, _threefry2x32_lowering)
 @functools.cache
 def _lax():
     """The lax operations the PRNG functions use (imported late: sibling modules)."""
-    from minijax.lax import elementwise_int, slicing, structural
+    from minijax.lax import elementwise, elementwise_int, slicing, structural
 
     class _Ops:
         reshape = staticmethod(structural.reshape)
@@ -137,6 +137,10 @@ def _lax():
         convert_element_type = staticmethod(structural.convert_element_type)
         slice = staticmethod(slicing.slice)
         concatenate = staticmethod(slicing.concatenate)
+        broadcasted_iota = staticmethod(structural.broadcasted_iota)
+        broadcast_in_dim = staticmethod(structural.broadcast_in_dim)
+        mul = staticmethod(elementwise.mul)
+        bitwise_and = staticmethod(elementwise_int.bitwise_and)
         bitwise_or = staticmethod(elementwise_int.bitwise_or)
         bitwise_xor = staticmethod(elementwise_int.bitwise_xor)
         shift_left = staticmethod(elementwise_int.shift_left)
@@ -219,9 +223,31 @@ def threefry_2x32(keypair, count):
     return lax.reshape(out, aval.shape)
 
 
+def partitionable() -> bool:
+    """JAX's `jax_threefry_partitionable` flag (default True, as in JAX >= 0.5)."""
+    from minijax.config import config
+    return bool(config.read("jax_threefry_partitionable"))
+
+
+def _register_flag():
+    # minijax.config has no entry for this JAX flag; add it here, where it is used, so
+    # `config.update("jax_threefry_partitionable", False)` selects JAX's older scheme.
+    # jit's cache does not key on it: set it before tracing.
+    from minijax.config import config
+    config._values.setdefault("jax_threefry_partitionable", True)
+
+
+_register_flag()
+
+
 def threefry_split(key, shape):
     """Split a raw key into keys of `shape` (result uint32[*shape, 2]): key i (row-major) is
-    threefry2x32(key, (0, i)) with 64-bit i (the partitionable split)."""
+    threefry2x32(key, (0, i)) with 64-bit i (the partitionable split); with the flag off,
+    JAX's original scheme hashes iota(2 n) through `threefry_2x32`."""
+    lax = _lax()
+    if not partitionable():
+        n = math.prod(shape)
+        return lax.reshape(threefry_2x32(key, lax.iota(np.uint32, 2 * n)), (*shape, 2))
     k0, k1 = _key_words(key)
     hi, lo = iota_2x32_shape(shape)
     y0, y1 = threefry2x32(k0, k1, hi, lo)
@@ -242,6 +268,8 @@ def threefry_random_bits(key, bit_width: int, shape):
     lax = _lax()
     if bit_width not in UINT_DTYPES:
         raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+    if not partitionable():
+        return _random_bits_original(key, bit_width, tuple(shape))
     k0, k1 = _key_words(key)
     hi, lo = iota_2x32_shape(shape)
     y0, y1 = threefry2x32(k0, k1, hi, lo)
@@ -252,6 +280,33 @@ def threefry_random_bits(key, bit_width: int, shape):
         return lax.bitwise_or(lax.shift_left(y0, np.array(32, dtype)), y1)
     bits = lax.bitwise_xor(y0, y1)
     return bits if bit_width == 32 else lax.convert_element_type(bits, dtype)
+
+
+def _random_bits_original(key, bit_width, shape):
+    """JAX's non-partitionable random bits: the hash of iota(ceil(bits * size / 32)),
+    reinterpreted little-endian as the requested width."""
+    lax = _lax()
+    size = math.prod(shape)
+    words = -(-bit_width * size // 32)
+    if words >= 2 ** 32 - 1:
+        raise NotImplementedError("random bits beyond 2**32 words need "
+                                  "jax_threefry_partitionable=True in minijax")
+    out = threefry_2x32(key, lax.iota(np.uint32, words))
+    dtype = UINT_DTYPES[bit_width]
+    if bit_width == 64:
+        hi = lax.convert_element_type(lax.slice(out, (0,), (words // 2,)), dtype)
+        lo = lax.convert_element_type(lax.slice(out, (words // 2,), (words,)), dtype)
+        out = lax.bitwise_or(lax.shift_left(hi, np.array(32, dtype)), lo)
+    elif bit_width < 32:
+        per_word = 32 // bit_width
+        shifts = lax.mul(lax.broadcasted_iota(np.uint32, (words, per_word), 1),
+                         np.uint32(bit_width))
+        wide = lax.broadcast_in_dim(out, (words, per_word), (0,))
+        parts = lax.bitwise_and(lax.shift_right_logical(wide, shifts),
+                                np.uint32(2 ** bit_width - 1))
+        out = lax.slice(lax.reshape(parts, (words * per_word,)), (0,), (size,))
+        out = lax.convert_element_type(out, dtype)
+    return lax.reshape(out, shape)
 
 
 def is_threefry_key(x) -> bool:
