@@ -148,6 +148,7 @@ UNARY = {
     "real": _real,
     "imag": _imag,
     "clz": _clz,
+    "count-leading-zeros": _clz,
     "copy": np.copy,
 }
 
