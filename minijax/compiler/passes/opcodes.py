@@ -10,7 +10,8 @@ from __future__ import annotations
 ELEMENTWISE_UNARY = frozenset({
     "abs", "ceil", "floor", "round-nearest-afz", "round-nearest-even", "sign", "negate", "not",
     "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "sqrt", "rsqrt",
-    "cbrt", "tanh", "sine", "cosine", "tan", "atan", "erf", "is-finite", "popcnt", "clz", "count-leading-zeros",
+    "cbrt", "tanh", "sine", "cosine", "tan", "atan", "erf", "is-finite", "popcnt", "clz",
+    "count-leading-zeros",
     "real", "imag", "convert", "bitcast-convert", "copy", "reduce-precision",
 })
 
