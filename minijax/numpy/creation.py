@@ -286,14 +286,13 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     out = ufuncs.multiply(sign, ufuncs.exp(lin))
     if num > 0:
         bshape = get_aval(out).shape[1:]
+        zeros_b = (0,) * len(bshape)
         pieces = [lax.reshape(util.broadcast_to(start, bshape), (1,) + bshape)]
-        last = num - 1 if endpoint else num
-        if num > 1:
-            pieces.append(lax.slice(out, (1,) + (0,) * len(bshape), (last,) + bshape))
+        inner_stop = num - 1 if endpoint else num
+        if inner_stop > 1:
+            pieces.append(lax.slice(out, (1,) + zeros_b, (inner_stop,) + bshape))
         if endpoint and num > 1:
             pieces.append(lax.reshape(util.broadcast_to(stop, bshape), (1,) + bshape))
-        elif not endpoint and num > 1:
-            pieces.append(lax.slice(out, (num - 1,) + (0,) * len(bshape), (num,) + bshape))
         out = lax.concatenate(pieces, 0) if len(pieces) > 1 else pieces[0]
     out = _move_first_axis(out, axis)
     return util.convert(out, req) if req is not None else out
@@ -382,10 +381,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
         length = max(0, min(n + offset, m))
         r0, c0 = -offset, 0
     nb = len(batch)
+    if length == 0:
+        empty = lax.slice(a, (0,) * (nb + 2), batch + (0, 0))
+        return lax.reshape(empty, batch + (0,))
     sq = lax.slice(a, (0,) * nb + (r0, c0), batch + (r0 + length, c0 + length))
     flat = lax.reshape(sq, batch + (length * length,))
-    if length == 0:
-        return flat
     return lax.slice(flat, (0,) * (nb + 1), batch + (length * length,),
                      (1,) * nb + (length + 1,))
 
