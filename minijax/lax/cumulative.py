@@ -117,8 +117,7 @@ def _cum_lowering(opcode, identity_fn):
             op = opcode
             if dtype == np.bool_ and opcode in ("maximum", "minimum"):
                 op = "or" if opcode == "maximum" else "and"
-            maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
-            comp = maker(f"{op}_{et}", op, et)
+            comp = ctx.scalar_computation(f"{op}_{et}", op, et)
         n = aval.shape[axis]
         size = [1] * aval.ndim
         size[axis] = max(n, 1)
@@ -139,7 +138,7 @@ def _logaddexp_computation(ctx, et):
     delta = cb.subtract(x, y)
     finite = cb.add(amax, cb.log_plus_one(cb.exponential(cb.negate(cb.abs(delta)))))
     cb.set_root(cb.select(cb.compare(delta, delta, "NE"), cb.add(x, y), finite))
-    return cb.computation if hasattr(cb, "computation") else cb
+    return cb.computation
 
 
 # --------------------------------------------------------------------------- cumsum

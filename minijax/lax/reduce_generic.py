@@ -119,6 +119,13 @@ def apply_scalar_jaxpr(closed, args):
     return results
 
 
+def scalar_inits(operands, inits):
+    """Python scalar init values take their operand's dtype (as lax does for scalars)."""
+    from minijax.lax.utils import is_scalar_literal, promote_scalars
+    return [promote_scalars("reduce", x, i)[1] if is_scalar_literal(i) else i
+            for x, i in zip(operands, inits, strict=False)]
+
+
 # --------------------------------------------------------------------------- reduce
 
 
@@ -131,6 +138,7 @@ def reduce(operands, init_values, computation, dimensions):
     if tree != init_tree:
         raise ValueError(f"reduce: operands and init_values must have the same structure, got "
                          f"{tree} and {init_tree}")
+    flat_inits = scalar_inits(flat_ops, flat_inits)
     ndim = get_aval(flat_ops[0]).ndim if flat_ops else 0
     dims = tuple(sorted(int(d) + ndim if int(d) < 0 else int(d) for d in dimensions))
     if len(flat_ops) == 1:
@@ -253,7 +261,7 @@ def lower_reducer(ctx, closed, name):
               for i, a in enumerate(closed.in_avals)]
     outs = ctx.lower_jaxpr(closed, params, builder=cb)
     cb.set_root(outs[0] if len(outs) == 1 else cb.tuple(outs))
-    return cb.computation if hasattr(cb, "computation") else cb
+    return cb.computation
 
 
 def _reduce_lower(ctx, *args, computation, dimensions):

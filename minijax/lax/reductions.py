@@ -59,18 +59,13 @@ def _reduce_batcher(prim):
     return rule
 
 
-def _scalar_computation(ctx, name, opcode, et):
-    maker = getattr(ctx, "scalar_computation", None) or ctx.builder.scalar_computation
-    return maker(name, opcode, et)
-
-
 def _reduce_lowering(opcode, identity_fn):
     def rule(ctx, x, *, axes):
         b = ctx.builder
         dtype = ctx.avals_in[0].dtype
         et = ctx.element_type(dtype)
         init = b.constant(np.asarray(identity_fn(dtype), dtype))
-        comp = _scalar_computation(ctx, f"{opcode}_{et}", opcode, et)
+        comp = ctx.scalar_computation(f"{opcode}_{et}", opcode, et)
         return b.reduce(x, init, axes, comp, metadata=ctx.metadata)
     return rule
 
@@ -375,7 +370,7 @@ def _argminmax_computation(ctx, direction, dtype, vt, it):
     pick_a = cb.or_(better, cb.and_(same, first))
     root = cb.tuple([cb.select(pick_a, a, c), cb.select(pick_a, ia, ic)])
     cb.set_root(root)
-    return cb.computation if hasattr(cb, "computation") else cb
+    return cb.computation
 
 
 for _prim, _dir in ((argmax_p, "GT"), (argmin_p, "LT")):

@@ -148,7 +148,7 @@ def sort_comparator(ctx, avals, num_keys, descending=False):
         else:
             result = cb.or_(less, cb.and_(_compare_total(cb, x, y, "EQ", dtype), result))
     cb.set_root(result)
-    return cb.computation if hasattr(cb, "computation") else cb
+    return cb.computation
 
 
 def _sort_lower(ctx, *operands, dimension, is_stable, num_keys):
@@ -330,8 +330,7 @@ def _scatter_lower(ctx, src, idx, *, axis, size):
     et = ctx.element_type(dtype)
     zeros = b.broadcast(b.constant(np.zeros((), dtype)), ctx.avals_out.shape, ())
     index = b.reshape(idx, shape + (1,))
-    maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
-    add = maker(f"add_{et}", "add", et)
+    add = ctx.scalar_computation(f"add_{et}", "add", et)
     batch = _along_dnums(ndim, axis)
     return b.scatter(zeros, index, src, add, update_window_dims=(),
                      inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),

@@ -28,7 +28,12 @@ from minijax.lax.conv_util import (
     vjp_lhs_padding,
     window_views,
 )
-from minijax.lax.reduce_generic import apply_scalar_jaxpr, lower_reducer, monoid_name
+from minijax.lax.reduce_generic import (
+    apply_scalar_jaxpr,
+    lower_reducer,
+    monoid_name,
+    scalar_inits,
+)
 from minijax.lax.reductions import max_identity, min_identity
 from minijax.lax.utils import bdim_at_front, standard_primitive
 
@@ -139,8 +144,7 @@ def _monoid_window(name, ufunc, identity_fn, kinds):
         opcode = {"add": "add", "maximum": "maximum", "minimum": "minimum"}[ufunc.__name__]
         if dtype == np.bool_ and opcode != "add":
             opcode = "or" if opcode == "maximum" else "and"
-        maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
-        comp = maker(f"{opcode}_{et}", opcode, et)
+        comp = ctx.scalar_computation(f"{opcode}_{et}", opcode, et)
         init = b.constant(np.asarray(identity_fn(dtype), dtype))
         return b.reduce_window(x, init, hlo_window(p), comp, metadata=ctx.metadata)
     batching.primitive_batchers[prim] = batch
@@ -217,6 +221,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if tree != init_tree:
         raise ValueError("reduce_window: operand and init_value must have the same "
                          f"structure, got {tree} and {init_tree}")
+    flat_inits = scalar_inits(flat_ops, flat_inits)
     p = window_params("reduce_window", get_aval(flat_ops[0]).shape, window_dimensions,
                       window_strides, padding, base_dilation, window_dilation)
     if len(flat_ops) == 1 and get_aval(flat_ops[0]).dtype == get_aval(flat_inits[0]).dtype:

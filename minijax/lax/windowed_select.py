@@ -113,9 +113,8 @@ def _pair_batcher(prim):
 
 
 def _select_computation(ctx, select_prim, et):
-    maker = getattr(ctx, "scalar_computation", None) or ctx.builder.scalar_computation
     direction = "GE" if select_prim == "ge" else "LE"
-    return maker(f"select_{direction}_{et}", f"compare-{direction}", et)
+    return ctx.scalar_computation(f"select_{direction}_{et}", f"compare-{direction}", et)
 
 
 def _sga_lower(ctx, tangents, operand, *, select_prim, **p):
@@ -129,7 +128,7 @@ def _sga_lower(ctx, tangents, operand, *, select_prim, **p):
     c, tc = cb.parameter(2, Shape(vt, ())), cb.parameter(3, Shape(tt, ()))
     keep = cb.compare(a, c, "GE" if select_prim == "ge" else "LE")
     cb.set_root(cb.tuple([cb.select(keep, a, c), cb.select(keep, ta, tc)]))
-    comp = cb.computation if hasattr(cb, "computation") else cb
+    comp = cb.computation
     identity = max_identity(vdtype) if select_prim == "ge" else min_identity(vdtype)
     out = b.reduce_window([operand, tangents], [b.constant(np.asarray(identity, vdtype)),
                                                 b.constant(np.zeros((), tdtype))],
@@ -193,8 +192,7 @@ def _ssa_lower(ctx, source, operand, *, select_prim, **p):
     vt = ctx.element_type(ctx.avals_in[1].dtype)
     st = ctx.element_type(ctx.avals_in[0].dtype)
     select = _select_computation(ctx, select_prim, vt)
-    maker = getattr(ctx, "scalar_computation", None) or b.scalar_computation
-    scatter = maker(f"add_{st}", "add", st)
+    scatter = ctx.scalar_computation(f"add_{st}", "add", st)
     init = b.constant(np.zeros((), ctx.avals_in[0].dtype))
     return b.select_and_scatter(operand, source, init, hlo_window(p), select, scatter,
                                 metadata=ctx.metadata)
