@@ -292,11 +292,15 @@ pow = power
 
 del _array_methods, _scatter_update, _AxisError
 
-# einsum & contractions, linalg (minijax/numpy/einsum_ops.py, linalg.py); names defined above
-# take precedence.
+# einsum & contractions, linalg, sorting/searching/sets, signals & covariance
+# (minijax/numpy/einsum_ops.py, linalg.py, sorting_searching.py, signal_stats.py); names
+# defined above take precedence.
 from minijax.numpy import einsum_ops as _einsum_ops  # noqa: E402
 from minijax.numpy import linalg  # noqa: E402
+from minijax.numpy import signal_stats as _signal_stats  # noqa: E402
+from minijax.numpy import sorting_searching as _sorting_searching  # noqa: E402
 
-for _name in _einsum_ops.__all__:
-    globals().setdefault(_name, getattr(_einsum_ops, _name))
-del _einsum_ops, _name
+for _mod in (_einsum_ops, _sorting_searching, _signal_stats):
+    for _name in _mod.__all__:
+        globals().setdefault(_name, getattr(_mod, _name))
+del _einsum_ops, _sorting_searching, _signal_stats, _mod, _name
