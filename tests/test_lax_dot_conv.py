@@ -382,3 +382,21 @@ def test_errors():
         lax.conv(lhs, np.ones((2, 4, 2, 2), np.float32), (1,), "VALID")
     with pytest.raises(TypeError, match="conv_general_dilated requires operands of the same"):
         lax.conv(lhs, np.ones((2, 4, 2, 2), np.int32), (1, 1), "VALID")
+
+
+def test_preferred_element_type_gradients():
+    a = np.ones((2, 3), np.float16)
+    b = np.arange(12, dtype=np.float16).reshape(3, 4)
+    ga, gb = minijax.grad(lambda u, v: lax.reduce_sum(
+        lax.dot(u, v, preferred_element_type=np.float32), (0, 1)), argnums=(0, 1))(a, b)
+    assert ga.dtype == gb.dtype == np.float16
+    np.testing.assert_array_equal(ga, np.tile(b.astype(np.float32).sum(1), (2, 1)))
+    np.testing.assert_array_equal(gb, np.full((3, 4), 2.0))
+    lhs, rhs = np.ones((1, 2, 4, 4), np.float16), np.ones((3, 2, 2, 2), np.float16)
+    gl, gr = minijax.grad(lambda u, v: lax.reduce_sum(lax.conv(
+        u, v, (1, 1), "VALID", preferred_element_type=np.float32), (0, 1, 2, 3)),
+        argnums=(0, 1))(lhs, rhs)
+    assert gl.dtype == gr.dtype == np.float16
+    corner = np.outer([1, 2, 2, 1], [1, 2, 2, 1]) * 3
+    np.testing.assert_array_equal(np.asarray(gl)[0, 0], corner)
+    np.testing.assert_array_equal(np.asarray(gr)[0, 0], np.full((2, 2), 9.0))

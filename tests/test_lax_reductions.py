@@ -378,3 +378,14 @@ def test_errors():
         lax.reduce(x, np.int32(0), lambda a, b: a, (0,))
     with pytest.raises(TypeError, match="must return 2 value"):
         lax.reduce((x, x), (np.float32(0), np.float32(0)), lambda a, b: a[0], (0,))
+
+
+def test_python_scalar_init_values_take_the_operand_dtype(x64):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    out = lax.reduce(x, 0, lax.add, (1,))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [3.0, 12.0])
+    out = lax.reduce(x, 1.0, _poly, (1,))
+    assert out.dtype == np.float32
+    win = lax.reduce_window(x, -np.inf, lax.max, (1, 2), (1, 1), "VALID")
+    np.testing.assert_array_equal(win, [[1.0, 2.0], [4.0, 5.0]])

@@ -174,6 +174,17 @@ dot_general_p = standard_primitive("dot_general", _dot_general_abstract_eval,
                                    _dot_general_impl)
 
 
+def _like_cotangent(ct, other, preferred):
+    """With a preferred_element_type the cotangent's dtype may differ from the other
+    operand's: compute the transpose in the cotangent's dtype (the result is converted back
+    to the operand's dtype afterwards)."""
+    from minijax.lax.structural import convert_element_type
+    dtype = get_aval(ct).dtype
+    if get_aval(other).dtype != dtype:
+        return convert_element_type(other, dtype), None
+    return other, preferred
+
+
 def _dot_transpose_operand(ct, x_aval, y, dimension_numbers, precision, preferred, swap):
     """Cotangent of operand x of dot_general(x, y) (or of dot_general(y, x) if swap)."""
     from minijax.lax.structural import convert_element_type, transpose
@@ -190,6 +201,7 @@ def _dot_transpose_operand(ct, x_aval, y, dimension_numbers, precision, preferre
     # The result's dimensions are x's batch, x's free, then x's contracting dimensions in
     # the order of y's (sorted) contracting dimensions.
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
+    y, preferred = _like_cotangent(ct, y, preferred)
     out = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
                              preferred_element_type=preferred)
     out = transpose(out, tuple(np.argsort(list(xb) + x_kept + x_contract_by_y).tolist()))
@@ -378,12 +390,13 @@ def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
                               [get_aval(ct).shape[d] for d in out_spec[2:]], p["padding"],
                               p["lhs_dilation"], p["rhs_dilation"])
     flipped = lax.rev(rhs, tuple(rhs_spec[2:]))
+    flipped, preferred = _like_cotangent(ct, flipped, p["preferred_element_type"])
     dnums = ConvDimensionNumbers(out_spec, _swap01(rhs_spec), lhs_spec)
     out = conv_general_dilated_p.bind(
         ct, flipped, window_strides=p["lhs_dilation"], padding=tuple(padding),
         lhs_dilation=p["window_strides"], rhs_dilation=p["rhs_dilation"],
         dimension_numbers=dnums, feature_group_count=max(fgc, bgc), batch_group_count=1,
-        precision=p["precision"], preferred_element_type=p["preferred_element_type"])
+        precision=p["precision"], preferred_element_type=preferred)
     if bgc > 1:
         out = reshape_axis_out_of(lhs_spec[1], bgc, out)
         out = reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
@@ -402,11 +415,12 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, p):
                               [get_aval(ct).shape[d] for d in out_spec[2:]], p["padding"],
                               p["lhs_dilation"], p["rhs_dilation"])
     dnums = ConvDimensionNumbers(_swap01(lhs_spec), _swap01(out_spec), _swap01(rhs_spec))
+    lhs, preferred = _like_cotangent(ct, lhs, p["preferred_element_type"])
     out = conv_general_dilated_p.bind(
         lhs, ct, window_strides=p["rhs_dilation"], padding=tuple(padding),
         lhs_dilation=p["lhs_dilation"], rhs_dilation=p["window_strides"],
         dimension_numbers=dnums, feature_group_count=bgc, batch_group_count=fgc,
-        precision=p["precision"], preferred_element_type=p["preferred_element_type"])
+        precision=p["precision"], preferred_element_type=preferred)
     if get_aval(out).dtype != rhs_aval.dtype:
         out = convert_element_type(out, rhs_aval.dtype)
     return out
