@@ -134,6 +134,8 @@ def scatter_update(x, index, values, op, indices_are_sorted=False, unique_indice
     plan = indexing._Plan(x_aval.shape, entries)
     vals = _fit_values(values, plan.full_shape)
     vals = lax.reshape(vals, plan.squeezed_shape)
+    if 0 in plan.squeezed_shape or any(x_aval.shape[d] == 0 for d in plan.index_dims):
+        return x
     if not plan.index_dims:
         out = util.broadcast_to(_combine(op, x, vals), x_aval.shape)
         return util.convert(out, x_aval.dtype, x_aval.weak_type)

@@ -305,6 +305,12 @@ def _mode(mode):
 
 def gather_plan(x, plan, mode, fill_value, indices_are_sorted, unique_indices):
     """lax.gather for a plan; returns an array of plan.full_shape."""
+    x_shape = get_aval(x).shape
+    empty_source = any(x_shape[d] == 0 for d in plan.index_dims)
+    if empty_source or 0 in plan.full_shape:
+        # Nothing to read (XLA's gather needs slice sizes within the operand).
+        fill = 0 if fill_value is None else fill_value
+        return util.full(plan.full_shape, fill, get_aval(x).dtype, get_aval(x).weak_type)
     if not plan.index_dims:
         out = x
     else:
