@@ -11,7 +11,6 @@ import numpy as np
 
 from minijax import core, dtypes, tree_util
 from minijax.api_util import (
-    arg_names,
     broadcast_prefix,
     flatten_fun,
     fun_name,
@@ -140,20 +139,45 @@ def ad_stop_aux(aux):
     return aux
 
 
-def linearize(fun, *primals):
-    """Returns (fun(*primals), f_jvp) where f_jvp evaluates the linearized function."""
+def linearize(fun, *primals, has_aux: bool = False):
+    """Returns (fun(*primals), f_jvp[, aux]) where f_jvp evaluates the linearized function.
+
+    `f_jvp` takes tangents with the structure of `primals` and returns output tangents.
+    """
     p_leaves, p_tree = tree_util.tree_flatten(primals)
-    flat_fun, store = flatten_fun(fun, p_tree)
-    p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
-    out_tree = store["out_tree"]
+    target = _split_aux(fun, has_aux)
+    flat_fun, store = flatten_fun(target, p_tree)
+    if has_aux:
+        def main_then_aux(*flat):
+            leaves = flat_fun(*flat)
+            main, aux = tree_util.tree_unflatten(store["out_tree"], leaves)
+            main_leaves, store["main_tree"] = tree_util.tree_flatten(main)
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+            store["n_main"] = len(main_leaves)
+            return main_leaves + aux_leaves
+        all_outs, linear = ad.linearize_flat(main_then_aux, p_leaves)
+        n_main = store["n_main"]
+        p_outs, out_tree = all_outs[:n_main], store["main_tree"]
+        aux = tree_util.tree_unflatten(store["aux_tree"], all_outs[n_main:])
+    else:
+        p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
+        n_main, out_tree = len(p_outs), store["out_tree"]
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_util.tree_flatten(tangents)
         if t_tree != p_tree:
             raise TypeError(f"linearized function called with tangents of structure {t_tree}"
                             f", expected {p_tree}")
-        return tree_util.tree_unflatten(out_tree, linear.jvp(t_leaves))
-    return tree_util.tree_unflatten(out_tree, p_outs), f_jvp
+        for t, aval in zip(t_leaves, linear.in_avals, strict=True):
+            if get_aval(t).shape != aval.shape:
+                raise ValueError(f"linearized function called with a tangent of type "
+                                 f"{get_aval(t).str_short()} for a primal of type "
+                                 f"{aval.str_short()}")
+        return tree_util.tree_unflatten(out_tree, linear.jvp(t_leaves)[:n_main])
+    primal_out = tree_util.tree_unflatten(out_tree, p_outs)
+    if has_aux:
+        return primal_out, f_jvp, aux
+    return primal_out, f_jvp
 
 
 # --------------------------------------------------------------------------- reverse mode
@@ -165,50 +189,109 @@ def vjp(fun, *primals, has_aux: bool = False):
     target = _split_aux(fun, has_aux)
     flat_fun, store = flatten_fun(target, p_tree)
     if has_aux:
-        aux_store = {}
-
-        def main_only(*flat):
+        # The aux leaves ride along as extra outputs so that linearize strips their
+        # tracers; they get zero cotangents.
+        def main_then_aux(*flat):
             leaves = flat_fun(*flat)
-            out = tree_util.tree_unflatten(store["out_tree"], leaves)
-            main, aux = out
-            aux_store["aux"] = aux
-            main_leaves, main_tree = tree_util.tree_flatten(main)
-            store["main_tree"] = main_tree
-            return main_leaves
-        p_outs, linear = ad.linearize_flat(main_only, p_leaves)
+            main, aux = tree_util.tree_unflatten(store["out_tree"], leaves)
+            main_leaves, store["main_tree"] = tree_util.tree_flatten(main)
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+            store["n_main"] = len(main_leaves)
+            return main_leaves + aux_leaves
+        all_outs, linear = ad.linearize_flat(main_then_aux, p_leaves)
+        n_main = store["n_main"]
+        p_outs = all_outs[:n_main]
+        aux = tree_util.tree_unflatten(store["aux_tree"], all_outs[n_main:])
         out_tree = store["main_tree"]
     else:
         p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
+        n_main = len(p_outs)
         out_tree = store["out_tree"]
 
     def vjp_fn(*cts):
-        ct = cts[0] if len(cts) == 1 else cts
-        ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+        if len(cts) != 1:
+            raise TypeError(f"The function returned by vjp takes exactly one argument (the "
+                            f"cotangent, with the structure of the primal output), got "
+                            f"{len(cts)}.")
+        ct_leaves, ct_tree = tree_util.tree_flatten(cts[0])
         if ct_tree != out_tree:
             raise TypeError(f"vjp function called with a cotangent of structure {ct_tree}, "
                             f"expected the output structure {out_tree}")
-        for c, aval in zip(ct_leaves, linear.out_avals, strict=True):
+        for c, aval in zip(ct_leaves, linear.out_avals, strict=False):
             if get_aval(c).shape != aval.shape:
                 raise ValueError(f"vjp: cotangent shape {get_aval(c).str_short()} does not "
                                  f"match the primal output {aval.str_short()}")
+        ct_leaves = list(ct_leaves) + [ad.Zero(a) for a in linear.out_avals[n_main:]]
         in_cts = linear.transpose(ct_leaves)
         in_cts = [_zeros_for(c, p) for c, p in zip(in_cts, p_leaves, strict=True)]
         return tree_util.tree_unflatten(p_tree, in_cts)
 
     primal_out = tree_util.tree_unflatten(out_tree, p_outs)
     if has_aux:
-        return primal_out, vjp_fn, aux_store["aux"]
+        return primal_out, vjp_fn, aux
     return primal_out, vjp_fn
 
 
+# JAX's dtype for the (trivial) tangents and gradients of integer and boolean values.
+float0 = np.dtype([("float0", np.void, 0)])
+
+
 def _zeros_for(ct, primal):
-    if type(ct) is ad.Zero:
-        return core.zeros_like_aval(ad.tangent_aval(get_aval(primal)))
     aval = get_aval(primal)
+    if not dtypes.is_inexact(aval.dtype):
+        return np.zeros(aval.shape, dtype=float0)
+    if type(ct) is ad.Zero:
+        return core.zeros_like_aval(ad.tangent_aval(aval))
     if get_aval(ct).dtype != aval.dtype:
         from minijax.lax import convert_element_type
         ct = convert_element_type(ct, aval.dtype)
     return ct
+
+
+def _check_input_dtype_revderiv(name, holomorphic, allow_int, x):
+    dtype = get_aval(x).dtype
+    if holomorphic and dtype.kind != "c":
+        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {dtype.name}.")
+    if dtype.kind in "iub":
+        if not allow_int:
+            raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype "
+                            f"that is a sub-dtype of np.inexact), but got {dtype.name}. If "
+                            "you want to use Boolean- or integer-valued inputs, use vjp or "
+                            "set allow_int to True.")
+    elif not dtypes.is_inexact(dtype):
+        raise TypeError(f"{name} requires numerical-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.bool_ or np.number), but got {dtype.name}.")
+
+
+def _check_output_dtype_revderiv(name, holomorphic, x):
+    dtype = get_aval(x).dtype
+    if holomorphic:
+        if dtype.kind != "c":
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex "
+                            f"dtype, but got {dtype.name}.")
+    elif dtype.kind == "c":
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dtype.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiating "
+                        "non-holomorphic functions involving complex outputs, use jax.vjp "
+                        "directly.")
+    elif dtype.kind != "f":
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
+                        f"sub-dtype of np.floating), but got {dtype.name}. For "
+                        "differentiation of functions with integer outputs, use jax.vjp "
+                        "directly.")
+
+
+def _check_scalar(x):
+    try:
+        aval = get_aval(x)
+    except TypeError:
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was "
+                        f"{x}.") from None
+    if aval.shape != ():
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                        f"shape: {aval.shape}.")
 
 
 def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -218,16 +301,9 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = normalize_argnums(argnums, len(args), "grad")
-        names = arg_names(fun, len(args))
         for i in nums:
             for leaf in tree_util.tree_leaves(args[i]):
-                dtype = get_aval(leaf).dtype
-                if not dtypes.is_inexact(dtype) and not allow_int:
-                    raise TypeError(
-                        f"grad requires real- or complex-valued inputs (input dtype that is a "
-                        f"sub-dtype of np.inexact), but got {dtype.name} for argument "
-                        f"'{names[i]}'. If you want to use Boolean- or integer-valued inputs, "
-                        "use vjp or set allow_int to True.")
+                _check_input_dtype_revderiv("grad", holomorphic, allow_int, leaf)
 
         def partial_fun(*diff_args):
             full = list(args)
@@ -239,16 +315,10 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
             ans, vjp_fn, aux = vjp(partial_fun, *diff, has_aux=True)
         else:
             ans, vjp_fn = vjp(partial_fun, *diff)
-        aval = get_aval(ans) if not isinstance(ans, (tuple, list, dict)) else None
-        if aval is None or aval.shape != ():
-            shape = aval.shape if aval is not None else type(ans).__name__
-            raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
-                            f"shape: {shape}.")
-        if not dtypes.is_inexact(aval.dtype):
-            raise TypeError(f"grad requires real- or complex-valued outputs (output dtype that "
-                            f"is a sub-dtype of np.inexact), but got {aval.dtype.name}.")
+        _check_scalar(ans)
+        _check_output_dtype_revderiv("grad", holomorphic, ans)
         from minijax.lax.utils import weak_scalar
-        grads = vjp_fn(weak_scalar(1.0, aval.dtype))
+        grads = vjp_fn(weak_scalar(1.0, get_aval(ans).dtype))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         if has_aux:
             return (ans, aux), g
@@ -274,21 +344,47 @@ def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
-    """Vectorize `fun` over a new leading (or `in_axes`) dimension of its arguments."""
+    """Vectorize `fun` over a mapped axis of its arguments (jax.vmap).
+
+    `in_axes` is an int, None, or a tuple with one entry per positional argument, each a
+    pytree prefix of that argument (ints, possibly negative, or None for unmapped);
+    keyword arguments are always mapped over axis 0. `out_axes` is a pytree prefix of the
+    output. `axis_size` gives the batch size when no input is mapped. `axis_name` names
+    the axis for collectives (lax.psum, ...). `spmd_axis_name` is accepted and ignored.
+    """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if not (in_axes is None or type(in_axes) in (int, tuple)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        "to the positional arguments passed to the function, but got "
+                        f"{in_axes}.")
+    if not all(type(leaf) is int for leaf in tree_util.tree_leaves(in_axes)):
+        raise TypeError("vmap in_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {in_axes}.")
+    if not all(type(leaf) is int for leaf in tree_util.tree_leaves(out_axes)):
+        raise TypeError("vmap out_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {out_axes}.")
+    if axis_size is not None and (not isinstance(axis_size, int) or axis_size < 0):
+        raise TypeError(f"vmap axis_size must be a non-negative int, got {axis_size!r}")
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
-        leaves, in_tree = tree_util.tree_flatten(args)
-        prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(
                 f"vmap in_axes must be an int, None, or a tuple of entries corresponding to "
                 f"the positional arguments passed to the function, but got len(in_axes)="
                 f"{len(in_axes)}, len(args)={len(args)}")
-        axes = broadcast_prefix(prefix, args)
-        size = _batch_size(fun, args, leaves, axes, axis_size)
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        prefix = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+        try:
+            axes = broadcast_prefix(prefix, args) + broadcast_prefix(0, kwargs)
+        except ValueError:
+            raise ValueError(
+                f"vmap in_axes specification must be a tree prefix of the corresponding "
+                f"value, got specification {in_axes} for value tree "
+                f"{tree_util.tree_structure(args)}.") from None
+        names = leaf_arg_names(fun, args) + _kwarg_leaf_names(kwargs)
+        size = _batch_size(names, leaves, axes, axis_size)
         trace = batching.BatchTrace(core.current_trace(), size, axis_name)
         tracers = []
         for x, ax in zip(leaves, axes, strict=True):
@@ -297,19 +393,32 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             else:
                 ndim = get_aval(x).ndim
                 tracers.append(batching.BatchTracer(trace, x, ax % ndim))
-        flat_fun, store = flatten_fun(lambda *a: fun(*a, **kwargs), in_tree)
+
+        def call(a, kw):
+            return fun(*a, **kw)
+        flat_fun, store = flatten_fun(call, in_tree)
         with set_current_trace(trace):
             outs = flat_fun(*tracers)
         out_tree = store["out_tree"]
-        out_prefix = out_axes
-        out_struct = tree_util.tree_unflatten(out_tree, outs)
-        o_axes = broadcast_prefix(out_prefix, out_struct)
-        results = [_move_out(trace, o, ax, size) for o, ax in zip(outs, o_axes, strict=True)]
+        out_struct = tree_util.tree_unflatten(out_tree, list(range(len(outs))))
+        try:
+            o_axes = broadcast_prefix(out_axes, out_struct)
+        except ValueError:
+            raise ValueError(
+                f"vmap out_axes specification must be a tree prefix of the corresponding "
+                f"value, got specification {out_axes} for value tree {out_tree}.") from None
+        results = [_move_out(trace, o, ax, size, axis_name)
+                   for o, ax in zip(outs, o_axes, strict=True)]
         return tree_util.tree_unflatten(out_tree, results)
     return vmapped
 
 
-def _batch_size(fun, args, leaves, axes, axis_size):
+def _kwarg_leaf_names(kwargs) -> list[str]:
+    paths, _ = tree_util.tree_flatten_with_path(kwargs)
+    return [tree_util.keystr(path) for path, _leaf in paths]
+
+
+def _batch_size(names, leaves, axes, axis_size):
     sizes = {}
     for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
         if ax is None:
@@ -323,26 +432,25 @@ def _batch_size(fun, args, leaves, axes, axis_size):
         sizes[i] = aval.shape[ax]
     if not sizes:
         if axis_size is None:
-            raise ValueError("vmap must have at least one non-None value in in_axes, or "
-                             "axis_size must be given")
+            raise ValueError("vmap must have at least one non-None value in in_axes (or "
+                             "axis_size must be given)")
         return axis_size
     values = set(sizes.values())
     if axis_size is not None:
         values.add(axis_size)
     if len(values) > 1:
-        names = leaf_arg_names(fun, args)
         lines = ["vmap got inconsistent sizes for array axes to be mapped:"]
         for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
             if ax is not None:
                 lines.append(f"  * argument {names[i]} of type {get_aval(x).str_short()} with "
                              f"mapped axis {ax} has size {sizes[i]}")
         if axis_size is not None:
-            lines.append(f"  * axis_size={axis_size}")
+            lines.append(f"  * axis_size={axis_size} was given")
         raise ValueError("\n".join(lines))
     return values.pop()
 
 
-def _move_out(trace, out, out_axis, size):
+def _move_out(trace, out, out_axis, size, axis_name):
     from minijax.lax.utils import bdim_at_front, moveaxis
     if isinstance(out, batching.BatchTracer) and out._trace is trace:
         val, dim = out.val, out.batch_dim
@@ -350,12 +458,16 @@ def _move_out(trace, out, out_axis, size):
         val, dim = out, None
     if out_axis is None:
         if dim is not None:
-            raise ValueError("vmap has mapped output but out_axes is None")
+            where = f" (axis_name={axis_name!r})" if axis_name is not None else ""
+            raise ValueError(f"vmap has mapped output{where} but out_axes is None")
         return val
     if dim is None:
         val = bdim_at_front(val, None, size)
         dim = 0
     ndim = get_aval(val).ndim
+    if not -ndim <= out_axis < ndim:
+        raise ValueError(f"vmap out_axes={out_axis} is out of bounds for an output of rank "
+                         f"{ndim - 1} (valid: {-ndim} to {ndim - 1}, counting the mapped axis)")
     return moveaxis(val, dim, out_axis % ndim)
 
 
@@ -384,6 +496,8 @@ def jacfwd(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
         nums = normalize_argnums(argnums, len(args), "jacfwd")
         diff = [args[i] for i in nums]
         leaves, tree = tree_util.tree_flatten(diff)
+        for leaf in leaves:
+            _check_input_dtype_jacfwd(holomorphic, leaf)
         basis, sizes = _std_basis(leaves)
 
         def f_flat(*flat):
@@ -403,6 +517,20 @@ def jacfwd(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False):
                                  y, jac_cols)
         return (out, aux) if has_aux else out
     return jac
+
+
+def _check_input_dtype_jacfwd(holomorphic, x):
+    dtype = get_aval(x).dtype
+    if holomorphic:
+        if dtype.kind != "c":
+            raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex "
+                            f"dtype, but got {dtype.name}.")
+    elif dtype.kind != "f":
+        raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
+                        f"of np.floating), but got {dtype.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiation of "
+                        "non-holomorphic functions involving complex inputs or integer "
+                        "inputs, use jax.jvp directly.")
 
 
 def _split_cols(y, jcols, leaves, sizes, tree, single):
@@ -429,11 +557,15 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                 full[i] = v
             return fun(*full)
         diff = [args[i] for i in nums]
+        for leaf in tree_util.tree_leaves(diff):
+            _check_input_dtype_revderiv("jacrev", holomorphic, allow_int, leaf)
         if has_aux:
             y, vjp_fn, aux = vjp(partial_fun, *diff, has_aux=True)
         else:
             y, vjp_fn = vjp(partial_fun, *diff)
         y_leaves, y_tree = tree_util.tree_flatten(y)
+        for leaf in y_leaves:
+            _check_output_dtype_revderiv("jacrev", holomorphic, leaf)
         basis, sizes = _std_basis(y_leaves)
         cts = vmap(lambda *b: vjp_fn(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
         from minijax.lax import reshape, slice_in_dim

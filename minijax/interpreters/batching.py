@@ -85,20 +85,40 @@ class BatchTrace(core.Trace):
 
 
 def _uses_axis(trace: BatchTrace, params) -> bool:
-    """Collectives over this trace's axis name must see the batch even if nothing is mapped."""
-    name = params.get("axis_name") if params else None
-    if name is None or trace.axis_name is None:
+    """Collectives over this trace's axis name must see the batch even if nothing is mapped
+    (also when they sit inside a higher-order primitive's jaxpr, e.g. a cond branch)."""
+    if trace.axis_name is None or not params:
         return False
-    names = name if isinstance(name, tuple) else (name,)
-    return trace.axis_name in names
+    return _params_use_axis(params, trace.axis_name)
+
+
+def _params_use_axis(params, axis_name) -> bool:
+    name = params.get("axis_name")
+    if name is not None and axis_name in (name if isinstance(name, tuple) else (name,)):
+        return True
+    return any(_value_uses_axis(v, axis_name) for v in params.values())
+
+
+def _value_uses_axis(value, axis_name) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_value_uses_axis(v, axis_name) for v in value)
+    jaxpr = value.jaxpr if isinstance(value, core.ClosedJaxpr) else value
+    if isinstance(jaxpr, core.Jaxpr):
+        return any(_params_use_axis(e.params, axis_name) for e in jaxpr.eqns if e.params)
+    return False
 
 
 def find_axis_trace(axis_name) -> BatchTrace:
     """The innermost BatchTrace with `axis_name`, searching through parent traces."""
     trace = core.current_trace()
+    bound = []
     while trace is not None:
-        if isinstance(trace, BatchTrace) and trace.axis_name == axis_name:
-            return trace
+        if isinstance(trace, BatchTrace) and trace.axis_name is not None:
+            if trace.axis_name == axis_name:
+                return trace
+            bound.append(trace.axis_name)
         trace = trace.parent
-    raise NameError(f"unbound axis name: {axis_name}. Collectives such as lax.psum need an "
-                    "enclosing vmap(..., axis_name=...) with that name.")
+    raise NameError(f"unbound axis name: {axis_name}. The following axis names (e.g. defined "
+                    f"by vmap's axis_name) are available to collective operations: {bound}. "
+                    "Collectives such as lax.psum need an enclosing vmap(..., axis_name=...) "
+                    "with that name.")

@@ -196,3 +196,19 @@ __all__ += [
     "associative_scan", "cond", "fori_loop", "map", "scan", "stop_gradient", "switch",
     "while_loop",
 ]
+
+# collectives over a named vmap axis (lax/collectives.py)
+from minijax.lax.collectives import (  # noqa: E402
+    all_gather,
+    axis_index,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    psum,
+    psum_scatter,
+)
+
+__all__ += [
+    "all_gather", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter",
+]
