@@ -127,6 +127,7 @@ def cholesky(x, *, symmetrize_input: bool = True):
 
     Only the lower triangle is read (after symmetrizing when `symmetrize_input`). A matrix
     that is not positive definite gives a factor full of NaNs, as in JAX."""
+    _check_matrix("cholesky", get_aval(x), square=True)
     if symmetrize_input:
         x = div(add(x, mH(x)), full((), 2, get_aval(x).dtype))
     return cholesky_p.bind(x)
@@ -306,7 +307,7 @@ def _lu_impl(x):
     x = np.asarray(x)
     m, n = x.shape[-2:]
     batch = x.shape[:-2]
-    a = np.array(x, copy=True).reshape((-1, m, n))
+    a = np.array(x, copy=True).reshape((int(np.prod(batch, dtype=np.int64)), m, n))
     nb = a.shape[0]
     rows = np.arange(nb)
     pivots = np.zeros((nb, min(m, n)), np.int32)
@@ -423,6 +424,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
     eigenvalues w real and ascending. Only the `lower` (or upper) triangle is read."""
     if subset_by_index is not None:
         raise NotImplementedError("lax.linalg.eigh(subset_by_index=...) is not implemented")
+    _check_matrix("eigh", get_aval(x), square=True)
     if symmetrize_input:
         x = div(add(x, mH(x)), full((), 2, get_aval(x).dtype))
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
