@@ -39,6 +39,10 @@ def test_basic_indexing(data):
             idx.append(data.draw(_slices(n)))
         elif kind == "none":
             idx += [None, data.draw(_slices(n))]
+        else:
+            idx.append(slice(None))
+    while idx and idx[-1] == slice(None) and data.draw(st.booleans()):
+        idx.pop()
     if data.draw(st.booleans()) and len(idx) < 3:
         idx.insert(data.draw(st.integers(0, len(idx))), Ellipsis)
     idx = tuple(idx)
