@@ -1,42 +1,70 @@
 """Side-by-side benchmarks: NumPy, minijax and (when importable) real JAX, in one process.
 
-    python benchmarks/run.py [--quick] [--only NAME[,NAME]]
+    python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--list]
 
 Each workload reports the median of repeated runs after warm-up (every result blocked on),
 and the ratios minijax/JAX (lower is better for minijax) and NumPy/minijax (higher is
-better). Workloads are float32, from issue 5.
+better). Workloads are float32, from issue 5; names for --only are the short keys that
+`--list` prints. minijax and JAX run the same program (benchmarks/workloads.py, written in
+`lax` terms); NumPy runs a hand-written equivalent (manual backward passes for training).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0])
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import workloads as W  # noqa: E402
 
 import minijax  # noqa: E402
+import minijax.lax as mj_lax  # noqa: E402
 
 try:
     import jax as real_jax
-    import jax.numpy as real_jnp
     real_jax.config.update("jax_platforms", "cpu")
+    import jax.lax as jax_lax
 except Exception:  # noqa: BLE001 - JAX is optional
-    real_jax = real_jnp = None
+    real_jax = jax_lax = None
+
+#: key -> (label, maker, full size, quick size, kind)
+WORKLOADS = {
+    "sum": ("sum(x+y*z) 2^24", W.make_fused_sum, 1 << 24, 1 << 16, "jit"),
+    "gelu": ("tanh-GELU 2^24", W.make_gelu, 1 << 24, 1 << 16, "jit"),
+    "softmax": ("row softmax 16384x1024", W.make_softmax, (16384, 1024), (64, 256), "jit"),
+    "matmul": ("matmul 1024^3", W.make_matmul, 1024, 64, "jit"),
+    "mlp": ("MLP train step b256", W.make_mlp, 256, 8, "jit"),
+    "mlp_compile": ("MLP step 1st-call compile", W.make_mlp, 256, 8, "compile"),
+    "mlp_disk": ("MLP step compile, disk cache", W.make_mlp, 256, 8, "disk"),
+    "cnn": ("CNN train step b32", W.make_cnn, 32, 2, "jit"),
+    "rnn": ("scan RNN 100 steps", W.make_rnn, 100, 5, "jit"),
+    "tiny": ("tiny jit call (8 elems)", W.make_tiny, 8, 8, "jit"),
+    "eager": ("eager add (8 elems)", None, 8, 8, "eager"),
+}
 
 
-def median_time(fn, *args, repeat=10, warmup=2, block=None) -> float:
+def median_time(fn, *args, repeat=10, warmup=2, inner=1, block=None) -> float:
+    """Median over `repeat` timings of `inner` blocked calls, per call, after warm-up."""
     block = block or (lambda r: r)
     for _ in range(warmup):
         block(fn(*args))
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        block(fn(*args))
-        times.append(time.perf_counter() - t0)
+        for _ in range(inner):
+            r = fn(*args)
+        block(r)
+        times.append((time.perf_counter() - t0) / inner)
     return statistics.median(times)
 
 
@@ -48,116 +76,153 @@ def _block_jax(r):
     return real_jax.block_until_ready(r)
 
 
-# --------------------------------------------------------------------------- workloads
-
-
-def w_fused_sum(lib, n):
-    def f(x, y, z):
-        return lib.sum(x + y * z)
-    rng = np.random.default_rng(0)
-    return f, [rng.standard_normal(n).astype(np.float32) for _ in range(3)]
-
-
-def w_gelu(lib, n):
-    def f(x):
-        return 0.5 * x * (1 + lib.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-    return f, [np.random.default_rng(1).standard_normal(n).astype(np.float32)]
-
-
-def w_softmax(lib, rows_cols):
-    rows, cols = rows_cols
-
-    def f(x):
-        e = lib.exp(x - lib.max(x, axis=1, keepdims=True))
-        return e / lib.sum(e, axis=1, keepdims=True)
-    return f, [np.random.default_rng(2).standard_normal((rows, cols)).astype(np.float32)]
-
-
-def w_matmul(lib, n):
-    rng = np.random.default_rng(3)
-    return (lambda a, b: a @ b), [rng.standard_normal((n, n)).astype(np.float32)
-                                  for _ in range(2)]
-
-
-def w_tiny(lib, n):
-    return (lambda x: x * 2.0 + 1.0), [np.arange(n, dtype=np.float32)]
-
-
-WORKLOADS = {
-    "sum(x+y*z) 2^24": (w_fused_sum, 1 << 24, 1 << 20),
-    "gelu 2^24": (w_gelu, 1 << 24, 1 << 20),
-    "softmax 16384x1024": (w_softmax, (16384, 1024), (1024, 1024)),
-    "matmul 1024^3": (w_matmul, 1024, 256),
-    "tiny jit call (8 elems)": (w_tiny, 8, 8),
-}
-
-
-def run_workload(name, make, size, repeat):
-    results = {}
-    f_np, args = make(np, size)
-    results["numpy"] = median_time(f_np, *args, repeat=repeat)
-    import minijax.numpy as mjnp
-    f_mj, _ = make(mjnp, size)
-    mj_args = [minijax.device_put(a) for a in args]
-    jitted = minijax.jit(f_mj)
-    results["minijax"] = median_time(jitted, *mj_args, repeat=repeat, block=_block_mj)
+def _libraries():
+    libs = [("minijax", mj_lax, minijax.grad, minijax.jit, minijax.device_put, _block_mj)]
     if real_jax is not None:
-        f_jx, _ = make(real_jnp, size)
-        jx_args = [real_jax.device_put(a) for a in args]
-        results["jax"] = median_time(real_jax.jit(f_jx), *jx_args, repeat=repeat,
-                                     block=_block_jax)
-    return results
+        libs.append(("jax", jax_lax, real_jax.grad, real_jax.jit, real_jax.device_put,
+                     _block_jax))
+    return libs
 
 
-def eager_op_cost(repeat=2000):
-    import minijax.numpy as mjnp
-    x = mjnp.ones(8)
-    y = mjnp.ones(8)
-    out = {"minijax": median_time(lambda: x + y, repeat=repeat, warmup=50) }
+def _tiny(size) -> bool:
+    return (size if isinstance(size, int) else 1 << 30) <= 64
+
+
+def run_jit(maker, size, repeat):
+    """NumPy time, then each library's jitted time (exceptions are reported per library)."""
+    np_fn, traced, args = maker(size)
+    inner = 200 if _tiny(size) else 1
+    reps = max(repeat, 25) if _tiny(size) else repeat
+    res = {"numpy": median_time(np_fn, *args, repeat=reps, inner=inner)}
+    for name, lax, grad, jit, put, block in _libraries():
+        try:
+            fn = jit(traced(lax, grad))
+            dev = [put(a) for a in args]
+            res[name] = median_time(fn, *dev, repeat=reps, inner=inner, block=block)
+        except Exception as e:  # noqa: BLE001 - reported in the table's notes
+            res[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
+    return res
+
+
+def _first_call(lib_name, maker, size) -> float:
+    for name, lax, grad, jit, put, block in _libraries():
+        if name == lib_name:
+            _, traced, args = maker(size)
+            dev = [put(a) for a in args]
+            fn = jit(traced(lax, grad))
+            if name == "minijax":
+                minijax.clear_caches()
+            t0 = time.perf_counter()
+            block(fn(*dev))
+            return time.perf_counter() - t0
+    raise KeyError(lib_name)
+
+
+def run_compile(maker, size, repeat):
+    """First-call time (trace + compile + one run) of a fresh jitted function."""
+    res = {"numpy": None}
+    for name in [lib[0] for lib in _libraries()]:
+        times = [_first_call(name, maker, size) for _ in range(max(1, min(repeat, 3)))]
+        res[name] = statistics.median(times)
+    return res
+
+
+def run_disk(key, size, quick):
+    """minijax's first-call time in a new process whose MINIJAX_CACHE_DIR is warm."""
+    with tempfile.TemporaryDirectory(prefix="mj-bench-cache-") as d:
+        env = dict(os.environ, MINIJAX_CACHE_DIR=d)
+        cmd = [sys.executable, os.path.abspath(__file__), "--child-first-call", key]
+        if quick:
+            cmd.append("--quick")
+        times = []
+        for k in range(3):
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+            if out.returncode != 0:
+                return {"numpy": None, "minijax": "child failed: " + out.stderr[-200:]}
+            if k:
+                times.append(float(out.stdout.strip().splitlines()[-1]))
+    return {"numpy": None, "minijax": min(times), "jax": None}
+
+
+def run_eager(repeat):
+    """One eager elementwise add on 8-element arrays."""
     a = np.ones(8, np.float32)
-    out["numpy"] = median_time(lambda: a + a, repeat=repeat, warmup=50)
+    res = {"numpy": median_time(lambda: a + a, repeat=max(repeat, 25), inner=500)}
+    x = minijax.device_put(a)
+    res["minijax"] = median_time(lambda: mj_lax.add(x, x), repeat=max(repeat, 25), inner=500,
+                                 block=_block_mj)
     if real_jax is not None:
-        jx = real_jnp.ones(8)
-        out["jax"] = median_time(lambda: jx + jx, repeat=repeat, warmup=50,
+        jx = real_jax.device_put(a)
+        res["jax"] = median_time(lambda: jx + jx, repeat=max(repeat, 25), inner=500,
                                  block=_block_jax)
-    return out
+    return res
 
 
-def fmt(seconds: float) -> str:
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:8.1f} us"
-    return f"{seconds * 1e3:8.2f} ms"
+def fmt(v) -> str:
+    if v is None:
+        return f"{'-':>11}"
+    if isinstance(v, str):
+        return f"{'n/a':>11}"
+    if v < 1e-3:
+        return f"{v * 1e6:8.1f} us"
+    if v < 1.0:
+        return f"{v * 1e3:8.2f} ms"
+    return f"{v:8.3f} s "
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def _ratio(a, b) -> str:
+    if isinstance(a, float) and isinstance(b, float) and b > 0:
+        return f"{a / b:7.2f}"
+    return f"{'-':>7}"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--only", default="", help="comma-separated workload keys")
     parser.add_argument("--repeat", type=int, default=10)
-    opts = parser.parse_args()
-    print(f"minijax {minijax.__version__} backend={minijax.default_backend()}; "
+    parser.add_argument("--list", action="store_true", help="list workload keys and exit")
+    parser.add_argument("--child-first-call", default="", help=argparse.SUPPRESS)
+    opts = parser.parse_args(argv)
+    if opts.list:
+        for key, (label, *_rest) in WORKLOADS.items():
+            print(f"{key:12} {label}")
+        return
+    if opts.child_first_call:
+        _, maker, size, quick_size, _ = WORKLOADS[opts.child_first_call]
+        print(_first_call("minijax", maker, quick_size if opts.quick else size))
+        return
+    keys = list(WORKLOADS)
+    if opts.only:
+        keys = [k.strip() for k in opts.only.split(",")]
+        unknown = [k for k in keys if k not in WORKLOADS]
+        if unknown:
+            parser.error(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}")
+    print(f"minijax backend={minijax.default_backend()}; "
           f"jax {real_jax.__version__ if real_jax else 'not installed'}; "
-          f"numpy {np.__version__}")
-    header = f"{'workload':28} {'numpy':>11} {'minijax':>11} {'jax':>11} " \
-             f"{'mj/jax':>7} {'np/mj':>7}"
+          f"numpy {np.__version__}; {os.cpu_count()} cpus")
+    header = (f"{'workload':30} {'numpy':>11} {'minijax':>11} {'jax':>11} "
+              f"{'mj/jax':>7} {'np/mj':>7}")
     print(header)
     print("-" * len(header))
-    rows = list(WORKLOADS.items())
-    if opts.only:
-        wanted = set(opts.only.split(","))
-        rows = [r for r in rows if r[0] in wanted]
-    for name, (make, size, quick_size) in rows:
-        res = run_workload(name, make, quick_size if opts.quick else size, opts.repeat)
-        _print_row(name, res)
-    _print_row("eager add (8 elems)", eager_op_cost())
-
-
-def _print_row(name, res):
-    jx = res.get("jax")
-    ratio_jax = f"{res['minijax'] / jx:7.2f}" if jx else "      -"
-    print(f"{name:28} {fmt(res['numpy'])} {fmt(res['minijax'])} "
-          f"{fmt(jx) if jx else '          -'} {ratio_jax} {res['numpy'] / res['minijax']:7.2f}")
-    sys.stdout.flush()
+    notes = []
+    for key in keys:
+        label, maker, size, quick_size, kind = WORKLOADS[key]
+        size = quick_size if opts.quick else size
+        if kind == "jit":
+            res = run_jit(maker, size, opts.repeat)
+        elif kind == "compile":
+            res = run_compile(maker, size, opts.repeat)
+        elif kind == "disk":
+            res = run_disk(key, size, opts.quick)
+        else:
+            res = run_eager(opts.repeat)
+        notes += [f"{label} [{lib}]: {v}" for lib, v in res.items() if isinstance(v, str)]
+        mj, jx, npv = res.get("minijax"), res.get("jax"), res.get("numpy")
+        print(f"{label:30} {fmt(npv)} {fmt(mj)} {fmt(jx)} {_ratio(mj, jx)} {_ratio(npv, mj)}")
+        sys.stdout.flush()
+    for n in notes:
+        print("note:", n)
 
 
 if __name__ == "__main__":
