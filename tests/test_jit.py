@@ -147,3 +147,9 @@ def test_unknown_flag_is_rejected_with_its_name():
     from minijax.compiler.dumps import parse_flags
     with pytest.raises(ValueError, match="--dump_too"):
         parse_flags("--dump_too=/tmp")
+
+
+def test_broadcast_in_dim_expanding_size_one_dims_lowers():
+    f = jax.jit(lambda x: lax.broadcast_in_dim(x, (3, 4, 5), (0, 2)))
+    x = np.arange(5.0, dtype=np.float32).reshape(1, 5)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.broadcast_to(x[:, None, :], (3, 4, 5)))

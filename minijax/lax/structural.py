@@ -160,6 +160,13 @@ def _broadcast_in_dim_batch(trace, vals, dims, *, shape, broadcast_dimensions):
 
 
 def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
+    # XLA's broadcast maps operand dims to output dims of equal size; size-1 operand dims
+    # that expand are reshaped away first.
+    in_shape = ctx.avals_in[0].shape
+    keep = [i for i, d in enumerate(broadcast_dimensions) if in_shape[i] == shape[d]]
+    if len(keep) != len(in_shape):
+        x = ctx.builder.reshape(x, tuple(in_shape[i] for i in keep), metadata=ctx.metadata)
+        broadcast_dimensions = tuple(broadcast_dimensions[i] for i in keep)
     return ctx.builder.broadcast(x, shape, broadcast_dimensions, metadata=ctx.metadata)
 
 
