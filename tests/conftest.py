@@ -1,0 +1,18 @@
+"""Shared test configuration: deterministic hypothesis runs without deadlines.
+
+The "ci" profile (default) derandomizes hypothesis so CI runs are reproducible and bounded;
+set HYPOTHESIS_PROFILE=dev locally for fresh random examples.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.filter_too_much])
+settings.register_profile(
+    "dev", deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
