@@ -24,6 +24,7 @@ import time
 import llvmlite.ir as ir
 import numpy as np
 
+from minijax.backends import cpu_fastcall as fastcall
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.thread_pool import get_pool
@@ -70,6 +71,9 @@ class _Kernel:
         self.symbol = symbol
         self.label = label
         self.fn = None
+        self.fast = None          # builtin-function entry (single-thread kernels)
+        self.fast_symbol = None
+        self._keepalive = None
         out_bytes = sum(s.nbytes for s in spec.output_shapes)
         self.out_specs = [(s.dims, s.dtype) for s in spec.output_shapes]
         self.out_bytes = out_bytes
@@ -133,6 +137,7 @@ class _Program:
         self.param_slots = [self.slot[id(p)] for p in comp.parameters]
         self.root_slot = self.slot[id(comp.root)]
         self.steps: list = []
+        self.root_operand_slots = None
         self.notes: list[str] = []
         self.kernel_count = 0
 
@@ -149,7 +154,8 @@ def _coerce(value, shape):
     """An evaluator result as this backend's value: contiguous arrays, lists for tuples."""
     if shape.is_tuple:
         return [_coerce(v, s) for v, s in zip(value, shape.tuple_shapes)]
-    return np.ascontiguousarray(np.asarray(value, dtype=shape.dtype).reshape(shape.dims))
+    # np.asarray(order="C"), not np.ascontiguousarray, which turns rank-0 arrays into (1,).
+    return np.asarray(np.asarray(value, dtype=shape.dtype).reshape(shape.dims), order="C")
 
 
 class _Compiler:
@@ -168,8 +174,12 @@ class _Compiler:
         spec = emit_kernel(self.ir, name, comp)
         kernel = _Kernel(spec, name, label)
         if _DATA_OFFSET is not None:
-            self._emit_pyobject_entry(name, spec.num_params + len(spec.output_shapes))
+            count = spec.num_params + len(spec.output_shapes)
+            self._emit_pyobject_entry(name, count)
             kernel.symbol = name + "_py"
+            if kernel.threads == 1 and fastcall.SUPPORTED:
+                kernel.fast_symbol = fastcall.emit_fastcall_entry(self.ir, name, count,
+                                                                  spec.outer, _DATA_OFFSET)
         self.kernels.append(kernel)
         return kernel
 
@@ -218,6 +228,14 @@ class _Compiler:
 
         if len(groups) == 1 and not tuple_out:
             kernel, slots = groups[0]
+            if kernel.fast_symbol is not None and not debug and len(kernel.out_specs) == 1:
+                (dims, dt), = kernel.out_specs
+
+                def step(env):
+                    out = empty(dims, dt)
+                    kernel.fast(*[env[s] for s in slots], out)
+                    env[out_slot] = out
+                return step
 
             def step(env):
                 env[out_slot] = run_group(env, kernel, slots)[0]
@@ -265,7 +283,12 @@ class _Compiler:
             prog.template[s] = _coerce(instr.literal, instr.shape)
             return
         if op == "tuple":
-            prog.steps.append(lambda env: env.__setitem__(s, [env[o] for o in ops]))
+            def tuple_step(env):
+                env[s] = [env[o] for o in ops]
+            if instr is prog.comp.root:
+                prog.root_operand_slots = ops
+                tuple_step.root_tuple = True
+            prog.steps.append(tuple_step)
             return
         if op == "get-tuple-element":
             index, src = instr.attrs["index"], ops[0]
@@ -333,9 +356,14 @@ class _Compiler:
         if self.debug >= 4:
             print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)
         if self.kernels:
-            addrs = get_jit().compile(text, [k.symbol for k in self.kernels])
+            symbols = [k.symbol for k in self.kernels] + [
+                k.fast_symbol for k in self.kernels if k.fast_symbol]
+            addrs = get_jit().compile(text, symbols)
             for k in self.kernels:
                 k.fn = _KernelFn(addrs[k.symbol])
+                if k.fast_symbol:
+                    k.fast, k._keepalive = fastcall.make_builtin(
+                        addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
         return text
 
 
@@ -354,20 +382,38 @@ class CpuExecutable(Executable):
         root = module.entry.root
         self._flatten = root.shape.is_tuple and any(s.is_tuple for s in root.shape.tuple_shapes)
         self._tuple_root = root.shape.is_tuple
+        # Flat tuple root: run the entry's steps without building the tuple.
+        self._out_slots = None
+        steps = program.steps
+        if (self._tuple_root and not self._flatten and program.root_operand_slots is not None
+                and steps and getattr(steps[-1], "root_tuple", False)):
+            self._out_slots = list(program.root_operand_slots)
+            self._steps = steps[:-1]
+            self._template = program.template
+            self._param_slots = program.param_slots
 
     def execute(self, args):
         """Run on flat arguments; returns the entry result's leaves."""
-        asc = np.ascontiguousarray
-        args = [asc(a, dtype=dt) for a, dt in zip(args, self._arg_dtypes)]
-        if len(args) != len(self._arg_dtypes):
-            raise TypeError(f"{self.module.name} takes {len(self._arg_dtypes)} arguments, "
+        dtypes = self._arg_dtypes
+        if len(args) != len(dtypes):
+            raise TypeError(f"{self.module.name} takes {len(dtypes)} arguments, "
                             f"got {len(args)}")
-        out = self.program.run(args)
-        if not self._tuple_root:
-            return [out]
-        if self._flatten:
-            return _flatten(out)
-        return list(out)
+        asarray = np.asarray
+        args = [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
+        out_slots = self._out_slots
+        if out_slots is None:
+            out = self.program.run(args)
+            if not self._tuple_root:
+                return [out]
+            if self._flatten:
+                return _flatten(out)
+            return list(out)
+        env = self._template.copy()
+        for s, a in zip(self._param_slots, args):
+            env[s] = a
+        for step in self._steps:
+            step(env)
+        return [env[s] for s in out_slots]
 
     def as_text(self) -> str:
         """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""

@@ -1,0 +1,485 @@
+"""jit: trace once per signature, lower to HLO, optimize, compile, cache, and call.
+
+    f = minijax.jit(fun, static_argnums=..., donate_argnums=...)
+    f(*args)                          # compiles on a cache miss, then runs
+    f.lower(*args).as_text()          # HLO before optimization
+    f.lower(*args).compile().as_text()  # HLO after optimization (+ cost/memory analysis)
+
+Under another transformation (grad, vmap, an outer jit) the function is traced inline: the
+result is the same as JAX's nested jit, and the outermost jit compiles everything at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from minijax import core, tree_util
+from minijax.api_util import fun_name, fun_source, leaf_arg_names, normalize_argnums
+from minijax.array import Array
+from minijax.compiler import cache as cache_mod
+from minijax.config import config, debug_level
+from minijax.core import EvalTrace, ShapedArray, get_aval
+from minijax.dispatch import device_put
+from minijax.interpreters.partial_eval import trace_to_jaxpr
+
+_disable_jit = threading.local()
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True):
+    """Run jitted functions eagerly (op by op) inside the block, with identical results."""
+    previous = getattr(_disable_jit, "value", False)
+    _disable_jit.value = disable
+    try:
+        yield
+    finally:
+        _disable_jit.value = previous
+
+
+def _jit_disabled() -> bool:
+    return getattr(_disable_jit, "value", False) or config.jax_disable_jit
+
+
+def _log(message: str) -> None:
+    print(f"[minijax] {message}", file=sys.stderr)
+
+
+class _CompiledEntry:
+    """A compiled program and what is needed to call it."""
+
+    __slots__ = ("executable", "out_tree", "out_avals", "hoisted", "lowered", "module",
+                 "timings", "donated")
+
+    def __init__(self, executable, out_tree, out_avals, hoisted, lowered, module, timings,
+                 donated):
+        self.executable = executable
+        self.out_tree = out_tree
+        self.out_avals = out_avals
+        self.hoisted = [np.asarray(h) for h in hoisted]
+        self.lowered = lowered
+        self.module = module
+        self.timings = timings
+        self.donated = donated
+
+    def call(self, flat_values):
+        outs = self.executable.execute(list(flat_values) + self.hoisted)
+        arrays = [Array(o if o.dtype == a.dtype else o.astype(a.dtype), a.weak_type)
+                  for o, a in zip(outs, self.out_avals, strict=True)]
+        return tree_util.tree_unflatten(self.out_tree, arrays)
+
+    def fast_caller(self):
+        """A closure running this entry on a tuple of Arrays (the cached-call fast path)."""
+        execute = self.executable.execute
+        hoisted = self.hoisted
+        out_avals = list(self.out_avals)
+        dtypes = [a.dtype for a in out_avals]
+        new = Array.__new__
+        single = self.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == self.out_tree
+        unflatten, out_tree = tree_util.tree_unflatten, self.out_tree
+
+        def wrap(o, aval, dt):
+            if o.dtype != dt:
+                o = o.astype(dt)
+            a = new(Array)
+            a._value = o
+            a.aval = aval
+            a._device = None
+            return a
+
+        if single:
+            aval, dt = out_avals[0], dtypes[0]
+
+            def call(args):
+                return wrap(execute([x._value for x in args] + hoisted)[0], aval, dt)
+        else:
+            def call(args):
+                outs = execute([x._value for x in args] + hoisted)
+                return unflatten(out_tree, [wrap(o, a, d) for o, a, d in
+                                            zip(outs, out_avals, dtypes, strict=True)])
+        return call
+
+
+_NOT_FAST = object()
+_FAST_MAX = 32
+_current_trace = core.current_trace
+
+
+class _FunctionCacheWithFastPath(cache_mod.FunctionCache):
+    """A FunctionCache plus `fast`: Array avals -> call closure, emptied with the cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.fast: dict = {}
+
+    def clear(self) -> None:
+        super().clear()
+        self.fast.clear()
+
+
+class JitWrapped:
+    """A function compiled by minijax.jit. Call it, or `.lower(*args)` to inspect."""
+
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=(),
+                 inline=False, backend=None, opt_level=2):
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._static_argnums = _as_tuple(static_argnums)
+        self._static_argnames = _as_tuple(static_argnames)
+        self._donate_argnums = _as_tuple(donate_argnums)
+        self._inline = inline
+        self._backend = backend
+        self._opt_level = opt_level
+        self._cache = _FunctionCacheWithFastPath()
+        self._fast_ok = not (self._static_argnums or self._static_argnames
+                             or self._donate_argnums)
+        self._name = fun_name(fun)
+        self._source = fun_source(fun)
+
+    def __repr__(self) -> str:
+        return f"<jitted function {self._name}>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # ----------------------------------------------------------------- calling
+    def __call__(self, *args, **kwargs):
+        # Fast path: positional minijax Arrays only, a signature seen before.
+        if not kwargs and self._fast_ok:
+            try:
+                key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type) if type(x) is Array
+                             else _NOT_FAST for x in args])
+                call = self._cache.fast.get(key)
+            except TypeError:
+                call = None
+            if call is not None and type(_current_trace()) is EvalTrace and not (
+                    _disable_jit.__dict__.get("value") or config._values["jax_disable_jit"]):
+                self._cache.stats.hits += 1
+                return call(args)
+        if _jit_disabled() or type(core.current_trace()) is not EvalTrace:
+            return self._fun(*args, **kwargs)
+        signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
+        entry = self._cache.entries.get(signature)
+        if entry is None:
+            entry = self._compile(signature, dyn_leaves, call_fun, names)
+        else:
+            self._cache.stats.hits += 1
+        if (not kwargs and self._fast_ok and args and len(self._cache.fast) < _FAST_MAX
+                and all(type(x) is Array for x in args)):
+            self._cache.fast[tuple((x.aval.shape, x.aval.dtype, x.aval.weak_type)
+                                   for x in args)] = entry.fast_caller()
+        return entry.call([_host_value(x) for x in dyn_leaves])
+
+    def _signature(self, args, kwargs):
+        nargs = len(args)
+        static_nums = {i % nargs for i in self._static_argnums if -nargs <= i < nargs}
+        static_items = []
+        for i in sorted(static_nums):
+            static_items.append((f"arg{i}", _check_hashable(args[i], f"argument {i}",
+                                                            self._name)))
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_argnames:
+                static_items.append((k, _check_hashable(v, f"argument '{k}'", self._name)))
+            else:
+                dyn_kwargs[k] = v
+        for i in range(nargs):
+            name = _positional_name(self._fun, i)
+            if name is not None and name in self._static_argnames and i not in static_nums:
+                static_nums.add(i)
+                static_items.append((name, _check_hashable(args[i], f"argument '{name}'",
+                                                           self._name)))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_nums)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(_aval_key(x) for x in leaves)
+        signature = cache_mod.CallSignature(
+            in_tree, avals, tuple(static_items), self._backend or "", (self._opt_level,))
+
+        def call_fun(*flat):
+            d_args, d_kwargs = tree_util.tree_unflatten(in_tree, flat)
+            it = iter(d_args)
+            full = [args[i] if i in static_nums else next(it) for i in range(nargs)]
+            return self._fun(*full, **d_kwargs, **{k: v for k, v in kwargs.items()
+                                                    if k in self._static_argnames})
+        names = leaf_arg_names(self._fun, [a for i, a in enumerate(args)
+                                           if i not in static_nums]) \
+            if len(leaves) < 256 else [f"args[{i}]" for i in range(len(leaves))]
+        names += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(names))]
+        return signature, leaves, call_fun, names
+
+    # ----------------------------------------------------------------- compiling
+    def _trace(self, signature, call_fun, names):
+        in_avals = [ShapedArray(s, d, w) for s, d, w in signature.avals]
+        store = {}
+
+        def flat_fun(*flat):
+            out = call_fun(*flat)
+            leaves, out_tree = tree_util.tree_flatten(out)
+            store["out_tree"] = out_tree
+            return leaves
+        closed, _ = trace_to_jaxpr(flat_fun, in_avals, arg_names=names, fun_name=self._name,
+                                   purpose="jit", fun_source=self._source)
+        return closed, store["out_tree"]
+
+    def _compile(self, signature, dyn_leaves, call_fun, names):
+        with self._cache.lock:
+            entry = self._cache.entries.get(signature)
+            if entry is not None:
+                return entry
+            stats = self._cache.stats
+            reason = cache_mod.explain_miss(signature, self._cache.entries.keys(), names)
+            stats.misses += 1
+            timings = {}
+            t0 = time.perf_counter()
+            closed, out_tree = self._trace(signature, call_fun, names)
+            timings["trace"] = time.perf_counter() - t0
+            lowered = Lowered(self, closed, out_tree, signature, names)
+            entry = lowered._compile_entry(timings)
+            stats.compiles += 1
+            stats.compile_seconds += sum(timings.values())
+            stats.history.append(reason)
+            self._cache.entries.put(signature, entry, _entry_bytes(entry))
+            if debug_level() >= 1 or config.jax_log_compiles:
+                stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in timings.items())
+                where = f" ({self._source.short()})" if self._source else ""
+                _log(f"compiled {self._name}{where} for "
+                     f"{_sig_text(signature)}: {stages}; kernels: "
+                     f"{getattr(entry.executable, 'kernel_count', '?')}. Reason: {reason}")
+            if stats.compiles == 8:
+                warnings.warn(f"minijax.jit: {self._name} has been compiled 8 times; "
+                              f"the last miss: {reason}. Set MINIJAX_DEBUG=1 to see every "
+                              "recompile and why.", stacklevel=4)
+            return entry
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Trace and lower for these arguments; returns a Lowered (HLO before passes)."""
+        signature, _, call_fun, names = self._signature(args, kwargs)
+        closed, out_tree = self._trace(signature, call_fun, names)
+        return Lowered(self, closed, out_tree, signature, names)
+
+    def trace(self, *args, **kwargs):
+        """The ClosedJaxpr jit traces for these arguments."""
+        signature, _, call_fun, names = self._signature(args, kwargs)
+        return self._trace(signature, call_fun, names)[0]
+
+    def eval_shape(self, *args, **kwargs):
+        from minijax.api import ShapeDtypeStruct
+        signature, _, call_fun, names = self._signature(args, kwargs)
+        closed, out_tree = self._trace(signature, call_fun, names)
+        return tree_util.tree_unflatten(
+            out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])
+
+    def _cache_size(self) -> int:
+        return len(self._cache.entries)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    @property
+    def cache_stats(self):
+        """Hits, misses, compiles and the reason for each compile."""
+        return self._cache.stats
+
+
+class Lowered:
+    """A traced and lowered program (`jit(f).lower(*args)`)."""
+
+    def __init__(self, wrapped: JitWrapped, closed_jaxpr, out_tree, signature, arg_names):
+        from minijax.compiler.lower import lower_jaxpr_to_module
+        self._wrapped = wrapped
+        self.jaxpr = closed_jaxpr
+        self.out_tree = out_tree
+        self.signature = signature
+        self.arg_names = arg_names
+        t0 = time.perf_counter()
+        self.module, self.hoisted = lower_jaxpr_to_module(closed_jaxpr, wrapped._name,
+                                                          wrapped._name)
+        nargs = len(signature.avals)
+        donated = _donated_leaf_indices(wrapped, signature, nargs)
+        self.module.donated_params = donated
+        self.lower_seconds = time.perf_counter() - t0
+        from minijax.compiler.hlo.printer import module_to_text
+        self._text = module_to_text(self.module)
+
+    def as_text(self, dialect: str = "hlo") -> str:
+        """The HLO text before optimization."""
+        return self._text
+
+    def compile(self) -> Compiled:
+        """Optimize and compile (through the compile cache's shared executable level)."""
+        entry = self._compile_entry({})
+        return Compiled(entry, self)
+
+    def _compile_entry(self, timings) -> _CompiledEntry:
+        from minijax.backends import get_backend
+        from minijax.compiler import dumps
+        from minijax.compiler.pipeline import CompileOptions, optimize
+        timings["lower"] = self.lower_seconds
+        backend = get_backend(self._wrapped._backend or None)
+        options = CompileOptions(opt_level=self._wrapped._opt_level, backend=backend.name)
+        fp = cache_mod.fingerprint(self._text, backend.name, (options.opt_level,))
+        cached = cache_mod.executable_cache.get(fp)
+        flags = dumps.dump_flags()
+        if cached is not None and not flags.dump_to:
+            executable, module = cached
+        else:
+            t0 = time.perf_counter()
+            if flags.dump_to:
+                options = CompileOptions(opt_level=options.opt_level, backend=backend.name,
+                                         dump_to=flags.dump_to,
+                                         dump_pass_re=flags.dump_pass_re)
+            module = optimize(self.module, options)
+            timings["optimize"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            executable = backend.compile(module, options)
+            timings["codegen"] = time.perf_counter() - t0
+            cache_mod.executable_cache.put(fp, (executable, module), _module_bytes(module))
+            if flags.dump_to:
+                dumps.dump_module(flags, self._wrapped._name, self, module, executable,
+                                  timings)
+        out_avals = list(self.jaxpr.out_avals)
+        return _CompiledEntry(executable, self.out_tree, out_avals, self.hoisted, self,
+                              module, timings, self.module.donated_params)
+
+    def cost_analysis(self) -> dict:
+        from minijax.compiler.analysis import cost_analysis
+        return cost_analysis(self.module)
+
+
+class Compiled:
+    """A compiled program (`jit(f).lower(*args).compile()`): callable and inspectable."""
+
+    def __init__(self, entry: _CompiledEntry, lowered: Lowered):
+        self._entry = entry
+        self._lowered = lowered
+
+    def as_text(self) -> str:
+        """The HLO text after optimization (fusions, buffer assignment summary)."""
+        from minijax.compiler.hlo.printer import module_to_text
+        return module_to_text(self._entry.module)
+
+    def cost_analysis(self) -> dict:
+        """flops, transcendentals and bytes accessed of the optimized program."""
+        from minijax.compiler.analysis import cost_analysis
+        return cost_analysis(self._entry.module)
+
+    def memory_analysis(self):
+        """Argument, output, temporary and peak bytes from buffer assignment."""
+        from minijax.compiler.analysis import memory_analysis
+        return memory_analysis(self._entry.module)
+
+    @property
+    def kernel_count(self) -> int:
+        return getattr(self._entry.executable, "kernel_count", 0)
+
+    def __call__(self, *args, **kwargs):
+        signature, leaves, _, _ = self._lowered._wrapped._signature(args, kwargs)
+        if signature != self._lowered.signature:
+            raise TypeError("Compiled function called with arguments of a different "
+                            f"signature: {cache_mod.explain_miss(signature, [self._lowered.signature], self._lowered.arg_names)}")  # noqa: E501
+        return self._entry.call([_host_value(x) for x in leaves])
+
+
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),
+        donate_argnames=None, inline=False, backend=None, device=None, keep_unused=False,
+        opt_level=2):
+    """Compile `fun` with minijax's XLA-style compiler (as jax.jit).
+
+    `static_argnums`/`static_argnames` mark hashable arguments that are baked into the
+    program (a new value recompiles); `opt_level` 0..2 trades run time for compile time.
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, inline=inline,
+                                 backend=backend, opt_level=opt_level)
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, inline, backend,
+                      opt_level)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
+def _positional_name(fun, i):
+    code = getattr(fun, "__code__", None)
+    if code is None or i >= code.co_argcount:
+        return None
+    return code.co_varnames[i]
+
+
+def _check_hashable(value, what: str, name: str):
+    if isinstance(value, list):
+        value = tuple(value)
+    try:
+        hash(value)
+    except TypeError as e:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported: {what} of jit({name}) is "
+            f"{type(value).__name__} ({e}). Static arguments must be hashable: use a tuple "
+            "instead of a list or array, or a frozen dataclass.") from None
+    return value
+
+
+def _aval_key(x):
+    t = type(x)
+    if t is Array:
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if t in (int, float, complex, bool):
+        a = get_aval(x)
+        return (a.shape, a.dtype, a.weak_type)
+    if isinstance(x, core.Tracer):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    a = get_aval(x if isinstance(x, (np.ndarray, np.generic, Array)) else np.asarray(x))
+    return (a.shape, a.dtype, a.weak_type)
+
+
+def _host_value(x):
+    t = type(x)
+    if t is Array:
+        return x._value
+    return device_put(x)._value
+
+
+def _donated_leaf_indices(wrapped, signature, nargs) -> set:
+    if not wrapped._donate_argnums:
+        return set()
+    # Donation applies to leaves of donated positional arguments (flat order).
+    nums = set(normalize_argnums(wrapped._donate_argnums, max(nargs, 1), "donate_argnums"))
+    return {i for i in range(nargs) if i in nums}
+
+
+def _entry_bytes(entry) -> int:
+    return 4096 + sum(h.nbytes for h in entry.hoisted)
+
+
+def _module_bytes(module) -> int:
+    return 4096 + sum(i.literal.nbytes for c in module.computations for i in c.instructions
+                      if i.literal is not None)
+
+
+def _sig_text(signature) -> str:
+    from minijax.compiler.cache import _aval_text
+    parts = [_aval_text(a) for a in signature.avals]
+    if signature.static_args:
+        parts += [f"{k}={v!r}" for k, v in signature.static_args]
+    return "(" + ", ".join(parts) + ")"
