@@ -20,6 +20,7 @@ from minijax.interpreters.partial_eval import JaxprTrace
 
 primitive_jvps: dict = {}
 primitive_transposes: dict = {}
+linear_primitives: set = set()  # registered with deflinear: linear in every operand
 
 
 class Zero:
@@ -237,11 +238,15 @@ def backward_pass(jaxpr, consts, cotangents) -> list:
         if all(type(ct) is Zero for ct in cts_out):
             continue
         args = []
+        all_linear = eqn.primitive in linear_primitives
         for v in eqn.invars:
-            if type(v) is Literal:
-                args.append(v.val)
-            elif v in linear:
+            if all_linear or (type(v) is not Literal and v in linear):
+                # A deflinear primitive's rule treats every operand as linear, also a
+                # constant one (e.g. add_any(t, 0.0) after a zero was instantiated); the
+                # cotangent of a constant is dropped by add_ct.
                 args.append(UndefinedPrimal(v.aval))
+            elif type(v) is Literal:
+                args.append(v.val)
             else:
                 args.append(known[v])
         rule = primitive_transposes.get(eqn.primitive)
@@ -302,6 +307,7 @@ def deflinear(primitive, transpose_rule):
         return primal_out, primitive.bind(*tangents, **params)
     primitive_jvps[primitive] = rule
     primitive_transposes[primitive] = transpose_rule
+    linear_primitives.add(primitive)
 
 
 def defjvp_zero(primitive):
