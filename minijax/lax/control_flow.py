@@ -108,8 +108,10 @@ def _bind_cond(index, funs, operands, what):
               for f in funs]
     out_trees = [t[2] for t in traced]
     out_avals = [t[0].out_avals for t in traced]
+    if what is not None:  # cond: JAX compares true_fun (branch 1) with false_fun
+        check_tree_and_avals(what, out_trees[1], out_avals[1], out_trees[0], out_avals[0])
     for i in range(1, len(funs)):
-        check_tree_and_avals(what or f"branch 0 and {i} outputs", out_trees[0], out_avals[0],
+        check_tree_and_avals(f"branch 0 and {i} outputs", out_trees[0], out_avals[0],
                              out_trees[i], out_avals[i])
     # Weak-type join: an output strong in any branch is strong in all.
     joined = [a.strip_weak_type() if any(not avals[k].weak_type for avals in out_avals)

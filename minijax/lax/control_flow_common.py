@@ -81,6 +81,21 @@ def check_tree_and_avals(what: str, tree1, avals1, tree2, avals2) -> None:
                         f"{type_diff_text(tree1, avals1, avals2)}.")
 
 
+def promote_weak_inputs(values, in_avals, out_avals):
+    """A weakly typed loop input whose body output has another dtype takes that dtype (as
+    JAX does for carries initialised with Python scalars). Returns (values, avals, changed)."""
+    from minijax.lax.structural import convert_element_type
+    new_vals, new_avals, changed = [], [], False
+    for x, a, o in zip(values, in_avals, out_avals, strict=True):
+        if a.weak_type and a.shape == o.shape and a.dtype != o.dtype:
+            x = convert_element_type(x, o.dtype, weak_type=o.weak_type)
+            a = a.update(dtype=o.dtype, weak_type=o.weak_type)
+            changed = True
+        new_vals.append(x)
+        new_avals.append(a)
+    return new_vals, new_avals, changed
+
+
 def to_strong(x, aval: ShapedArray):
     """x converted to `aval` when only its weak type differs."""
     from minijax.lax.structural import convert_element_type

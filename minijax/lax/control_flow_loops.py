@@ -31,6 +31,7 @@ from minijax.lax.control_flow_common import (
     materialize,
     move_to_front,
     permute_invars,
+    promote_weak_inputs,
     split_list,
     to_strong,
     trace_flat,
@@ -65,6 +66,11 @@ def while_loop(cond_fun, body_fun, init_val):
         return trace_user_fun(fun, wrap_tree, avals, "lax.while_loop body_fun")
 
     body, body_consts, body_tree = trace_body(init_avals)
+    if body_tree == in_tree:
+        init_flat, init_avals, changed = promote_weak_inputs(init_flat, init_avals,
+                                                             body.out_avals)
+        if changed:
+            body, body_consts, body_tree = trace_body(init_avals)
     body_out = body.out_avals
     check_tree_and_avals("body_fun output and input", body_tree, body_out, in_tree,
                          init_avals)

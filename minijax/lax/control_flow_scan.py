@@ -27,6 +27,7 @@ from minijax.lax.control_flow_common import (
     materialize,
     move_to_front,
     permute_invars,
+    promote_weak_inputs,
     split_list,
     to_strong,
     trace_user_fun,
@@ -92,8 +93,13 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 
     jaxpr, consts, out_tree = body(init_avals)
     carry_tree, y_tree = _split_out_tree(out_tree)
-    out_avals = jaxpr.out_avals
-    carry_out = out_avals[:carry_tree.num_leaves] if carry_tree is not None else out_avals
+    carry_out = jaxpr.out_avals[:carry_tree.num_leaves]
+    if carry_tree == init_tree:
+        init_flat, init_avals, changed = promote_weak_inputs(init_flat, init_avals, carry_out)
+        if changed:
+            jaxpr, consts, out_tree = body(init_avals)
+            carry_tree, y_tree = _split_out_tree(out_tree)
+            carry_out = jaxpr.out_avals[:carry_tree.num_leaves]
     check_tree_and_avals("scan carry output and input", carry_tree, carry_out, init_tree,
                          init_avals)
     # Weak types: a weak init whose carry comes back strong is promoted; a strong carry
@@ -393,6 +399,8 @@ def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unrol
     for a in y_avals:
         zero = b.constant(np.zeros((), a.dtype), a.dtype, metadata=md)
         ys_init.append(b.broadcast(zero, (length,) + a.shape, (), metadata=md))
+    if length == 0:
+        return list(init) + ys_init
     i0 = b.constant(np.int32(0), np.int32, metadata=md)
     state = [i0, *consts, *init, *xs, *ys_init]
     init_tuple = b.tuple(state, metadata=md)
