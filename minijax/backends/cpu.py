@@ -29,8 +29,9 @@ from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.thread_pool import get_pool
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
+from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.codegen.loops import emit_kernel, output_shapes, reduce_roots
+from minijax.compiler.codegen.loops import emit_kernel, output_shapes
 from minijax.compiler.hlo.ir import Computation, Instruction
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
@@ -89,42 +90,6 @@ class _Kernel:
             get_pool().parallel_for(self.fn, ptrs, self.spec.outer, self.threads)
         else:
             self.fn(ptrs, 0, self.spec.outer)
-
-
-def _wrap_instruction(instr: Instruction) -> tuple[Computation, list[Instruction]]:
-    """A one-instruction fused computation for `instr` and the operands it takes."""
-    params: dict[int, Instruction] = {}
-    operands: list[Instruction] = []
-    body: list[Instruction] = []
-    new_ops = []
-    for op in instr.operands:
-        if id(op) not in params:
-            if op.opcode == "constant" and op.shape.size <= 1:
-                p = Instruction("constant", op.shape, literal=op.literal, name=f"c{len(body)}")
-            else:
-                p = Instruction("parameter", op.shape, name=f"p{len(operands)}",
-                                parameter_number=len(operands))
-                operands.append(op)
-            params[id(op)] = p
-            body.append(p)
-        new_ops.append(params[id(op)])
-    new = Instruction(instr.opcode, instr.shape, new_ops, attrs=instr.attrs,
-                      called=instr.called, name="root", literal=instr.literal)
-    return Computation(f"wrapped_{instr.name}", body + [new], root=new), operands
-
-
-def _split_roots(comp: Computation) -> list[Computation] | None:
-    """Per-output computations for a multi-output fusion whose roots need different loops."""
-    root = comp.root
-    if root.opcode != "tuple":
-        return None
-    if reduce_roots(comp) is not None:
-        return None
-    roots = root.operands
-    if all(r.opcode != "reduce" for r in roots) and len({r.shape.dims for r in roots}) == 1:
-        return None
-    return [Computation(f"{comp.name}.{k}", comp.instructions, root=r)
-            for k, r in enumerate(roots)]
 
 
 class _Program:
@@ -251,7 +216,7 @@ class _Compiler:
         """Add kernel steps for fused computation `comp`; False if it cannot be generated."""
         if unsupported_reason(comp) is not None:
             return False
-        parts = _split_roots(comp) or [comp]
+        parts = split_roots(comp) or [comp]
         kernels = [(self._new_kernel(part, label), None) for part in parts]
         in_slots = [prog.slot[id(op)] for op in operands]
         tuple_out = instr.shape.is_tuple
@@ -316,7 +281,7 @@ class _Compiler:
             prog.steps.append(self._call_step(sub, ops, s))
             return
         if op in _KERNEL_OPCODES:
-            comp, operands = _wrap_instruction(instr)
+            comp, operands = wrap_instruction(instr)
             if self._compile_fused(prog, comp, operands, instr, f"{op} {instr.name}"):
                 return
         if op == "dot":
