@@ -44,7 +44,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         a = jnp.concatenate(seq, axis=axis)
     for _ in range(n):
         m = a.shape[axis]
-        hi = lax.slice_in_dim(a, 1, m, axis=axis)
+        hi = lax.slice_in_dim(a, min(1, m), m, axis=axis)
         lo = lax.slice_in_dim(a, 0, max(m - 1, 0), axis=axis)
         a = (hi != lo) if a.dtype == np.bool_ else hi - lo
     return a
@@ -196,7 +196,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     (y,) = util.promote_dtypes_inexact(y)
     axis = util.canonicalize_axis(axis, y.ndim)
     m = y.shape[axis]
-    hi = lax.slice_in_dim(y, 1, m, axis=axis)
+    hi = lax.slice_in_dim(y, min(1, m), m, axis=axis)
     lo = lax.slice_in_dim(y, 0, max(m - 1, 0), axis=axis)
     if x is None:
         return jnp.sum((hi + lo) * (jnp.asarray(dx, y.dtype) / 2), axis=axis)

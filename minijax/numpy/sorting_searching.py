@@ -40,12 +40,13 @@ def _require_size(name, x, size, arg="size"):
     if size is not None:
         return operator.index(size)
     where = user_frame_info(2)
+    padding = " (and fill_value=... for the padding)" if arg == "size" else ""
     raise ConcretizationTypeError(concretization_message(
         f"jnp.{name} (called at {where.short()}) has an output size that depends on the "
         f"values of its input, so it needs a static `{arg}=` argument inside jit, vmap or "
         "grad", x,
-        f"Pass {arg}=N (and fill_value=... for the padding) so the output shape is static, "
-        f"e.g. jnp.{name}(x, {arg}=N); or call jnp.{name} outside the transformed function."))
+        f"Pass {arg}=N{padding} so the output shape is static, e.g. jnp.{name}(x, {arg}=N); "
+        f"or call jnp.{name} outside the transformed function."))
 
 
 # --------------------------------------------------------------------------- sorting
@@ -67,8 +68,20 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
         raise TypeError("The 'order' argument to sort is not supported.")
     a, axis = _axis_or_flat(a, axis)
     if descending:
-        return lax.rev(lax.sort(lax.rev(a, (axis,)), axis, is_stable=stable), (axis,))
-    return lax.sort(a, axis, is_stable=stable)
+        a = lax.rev(a, (axis,))
+    if get_aval(a).dtype.kind == "f":
+        _, out = lax.sort((_sort_key(a), a), axis, is_stable=stable, num_keys=1)
+    else:
+        out = lax.sort(a, axis, is_stable=stable)
+    return lax.rev(out, (axis,)) if descending else out
+
+
+def _sort_key(a):
+    """Sort keys with -0.0 and 0.0 equal, as in JAX (lax.sort itself orders -0.0 first)."""
+    if get_aval(a).dtype.kind != "f":
+        return a
+    zero = util.full_like_scalar(0, a)
+    return lax.select_n(lax.eq(a, zero), a, lax.broadcast_in_dim(zero, get_aval(a).shape, ()))
 
 
 def sort_complex(a):
@@ -89,10 +102,11 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     iota = util.iota(idx_dtype, shape, axis)
     if descending:
         # Sort the reversed array so ties come out in ascending index order once reversed.
-        _, perm = lax.sort((lax.rev(a, (axis,)), iota), axis, is_stable=True, num_keys=1)
+        _, perm = lax.sort((_sort_key(lax.rev(a, (axis,))), iota), axis, is_stable=True,
+                           num_keys=1)
         last = util.full(shape, builtins.max(shape[axis] - 1, 0), idx_dtype)
         return lax.sub(last, lax.rev(perm, (axis,)))
-    _, perm = lax.sort((a, iota), axis, is_stable=stable, num_keys=1)
+    _, perm = lax.sort((_sort_key(a), iota), axis, is_stable=stable, num_keys=1)
     return perm
 
 
@@ -109,7 +123,8 @@ def lexsort(keys, axis=-1):
         raise TypeError("lexsort: keys must be at least 1-dimensional")
     axis = util.canonicalize_axis(axis, len(shape))
     iota = util.iota(_index_dtype(), shape, axis)
-    outs = lax.sort(tuple(keys[::-1]) + (iota,), axis, is_stable=True, num_keys=len(keys))
+    outs = lax.sort(tuple(_sort_key(k) for k in keys[::-1]) + (iota,), axis, is_stable=True,
+                    num_keys=len(keys))
     return outs[-1]
 
 
@@ -195,7 +210,7 @@ def digitize(x, bins, right=False, *, method=None):
     side = "left" if right else "right"
     kw = {} if method is None else {"method": method}
     inc = searchsorted(bins, x, side=side, **kw)
-    dec = n - searchsorted(bins[::-1], x, side="right" if right else "left", **kw)
+    dec = n - searchsorted(bins[::-1], x, side=side, **kw)
     return jnp.where(bins[-1] >= bins[0], inc, dec)
 
 
@@ -267,7 +282,6 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
         starts = jnp.concatenate([jnp.ones((1,), bool), ~same[1:]]) if n else same
     (pos,) = jnp.nonzero(starts, size=size, fill_value=n)
     valid = pos < n
-    num = jnp.sum(starts, dtype=idx_dt)
     first = s[0] if n else jnp.zeros((), s.dtype)
     fill = first if fill_value is None else jnp.asarray(fill_value, s.dtype)
     vals = jnp.where(valid, jnp.take(s, jnp.clip(pos, 0, builtins.max(n - 1, 0))), fill)
@@ -280,9 +294,8 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
         inverse = jnp.zeros((n,), idx_dt).at[perm].set(group)
         outs.append(inverse.reshape(get_aval(ar).shape) if get_aval(ar).ndim > 1 else inverse)
     if return_counts:
-        nxt = jnp.concatenate([pos[1:], jnp.full((1,), n, pos.dtype)])
-        nxt = jnp.where(jnp.arange(size) + 1 < num, nxt, n)
-        outs.append(jnp.where(valid, nxt - pos, 0).astype(idx_dt))
+        group = jnp.cumsum(starts.astype(idx_dt)) - 1
+        outs.append(jnp.zeros((size,), idx_dt).at[group].add(1, mode="drop"))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
