@@ -465,7 +465,9 @@ class ElementalEmitter:
         b = self.b
         dim = instr.attrs["dimensions"][0]
         multi = index.get_multi(b)
-        pieces = [op for op in instr.operands if op.shape.dims[dim] > 0]
+        # With every piece empty the output is empty and this code never runs, but it must
+        # still produce a value: read (clamped) from the first operand.
+        pieces = [op for op in instr.operands if op.shape.dims[dim] > 0] or instr.operands[:1]
         offsets, off = [], 0
         for op in pieces:
             offsets.append(off)

@@ -348,8 +348,13 @@ def pow(b: ir.IRBuilder, x, y):  # noqa: A001 - the HLO opcode's name
     y_int = b.fcmp_ordered("==", call_intrinsic(b, "llvm.floor", [yd]), yd)
     half = b.fmul(yd, _c(yd, 0.5))
     y_odd = b.and_(y_int, b.fcmp_ordered("!=", call_intrinsic(b, "llvm.floor", [half]), half))
-    xneg = b.fcmp_ordered("<", xd, _c(xd, 0.0))
-    r = b.select(b.and_(xneg, y_odd), b.fneg(r), r)
+    # The sign bit, not `x < 0`: pow(-0, odd) is -0 (or -inf), pow(-inf, odd) is -inf.
+    sign = b.icmp_signed("<", b.bitcast(xd, int_type_like(xd.type)),
+                         const(int_type_like(xd.type), 0))
+    r = b.select(b.and_(sign, y_odd), b.fneg(r), r)
+    # NaN only for finite negative x with a non-integer y (pow(-inf, 0.5) is +inf).
+    xneg = b.and_(b.fcmp_ordered("<", xd, _c(xd, 0.0)),
+                  b.fcmp_ordered("!=", xd, _c(xd, float("-inf"))))
     r = b.select(b.and_(xneg, b.not_(y_int)), _c(r, float("nan")), r)
     one = b.or_(b.fcmp_ordered("==", yd, _c(yd, 0.0)), b.fcmp_ordered("==", xd, _c(xd, 1.0)))
     y_inf = b.fcmp_ordered("==", call_intrinsic(b, "llvm.fabs", [yd]), _c(yd, float("inf")))

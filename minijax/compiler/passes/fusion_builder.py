@@ -41,6 +41,10 @@ class FusionBuilder:
 
     def __init__(self, module: Module, comp: Computation, names: NameUniquer):
         self.module, self.comp, self.names = module, comp, names
+        # id(fusion) -> {id(producer): (producer, its copy)} for the non-fusion producers
+        # copied in so far: a producer reached again along another path reuses its copy
+        # (a CSE of the whole body after every step made fusion quadratic in its size).
+        self._copies: dict[int, dict[int, tuple]] = {}
 
     # -- parameters ----------------------------------------------------------------------
 
@@ -97,12 +101,18 @@ class FusionBuilder:
         body = fused_computation(fusion)
         index = next(i for i, op in enumerate(fusion.operands) if op is producer)
         old_param = body.parameters[index]
-        value = self._copy_into(fusion, producer, rename)
+        copies = self._copies.setdefault(id(fusion), {})
+        known = copies.get(id(producer))
+        reuse = known is not None and known[0] is producer and any(
+            i is known[1] for i in body.instructions)
+        value = known[1] if reuse else self._copy_into(fusion, producer, rename)
         body.replace_all_uses(old_param, value)
         self._remove_param(fusion, index)
         body.topological_sort()
-        # A producer fused twice (once per path that leads into the fusion) leaves two
-        # identical copies; keep one.
+        if producer.opcode != "fusion":
+            copies[id(producer)] = (producer, value)
+            return value
+        # A fused producer's body may repeat code already in this fusion; keep one copy.
         return eliminate_common_subexpressions(body).get(id(value), value)
 
     def wrap(self, instr: Instruction, kind: str) -> Instruction:
