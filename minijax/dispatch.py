@@ -50,12 +50,30 @@ def wrap_output(value, aval: ShapedArray) -> Array:
     return Array(value, aval.weak_type)
 
 
+_out_aval_cache: dict = {}
+
+
+def _out_aval(primitive, avals, params):
+    """abstract_eval, memoized on (primitive, input avals, params) when params hash."""
+    try:
+        key = (primitive, avals, tuple(params.items()))
+        out = _out_aval_cache.get(key)
+    except TypeError:
+        return primitive.abstract_eval(*avals, **params)
+    if out is None:
+        out = primitive.abstract_eval(*avals, **params)
+        if len(_out_aval_cache) > 4096:
+            _out_aval_cache.clear()
+        _out_aval_cache[key] = out
+    return out
+
+
 def apply_primitive(primitive, *args, **params):
     """Run one primitive eagerly on concrete arguments."""
     impl = numpy_impls.get(primitive)
     if impl is None:
         raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
-    out_aval = primitive.abstract_eval(*map(_aval_of, args), **params)
+    out_aval = _out_aval(primitive, tuple(map(_aval_of, args)), params)
     with np.errstate(all="ignore"):
         out = impl(*map(_to_numpy, args), **params)
     if primitive.multiple_results:

@@ -12,7 +12,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.array import Array
-from minijax.core import Tracer, get_aval
+from minijax.core import ShapedArray, Tracer, get_aval
 
 AxisError = np.exceptions.AxisError
 
@@ -137,6 +137,8 @@ def promote_dtypes(*args):
 
 def promote_dtypes_inexact(*args):
     """Promote, then move integer/bool results to the default float dtype."""
+    if _same_typed_arrays(args) and args[0].aval.dtype.kind in "fc":
+        return list(args)
     dtype, weak = dtypes.result_type_and_weak(*args)
     dtype = dtypes.canonicalize_dtype(dtypes.to_inexact(dtype))
     return [convert(a, dtype, weak) for a in args]
@@ -208,18 +210,37 @@ def broadcast_arrays_for_op(*arrays):
     return [a if get_aval(a).ndim == 0 else broadcast_to(a, shape) for a in arrays]
 
 
+def _same_typed_arrays(args) -> bool:
+    """Fast path: all arguments are Arrays/tracers with one shape, dtype and weak type."""
+    first = getattr(args[0], "aval", None)
+    if first is None or type(first) is not ShapedArray:
+        return False
+    for a in args[1:]:
+        aval = getattr(a, "aval", None)
+        if aval is None or not (aval.shape == first.shape and aval.dtype == first.dtype
+                                and aval.weak_type == first.weak_type):
+            return False
+    return True
+
+
 def promote_args(name, *args):
     """Check, promote dtypes and broadcast (the prelude of jnp binary functions)."""
+    if _same_typed_arrays(args):
+        return list(args)
     check_arraylike(name, *args)
     return broadcast_arrays_for_op(*promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
+    if _same_typed_arrays(args) and args[0].aval.dtype.kind in "fc":
+        return list(args)
     check_arraylike(name, *args)
     return broadcast_arrays_for_op(*promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(name, *args):
+    if _same_typed_arrays(args) and args[0].aval.dtype != dtypes.bool_:
+        return list(args)
     check_arraylike(name, *args)
     return broadcast_arrays_for_op(*promote_dtypes_numeric(*args))
 
