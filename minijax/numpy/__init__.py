@@ -304,3 +304,9 @@ for _mod in (_einsum_ops, _sorting_searching, _signal_stats):
     for _name in _mod.__all__:
         globals().setdefault(_name, getattr(_mod, _name))
 del _einsum_ops, _sorting_searching, _signal_stats, _mod, _name
+
+
+def __getattr__(name):
+    """Unknown names: NotImplementedError with an alternative for common NumPy functions."""
+    from minijax.numpy._missing import missing_attribute
+    return missing_attribute(name)
