@@ -456,6 +456,12 @@ def _move_out(trace, out, out_axis, size, axis_name):
         val, dim = out.val, out.batch_dim
     else:
         val, dim = out, None
+    if isinstance(val, np.ndarray) and val.dtype == float0:
+        if out_axis is None:
+            return val
+        shape = list(val.shape)
+        shape.insert(out_axis % (len(shape) + 1), size)
+        return np.zeros(shape, float0)
     if out_axis is None:
         if dim is not None:
             where = f" (axis_name={axis_name!r})" if axis_name is not None else ""

@@ -211,6 +211,10 @@ def test_grad_allow_int_gives_float0_zeros():
     g = minijax.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True)(2.0, 3)
     np.testing.assert_allclose(g[0], 3.0)
     assert g[1].dtype == minijax.api.float0 and g[1].shape == ()
+    gx, gn = minijax.vmap(minijax.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True))(
+        jnp.ones(3), jnp.arange(3))
+    np.testing.assert_allclose(gx, [0.0, 1.0, 2.0])
+    assert gn.dtype == minijax.api.float0 and gn.shape == (3,)
 
 
 def test_grad_complex_inputs_and_holomorphic():
