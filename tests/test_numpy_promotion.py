@@ -125,3 +125,8 @@ def test_operators_return_notimplemented_for_unknown_types():
     with pytest.raises(TypeError):
         x + "a"
     assert (x == None) is False  # noqa: E711
+
+
+def test_result_type_accepts_numpy_arrays():
+    assert jnp.result_type(jnp.ones(2), np.ones(2, np.int32)) == np.float32
+    assert jnp.result_type(jnp.ones(2, jnp.int32), np.ones(2, np.int8)) == np.int32

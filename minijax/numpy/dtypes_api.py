@@ -109,7 +109,7 @@ def iinfo(int_type):
 def _dtype_or_value(x):
     if isinstance(x, _ScalarMeta):
         return x.dtype
-    if x in (int, float, complex, bool):
+    if isinstance(x, type) and x in (int, float, complex, bool):
         return np.dtype(x) if x is bool else {int: "i*", float: "f*", complex: "c*"}[x]
     return x
 
