@@ -56,6 +56,10 @@ def fun_name(fun) -> str:
 def fun_source(fun):
     """The SourceInfo of a function's definition, when Python knows it."""
     from minijax.source_info import SourceInfo
+    try:
+        fun = inspect.unwrap(fun)
+    except ValueError:
+        pass
     code = getattr(fun, "__code__", None)
     if code is None:
         return None
