@@ -73,8 +73,8 @@ def _eqn_text(eqn, namer, indent: int, source: bool) -> str:
         items = [f"{k}={_param_text(v, namer, indent, source)}"
                  for k, v in sorted(eqn.params.items())]
         params = "[" + " ".join(items) + "]" if len(" ".join(items)) < 60 or "\n" in "".join(
-            items) else "[\n" + "\n".join(" " * (indent + 4) + i for i in items) + "\n" + \
-            " " * (indent + 2) + "]"
+            items) else "[\n" + "\n".join(" " * (indent + 6) + i for i in items) + "\n" + \
+            " " * (indent + 4) + "]"
     args = " ".join(namer(v) for v in eqn.invars)
     text = f"{outs} = {eqn.primitive.name}{params} {args}".rstrip()
     if source and eqn.source_info is not None and eqn.source_info.line:
