@@ -190,7 +190,7 @@ _DOMAIN = {"unary_exact": "any", "unary_arith": "any", "unary_small": "small",
            "unary_unit": "unit", "unary_pos": "pos"}
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(group=st.sampled_from(sorted(_UNARY_GROUPS)), shape=st.sampled_from(SHAPES[:6]),
        seed=st.integers(0, 2**31))
 def test_float_unary_ops(group, shape, seed):
@@ -251,7 +251,7 @@ INT_BINARY = {
 _INT_UNARY_FN = _group_fn(list(INT_UNARY.values()))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(dtype=st.sampled_from(["int8", "int32", "uint8", "uint32"]),
        shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**31))
 def test_integer_ops(dtype, shape, seed):
@@ -366,7 +366,7 @@ def x64():
 
 def test_64_bit_types(x64):
     rng = np.random.default_rng(1)
-    for shape in [(), (7,), (3, 5)]:
+    for shape in [(), (7,)]:
         x, y = (float_values(rng, shape, np.float64) for _ in range(2))
         names = list(FLOAT_BINARY)
         tols = {n: (FLOAT_BINARY[n][1], None) for n in names}

@@ -7,6 +7,7 @@ and the shape pools are small so hypothesis examples reuse compiled entries.
 """
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -239,13 +240,70 @@ def _control_flow(x, n, k):
     ]
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(shape=st.sampled_from([(4,), (3, 5), (1, 2)]), n=st.sampled_from([0, 1, 4]),
        k=st.sampled_from([-1, 0, 1, 2, 7]), seed=st.integers(0, 2**31))
 def test_control_flow_and_collectives(shape, n, k, seed):
     x = float_values(np.random.default_rng(seed), shape, np.float32, "small")
     run_three_ways(("control", shape), _control_flow, (x, np.int32(n), np.int32(k)),
                    rtol=2e-6, atol_scale=1e-6)
+
+
+def _misc(x, i, lhs, rhs):
+    """The remaining exported ops: *_in_dim helpers, convs, collectives, stop_gradient."""
+    n = x.shape[0]
+    sdn = SDN(update_window_dims=(1,), inserted_window_dims=(0,),
+              scatter_dims_to_operand_dims=(0,))
+    idx = np.array([[0], [n - 1], [0]], np.int32)
+    return [
+        lax.zeros_like_array(x), lax.full((2, 3), 1.5, np.float32),
+        lax.index_in_dim(x, n - 1, 0), lax.slice_in_dim(x, 0, n, 2, 0),
+        lax.dynamic_slice_in_dim(x, i, 1, 0), lax.dynamic_index_in_dim(x, i, 1),
+        lax.dynamic_update_slice_in_dim(x, lax.neg(x[:1]), i, 0),
+        lax.dynamic_update_index_in_dim(x, lax.mul(x[0], np.float32(3)), i, 0),
+        lax.scatter_sub(x, idx, lax.broadcast(x[0], (3,)), sdn),
+        lax.stop_gradient(lax.sin(x)),
+        lax.reduce_window(x, np.float32(-np.inf), lax.max, (2, 1), (1, 1), "SAME"),
+        lax.conv(lhs, rhs, (1, 1), "VALID"),
+        lax.conv_with_general_padding(lhs, rhs, (1, 2), [(1, 1), (0, 1)], (1, 1), (2, 1)),
+        jax.vmap(lambda v: lax.pmean(v, "i"), axis_name="i")(x),
+        jax.vmap(lambda v: lax.pmin(v, "i"), axis_name="i")(x),
+        jax.vmap(lambda v: lax.all_gather(v, "i"), axis_name="i")(x),
+        jax.vmap(lambda v: lax.ppermute(v, "i", [(k, (k + 1) % n) for k in range(n)]),
+                 axis_name="i")(x),
+        jax.vmap(lambda v: lax.add(v, lax.convert_element_type(lax.axis_index("i"),
+                                                                np.float32)),
+                 axis_name="i")(x),
+        jax.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(
+            lax.broadcast(x[:, 0], (n,))),
+    ]
+
+
+@settings(max_examples=4, deadline=None)
+@given(n=st.sampled_from([1, 4]), i=st.sampled_from([0, 2, -1]), seed=st.integers(0, 2**31))
+def test_remaining_exported_ops(n, i, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-4, 5, (n, 3)).astype(np.float32)
+    lhs = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    rhs = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)
+    run_three_ways(("misc", n), _misc, (x, np.int32(i), lhs, rhs), rtol=1e-5,
+                   atol_scale=1e-6)
+
+
+_NOT_OPS = {"ConvDimensionNumbers", "Precision", "GatherDimensionNumbers",
+            "ScatterDimensionNumbers", "GatherScatterMode", "RoundingMethod",
+            "conv_dimension_numbers", "conv_general_permutations", "padtype_to_pads"}
+
+
+def test_the_table_covers_every_exported_lax_op():
+    here = os.path.dirname(os.path.abspath(__file__))
+    source = ""
+    for name in ("test_jit_op_table.py", "test_jit_op_table_structural.py"):
+        with open(os.path.join(here, name)) as f:
+            source += f.read()
+    missing = [n for n in lax.__all__
+               if n not in _NOT_OPS and not re.search(rf"lax\.{n}\b", source)]
+    assert not missing, f"lax ops missing from the jit op table: {missing}"
 
 
 # --------------------------------------------------------------------------- fusion shapes
