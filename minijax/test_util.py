@@ -19,9 +19,10 @@ def _rand_like(rng, x):
     return rng.standard_normal(x.shape).astype(x.dtype)
 
 
-def _inner(a, b) -> complex:
-    """The bilinear product sum(a * b) (no conjugation: JAX's VJP is the plain transpose)."""
-    return complex(np.sum(np.asarray(a, np.complex128) * np.asarray(b, np.complex128)))
+def _inner(a, b) -> float:
+    """Re(sum(a * b)): the real pairing under which JAX's VJP transposes the JVP (no
+    conjugation, so holomorphic and non-holomorphic functions both satisfy it)."""
+    return float(np.real(np.sum(np.asarray(a, np.complex128) * np.asarray(b, np.complex128))))
 
 
 def numerical_jvp(f, primals, tangents, eps: float):
