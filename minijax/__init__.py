@@ -10,9 +10,6 @@ from minijax.api import (
     ShapeDtypeStruct,
     eval_shape,
     grad,
-    hessian,
-    jacfwd,
-    jacrev,
     jvp,
     linearize,
     make_jaxpr,
@@ -20,6 +17,7 @@ from minijax.api import (
     vjp,
     vmap,
 )
+from minijax.api_jacobians import hessian, jacfwd, jacrev
 from minijax.api_jit import disable_jit, jit
 from minijax.array import Array
 from minijax.compiler.cache import clear_caches
