@@ -4,7 +4,7 @@ Elementwise ops are batched: one jitted function applies a whole group of ops to
 inputs and returns every result, so one compile per (group, shape, dtype) covers many ops;
 the jitted wrappers live at module level, so hypothesis examples that draw a shape already
 seen hit the compile cache. Shapes include scalars, size 0, size 1, odd sizes that leave
-vector remainders, and one above the CPU backend's threading threshold (65,536 elements).
+vector remainders, and one above the CPU backend's threading threshold.
 
 Comparisons: exact for integer and bool results; floats within a per-op number of ulps of
 the eager result (with an absolute floor for results near zero), NaN and inf positions
@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 
 import minijax as jax
 from minijax import lax
+from minijax.backends.cpu import PARALLEL_THRESHOLD
 
 BACKENDS = ("interpreter", "cpu")
 SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 0, 3), (1, 33), (4, 3, 5)]
-BIG = (257, 263)  # 67,591 elements: above the CPU backend's parallel threshold
+# Above the CPU backend's threading threshold (elements x work per element), odd columns.
+BIG = (PARALLEL_THRESHOLD // 263 + 1, 263)
 _JITS: dict = {}
 
 
