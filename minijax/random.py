@@ -311,7 +311,10 @@ def _float_dtype(dtype, name: str) -> np.dtype:
 
 def _check_shape(name: str, shape, *param_shapes):
     if param_shapes:
-        merged = tuple(np.broadcast_shapes(tuple(shape), *param_shapes))
+        try:
+            merged = tuple(np.broadcast_shapes(tuple(shape), *param_shapes))
+        except ValueError:
+            merged = None
         if merged != tuple(shape):
             raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape "
                              "argument, and the result of broadcasting the shapes must equal "
