@@ -151,15 +151,15 @@ def test_large_kernels_cross_threading_threshold():
     text = f"""HloModule big
 {ADD}
 ENTRY main {{
-  x = f32[301,1001] parameter(0)
-  e = f32[301,1001] logistic(x)
+  x = f32[1201,1001] parameter(0)
+  e = f32[1201,1001] logistic(x)
   z = f32[] constant(0)
-  r = f32[301] reduce(e, z), dimensions={{1}}, to_apply=add_f
+  r = f32[1201] reduce(e, z), dimensions={{1}}, to_apply=add_f
   c = f32[1001] reduce(e, z), dimensions={{0}}, to_apply=add_f
-  ROOT out = (f32[301,1001], f32[301], f32[1001]) tuple(e, r, c)
+  ROOT out = (f32[1201,1001], f32[1201], f32[1001]) tuple(e, r, c)
 }}
 """
-    x = np.random.default_rng(2).normal(size=(301, 1001)).astype(np.float32)
+    x = np.random.default_rng(2).normal(size=(1201, 1001)).astype(np.float32)
     module = parse_module(text)
     exe = CpuBackend().compile(module)
     assert any(k.threads > 1 for k in exe.kernels) or os.cpu_count() == 1
@@ -234,3 +234,32 @@ def test_persistent_cache_across_processes(tmp_path):
     (tmp_path / files[0]).write_bytes(b"MINIJAX-OBJ-1\ncorrupted")
     assert run() == (1, 0)  # ignored and rewritten
     assert run() == (0, 1)
+
+
+@pytest.mark.parametrize("dims,red", [((13, 37), 1), ((13, 37), 0), ((4, 5, 6), 2),
+                                      ((1, 1), 1), ((0, 3), 1), ((1201, 1001), 1)])
+def test_multi_output_reduce_with_elementwise_root_is_one_kernel(dims, red):
+    """softmax's fusion: sum(exp(x)) and exp(x) as outputs, computed by a single kernel."""
+    t = _t(dims)
+    kept = _t([d for i, d in enumerate(dims) if i != red])
+    text = f"""HloModule mixed
+{ADD}
+fused {{
+  p = {t} parameter(0)
+  e = {t} exponential(p)
+  z = f32[] constant(0)
+  r = {kept} reduce(e, z), dimensions={{{red}}}, to_apply=add_f
+  ROOT out = ({kept}, {t}) tuple(r, e)
+}}
+ENTRY main {{
+  x = {t} parameter(0)
+  f = ({kept}, {t}) fusion(x), kind=kInput, calls=fused
+  a = {kept} get-tuple-element(f), index=0
+  b = {t} get-tuple-element(f), index=1
+  ROOT out = ({kept}, {t}) tuple(a, b)
+}}
+"""
+    x = np.random.default_rng(3).normal(size=dims).astype(np.float32)
+    _check(text, [x], rtol=1e-4)
+    exe = CpuBackend().compile(parse_module(text))
+    assert exe.kernel_count == 1

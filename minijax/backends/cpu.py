@@ -42,7 +42,7 @@ EVALUATOR_THUNK_OPCODES = (
     "element type the elemental emitter does not support (e.g. complex numbers)",
 )
 #: Kernels whose elements-times-work is at least this run on several threads.
-PARALLEL_THRESHOLD = 1 << 16
+PARALLEL_THRESHOLD = 1 << 20
 _KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
           "optimization-barrier"}

@@ -6,9 +6,13 @@ run them in parallel. The calling thread runs the first chunk itself.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import threading
+
+#: Pieces per thread: finer pieces balance load when threads start late.
+PIECES_PER_THREAD = 4
 
 
 def default_num_threads() -> int:
@@ -42,33 +46,67 @@ class ThreadPool:
     def _work(self):
         get = self._tasks.get
         while True:
-            fn, arg, start, end, done = get()
-            try:
-                fn(arg, start, end)
-                done.put(None)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                done.put(exc)
+            job = get()
+            job.help()
 
     def parallel_for(self, fn, arg, total: int, chunks: int) -> None:
-        """Run fn over [0, total) in `chunks` contiguous pieces; returns when all are done."""
-        chunks = max(1, min(chunks, total, self.num_threads))
-        if chunks == 1:
+        """Run fn over [0, total) in contiguous pieces on up to `chunks` threads.
+
+        The caller takes pieces too and keeps going while helpers have not picked any
+        up, so a helper thread that the OS does not schedule in time (a busy machine)
+        costs nothing: the call never waits for a piece that no thread has started.
+        """
+        threads = max(1, min(chunks, total, self.num_threads))
+        if threads == 1:
             fn(arg, 0, total)
             return
         if len(self._workers) < self.num_threads - 1:
             self._start()
-        done: queue.SimpleQueue = queue.SimpleQueue()
-        step, extra = divmod(total, chunks)
+        pieces = min(total, threads * PIECES_PER_THREAD)
+        job = _Job(fn, arg, total, pieces)
+        for _ in range(threads - 1):
+            self._tasks.put(job)
+        job.help()
+        job.wait()
+
+
+class _Job:
+    """One parallel_for: pieces handed out by an atomic counter; the last finisher signals."""
+
+    __slots__ = ("fn", "arg", "bounds", "pieces", "next", "lock", "finished", "done", "error")
+
+    def __init__(self, fn, arg, total, pieces):
+        self.fn, self.arg, self.pieces = fn, arg, pieces
+        step, extra = divmod(total, pieces)
         bounds = [0]
-        for c in range(chunks):
+        for c in range(pieces):
             bounds.append(bounds[-1] + step + (1 if c < extra else 0))
-        for c in range(1, chunks):
-            self._tasks.put((fn, arg, bounds[c], bounds[c + 1], done))
-        fn(arg, bounds[0], bounds[1])
-        errors = [done.get() for _ in range(chunks - 1)]
-        for err in errors:
-            if err is not None:
-                raise err
+        self.bounds = bounds
+        self.next = itertools.count().__next__
+        self.lock = threading.Lock()
+        self.finished = 0
+        self.done = threading.Event()
+        self.error = None
+
+    def help(self) -> None:
+        pieces, bounds, fn, arg = self.pieces, self.bounds, self.fn, self.arg
+        while True:
+            c = self.next()
+            if c >= pieces:
+                return
+            try:
+                fn(arg, bounds[c], bounds[c + 1])
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                self.error = exc
+            with self.lock:
+                self.finished += 1
+                if self.finished == pieces:
+                    self.done.set()
+
+    def wait(self) -> None:
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
 
 
 _pool: ThreadPool | None = None

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from minijax.compiler.codegen.loops import reduce_roots
+from minijax.compiler.codegen.loops import mixed_reduce_roots, reduce_roots
 from minijax.compiler.hlo.ir import Computation, Instruction
 
 
@@ -39,7 +39,7 @@ def split_roots(comp: Computation) -> list[Computation] | None:
     root = comp.root
     if root.opcode != "tuple":
         return None
-    if reduce_roots(comp) is not None:
+    if reduce_roots(comp) is not None or mixed_reduce_roots(comp) is not None:
         return None
     roots = root.operands
     if all(r.opcode != "reduce" for r in roots) and len({r.shape.dims for r in roots}) == 1:

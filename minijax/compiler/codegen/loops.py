@@ -112,6 +112,35 @@ def reduce_roots(comp: Computation):
     return roots
 
 
+def mixed_reduce_roots(comp: Computation):
+    """(reduces, extras) for a multi-output fusion of reduces plus elementwise roots over the
+    reduce input's index space (softmax's sum and exp), else None. Both reduce loops visit
+    every input element once, so they also store the extra roots at that element."""
+    root = comp.root
+    if root.opcode != "tuple":
+        return None
+    reduces = [r for r in root.operands if r.opcode == "reduce"]
+    extras = [r for r in root.operands if r.opcode != "reduce"]
+    if not reduces or not extras or reduce_roots(
+            Computation(comp.name, comp.instructions, root=_tuple_of(reduces))) is None:
+        return None
+    dims = reduces[0].operands[0].shape.dims
+    for e in extras:
+        if e.shape.is_tuple or e.shape.dims != dims or not _row_major_shape(e.shape):
+            return None
+    return reduces, extras
+
+
+def _tuple_of(instrs):
+    from minijax.compiler.hlo.ir import Instruction
+    return Instruction("tuple", Shape.tuple([i.shape for i in instrs]), list(instrs),
+                       name="mixed.roots")
+
+
+def _row_major_shape(shape) -> bool:
+    return shape.layout is None or shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
+
+
 def output_shapes(comp: Computation) -> list[Shape]:
     return comp.root.shape.flat()
 
@@ -177,7 +206,11 @@ class KernelEmitter:
 
     # ------------------------------------------------------------------ kernels
     def emit(self) -> KernelSpec:
+        self.extras = []
         roots = reduce_roots(self.comp)
+        mixed = None if roots is not None else mixed_reduce_roots(self.comp)
+        if mixed is not None:
+            roots, self.extras = mixed
         if roots is not None:
             spec = self._emit_reduce(roots)
         else:
@@ -265,11 +298,24 @@ class KernelEmitter:
         return [self.em.emit(v, Index(v.shape, multi=multi)) for v in r.operands[:n]]
 
     def _out_offsets(self, roots):
-        offsets, k = [], 0
-        for r in roots:
-            offsets.append(k)
+        """Each root's first output index (in the root tuple's flat order)."""
+        root = self.comp.root
+        if root.opcode != "tuple":
+            return [0]
+        where, k = {}, 0
+        for r in root.operands:
+            where.setdefault(id(r), k)
             k += len(r.shape.flat())
-        return offsets
+        return [where[id(r)] for r in roots]
+
+    def _store_extras(self, multi, in_shape):
+        """Store the elementwise roots at the input element `multi` (mixed fusions)."""
+        if not self.extras:
+            return
+        lin = Index(in_shape, multi=multi).get_linear(self.b)
+        for off, e in zip(self._out_offsets(self.extras), self.extras):
+            idx = Index(e.shape, multi=multi, linear=lin)
+            self._store(off, lin, self.em.emit(e, idx))
 
     def _emit_row_reduce(self, roots, in_shape, red) -> KernelSpec:
         b = self.b
@@ -322,6 +368,7 @@ class KernelEmitter:
                             new = self._combine(r, kind, [b.load(s) for s in slot], vals)
                             for s, v in zip(slot, new):
                                 b.store(v, s)
+                        self._store_extras(multi, in_shape)
                     for (slot, blocked), p in zip(slots, partial):
                         if blocked:
                             acc = b.load(slot[0])
@@ -374,6 +421,7 @@ class KernelEmitter:
                                             reassoc=False)
                         for k, v in enumerate(new):
                             self._store(off + k, lin, v)
+                    self._store_extras(multi, in_shape)
         return self._spec("col_reduce", n_rows, n_red * inner)
 
 
@@ -383,5 +431,6 @@ def emit_kernel(module: ir.Module, name: str, comp: Computation,
     return KernelEmitter(module, name, comp, noalias).emit()
 
 
-__all__ = ["BLOCK", "KernelSpec", "emit_counted_loop", "emit_kernel", "reduce_roots",
+__all__ = ["BLOCK", "KernelSpec", "emit_counted_loop", "emit_kernel", "mixed_reduce_roots",
+           "reduce_roots",
            "output_shapes", "convert", "is_signed"]
