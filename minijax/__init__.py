@@ -45,3 +45,8 @@ __all__ = [
     "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
+
+# User-facing libraries built on the API above (imported last: they use it).
+from minijax import example_libraries, nn, random, scipy  # noqa: E402
+
+__all__ += ["example_libraries", "nn", "random", "scipy"]
