@@ -263,3 +263,50 @@ ENTRY main {{
     _check(text, [x], rtol=1e-4)
     exe = CpuBackend().compile(parse_module(text))
     assert exe.kernel_count == 1
+
+
+def test_reused_temporaries_are_per_thread_and_outputs_fresh():
+    """Large temporaries live in per-thread pools; outputs never share them or each other."""
+    text = f"""HloModule pool
+{ADD}
+fused {{
+  p = f32[300,200] parameter(0)
+  e = f32[300,200] exponential(p)
+  z = f32[] constant(0)
+  r = f32[300] reduce(e, z), dimensions={{1}}, to_apply=add_f
+  ROOT out = (f32[300], f32[300,200]) tuple(r, e)
+}}
+ENTRY main {{
+  x = f32[300,200] parameter(0)
+  f = (f32[300], f32[300,200]) fusion(x), kind=kInput, calls=fused
+  s = f32[300] get-tuple-element(f), index=0
+  e = f32[300,200] get-tuple-element(f), index=1
+  b = f32[300,200] broadcast(s), dimensions={{0}}
+  d = f32[300,200] divide(e, b)
+  ROOT out = (f32[300,200]) tuple(d)
+}}
+"""
+    from minijax.compiler.pipeline import CompileOptions, optimize
+    module = optimize(parse_module(text), CompileOptions(backend="cpu"))
+    exe = CpuBackend().compile(module)
+    assert exe._pool_size > 0
+    rng = np.random.default_rng(5)
+    xs = [rng.normal(size=(300, 200)).astype(np.float32) for _ in range(6)]
+    want = [np.exp(x) / np.exp(x).sum(1, keepdims=True) for x in xs]
+    first = exe.execute([xs[0]])[0]
+    second = exe.execute([xs[1]])[0]
+    assert not np.shares_memory(first, second)
+    np.testing.assert_allclose(first, want[0], rtol=1e-5)
+    errors = []
+
+    def work(k):
+        for _ in range(20):
+            got = exe.execute([xs[k]])[0]
+            if not np.allclose(got, want[k], rtol=1e-5):
+                errors.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 import time
 
 import llvmlite.ir as ir
@@ -43,7 +44,11 @@ EVALUATOR_THUNK_OPCODES = (
 )
 #: Kernels whose elements-times-work is at least this run on several threads.
 PARALLEL_THRESHOLD = 1 << 20
+#: Entry temporaries at least this large live in per-thread buffers reused across calls.
+REUSE_MIN_BYTES = 1 << 16
 _KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
+_REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
+    (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
           "optimization-barrier"}
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -98,7 +103,8 @@ class _Program:
     def __init__(self, comp: Computation):
         self.comp = comp
         self.slot = {id(i): k for k, i in enumerate(comp.instructions)}
-        self.template: list = [None] * len(comp.instructions)
+        # One slot per instruction, then the per-call temp pool (see CpuExecutable).
+        self.template: list = [None] * (len(comp.instructions) + 1)
         self.param_slots = [self.slot[id(p)] for p in comp.parameters]
         self.root_slot = self.slot[id(comp.root)]
         self.steps: list = []
@@ -108,6 +114,7 @@ class _Program:
 
     def run(self, args):
         env = self.template.copy()
+        env[-1] = None  # no temp pool: kernels allocate their outputs
         for s, a in zip(self.param_slots, args):
             env[s] = a
         for step in self.steps:
@@ -132,6 +139,12 @@ class _Compiler:
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
         self.programs: dict[int, _Program] = {}
+        self.ba = getattr(module, "buffer_assignment", None)
+        self.pool_sizes: dict[int, int] = {}
+        self.users: dict[int, list] = {}
+        for i in module.entry.instructions:
+            for op in i.operands:
+                self.users.setdefault(id(op), []).append(i)
 
     # ------------------------------------------------------------------ kernels
     def _new_kernel(self, comp: Computation, label: str) -> _Kernel:
@@ -163,19 +176,44 @@ class _Compiler:
         b.call(target, [b.bitcast(arr, i8p.as_pointer()), fn.args[1], fn.args[2]])
         b.ret_void()
 
-    def _kernel_step(self, prog, kernels, in_slots, out_slot, tuple_out, label):
-        """A step that allocates outputs and runs one or more kernels (one per output group)."""
+    def _kernel_step(self, prog, kernels, in_slots, out_slot, tuple_out, label, reuse=None):
+        """A step that allocates outputs and runs one or more kernels (one per output group).
+
+        `reuse` gives, per flat output, None (a fresh array) or the (slot, bytes) of the
+        per-thread pool buffer it is written into (see CpuExecutable).
+        """
         debug = self.debug >= 2
-        groups = []
+        groups, first = [], 0
         for kernel, slots in kernels:
-            groups.append((kernel, [in_slots[i] for i in slots] if slots else in_slots))
+            n_out = len(kernel.out_specs)
+            allocs = [None if reuse is None else reuse[first + k] for k in range(n_out)]
+            for a in allocs:
+                if a is not None:
+                    self.pool_sizes[a[0]] = a[1]
+            specs = [(d, dt, a, int(np.prod(d, dtype=np.int64)) * np.dtype(dt).itemsize)
+                     for (d, dt), a in zip(kernel.out_specs, allocs)]
+            groups.append((kernel, [in_slots[i] for i in slots] if slots else in_slots, specs))
+            first += n_out
         prog.kernel_count += len(groups)
         use_ids = _DATA_OFFSET is not None
         empty = np.empty
 
-        def run_group(env, kernel, slots):
+        def alloc(pool, dims, dt, where, nbytes):
+            if where is None or pool is None:
+                return empty(dims, dt)
+            slot, size = where
+            raw = pool[slot]
+            if raw is None:
+                raw = pool[slot] = empty(size, np.uint8)
+            return raw[:nbytes].view(dt).reshape(dims)
+
+        def run_group(env, kernel, slots, specs):
             ins = [env[s] for s in slots]
-            outs = [empty(d, dt) for d, dt in kernel.out_specs]
+            pool = env[-1]
+            outs = [alloc(pool, *spec) for spec in specs]
+            if kernel.fast is not None and not debug:
+                kernel.fast(*ins, *outs)
+                return outs
             addrs = ([id(a) for a in ins] + [id(o) for o in outs]) if use_ids else (
                 [a.ctypes.data for a in ins] + [o.ctypes.data for o in outs])
             ptrs = (ctypes.c_void_p * len(addrs))(*addrs)
@@ -192,9 +230,10 @@ class _Compiler:
             return outs
 
         if len(groups) == 1 and not tuple_out:
-            kernel, slots = groups[0]
-            if kernel.fast_symbol is not None and not debug and len(kernel.out_specs) == 1:
-                (dims, dt), = kernel.out_specs
+            kernel, slots, specs = groups[0]
+            if kernel.fast_symbol is not None and not debug and len(specs) == 1 \
+                    and specs[0][2] is None:
+                dims, dt = specs[0][:2]
 
                 def step(env):
                     out = empty(dims, dt)
@@ -203,12 +242,12 @@ class _Compiler:
                 return step
 
             def step(env):
-                env[out_slot] = run_group(env, kernel, slots)[0]
+                env[out_slot] = run_group(env, kernel, slots, specs)[0]
         else:
             def step(env):
                 outs = []
-                for kernel, slots in groups:
-                    outs.extend(run_group(env, kernel, slots))
+                for kernel, slots, specs in groups:
+                    outs.extend(run_group(env, kernel, slots, specs))
                 env[out_slot] = outs
         return step
 
@@ -220,12 +259,49 @@ class _Compiler:
         kernels = [(self._new_kernel(part, label), None) for part in parts]
         in_slots = [prog.slot[id(op)] for op in operands]
         tuple_out = instr.shape.is_tuple
+        reuse = self._reusable_slots(prog, instr, operands)
         prog.steps.append(self._kernel_step(prog, kernels, in_slots, prog.slot[id(instr)],
-                                            tuple_out, label))
+                                            tuple_out, label, reuse))
         prog.notes.append(f"{instr.name}: kernel{'s' if len(kernels) > 1 else ''} "
                           + ", ".join(k.symbol.replace(SYMBOL_PLACEHOLDER, '') for k, _ in
                                       kernels) + f" ({label})")
         return True
+
+    def _reusable_slots(self, prog, instr, operands):
+        """Per flat output of instr's kernels: the pool slot to write into, or None.
+
+        Only large temporaries of the entry computation whose every reader is a kernel or a
+        dot (which copy what they read into fresh results) are reused across calls: never
+        an output, a parameter, or a slot one of the kernel's own operands lives in.
+        """
+        ba = self.ba
+        if ba is None or prog.comp is not self.module.entry:
+            return None
+        leaves = instr.shape.flat()
+        if instr.shape.is_tuple and any(s.is_tuple for s in instr.shape.tuple_shapes):
+            return None
+        try:
+            bufs = ba.buffers_of(instr)
+            op_slots = {b.slot for op in operands for b in ba.buffers_of(op)}
+        except (KeyError, IndexError, AttributeError):
+            return None
+        if len(bufs) != len(leaves):
+            return None
+        readers: list[list] = [[] for _ in leaves]
+        for u in self.users.get(id(instr), []):
+            if not instr.shape.is_tuple:
+                readers[0].append(u)
+            elif u.opcode == "get-tuple-element":
+                readers[u.attrs["index"]].extend(self.users.get(id(u), [None]))
+            else:
+                return None
+        out = []
+        for leaf, buf, users in zip(leaves, bufs, readers):
+            ok = (users and leaf.nbytes >= REUSE_MIN_BYTES and buf.kind == "temp"
+                  and buf.slot >= 0 and buf.slot not in op_slots
+                  and all(u is not None and u.opcode in _REUSE_SAFE_USERS for u in users))
+            out.append((buf.slot, ba.slots[buf.slot].size) if ok else None)
+        return out if any(out) else None
 
     # ------------------------------------------------------------------ programs
     def program(self, comp: Computation) -> _Program:
@@ -347,6 +423,10 @@ class CpuExecutable(Executable):
         root = module.entry.root
         self._flatten = root.shape.is_tuple and any(s.is_tuple for s in root.shape.tuple_shapes)
         self._tuple_root = root.shape.is_tuple
+        # Per-thread temp pools (slot -> raw bytes) for kernels writing reused temps; a
+        # thread never shares its pool, so concurrent calls of one executable are safe.
+        self._pool_size = (max(compiler.pool_sizes) + 1) if compiler.pool_sizes else 0
+        self._tls = threading.local()
         # Flat tuple root: run the entry's steps without building the tuple.
         self._out_slots = None
         steps = program.steps
@@ -376,8 +456,23 @@ class CpuExecutable(Executable):
         env = self._template.copy()
         for s, a in zip(self._param_slots, args):
             env[s] = a
-        for step in self._steps:
-            step(env)
+        pool = None
+        if self._pool_size:
+            tls = self._tls
+            pool = getattr(tls, "pool", None)
+            if pool is None:
+                pool = tls.pool = [None] * self._pool_size
+            if getattr(tls, "busy", False):
+                pool = None  # a nested call on this thread: allocate instead
+            else:
+                tls.busy = True
+        env[-1] = pool
+        try:
+            for step in self._steps:
+                step(env)
+        finally:
+            if pool is not None:
+                self._tls.busy = False
         return [env[s] for s in out_slots]
 
     def as_text(self) -> str:
