@@ -187,7 +187,10 @@ def log_ndtr(x, series_order: int = 3):
     else:
         lower, upper = -10.0, 5.0
     lower_c = np.array(lower, x.dtype)
-    return jnp.where(x > upper, -ndtr(-x),
+    # For x > 0, log1p(-ndtr(-x)) keeps the relative accuracy that log(ndtr(x)) loses when
+    # ndtr(x) rounds near 1 (JAX uses -ndtr(-x) only beyond `upper`).
+    upper_tail = jnp.where(x > upper, -ndtr(-x), jnp.log1p(-ndtr(-jnp.maximum(x, 0))))
+    return jnp.where(x > 0, upper_tail,
                      jnp.where(x > lower, jnp.log(ndtr(jnp.maximum(x, lower_c))),
                                _log_ndtr_lower(jnp.minimum(x, lower_c), series_order)))
 
