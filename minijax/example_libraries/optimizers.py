@@ -44,7 +44,7 @@ def _unzip2(pairs):
     for a, b in pairs:
         firsts.append(a)
         seconds.append(b)
-    return firsts, seconds
+    return tuple(firsts), tuple(seconds)  # tuples: the tree defs are hashable pytree aux data
 
 
 def optimizer(opt_maker):
