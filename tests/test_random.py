@@ -260,6 +260,15 @@ def test_typed_keys_round_trip():
     assert random.key_impl(k) == "threefry2x32"
     f = random.fold_in(k, 3)
     assert isinstance(f, random.PRNGKeyArray)
+    grid = random.split(k, (2, 3))
+    assert grid[1, :2].shape == (2,) and grid[..., 0].shape == (2,)
+    np.testing.assert_array_equal(random.key_data(grid[1, 2]),
+                                  random.split(random.PRNGKey(9), (2, 3))[1, 2])
+    assert grid.reshape(3, 2).shape == (3, 2) and grid.flatten().shape == (6,)
+    with pytest.raises(IndexError):
+        ks[3]
+    with pytest.raises(TypeError, match="len"):
+        len(k)
 
 
 def test_jit_matches_eager_and_vmap_matches_loop():
@@ -409,6 +418,8 @@ SAMPLERS = {
     "choice": lambda r, k: r.choice(k, 10, (4,)),
     "choice_array_axis": lambda r, k: r.choice(k, np.arange(12).reshape(3, 4), (2,), axis=1),
     "choice_without_replacement": lambda r, k: r.choice(k, 10, (4,), replace=False),
+    "choice_p": lambda r, k: r.choice(
+        k, 5, (4,), p=np.array([0.1, 0.2, 0.3, 0.2, 0.2], np.float32)),
     "choice_p_without_replacement": lambda r, k: r.choice(
         k, 5, (3,), replace=False, p=np.array([0.1, 0.2, 0.3, 0.2, 0.2], np.float32)),
     "gumbel": lambda r, k: r.gumbel(k, (4,)),
