@@ -20,7 +20,6 @@ from minijax.compiler.passes.utils import (
     NameUniquer,
     make_constant,
     optimizable_computations,
-    replace_instruction,
 )
 
 MAX_FOLDED_ELEMENTS = 4096
@@ -48,25 +47,45 @@ class ConstantFolding:
     name = "constant-folding"
 
     def run(self, module: Module) -> bool:
-        from minijax.compiler.evaluator import evaluate_instruction
-
-        names = NameUniquer(module)
+        names = None
         changed = False
         for comp in optimizable_computations(module):
-            for instr in list(comp.instructions):
-                if not is_foldable(instr):
+            folded_for: dict[int, Instruction] = {}
+            out: list[Instruction] = []
+            for instr in comp.instructions:
+                # Users are reached after their operands: redirect them to folded constants
+                # here rather than rewriting every instruction once per fold.
+                if folded_for:
+                    ops = instr.operands
+                    if any(id(op) in folded_for for op in ops):
+                        instr.operands = [folded_for.get(id(op), op) for op in ops]
+                folded = None
+                if is_foldable(instr):
+                    if names is None:
+                        names = NameUniquer(module)
+                    folded = _fold(instr, names)
+                if folded is None:
+                    out.append(instr)
                     continue
-                try:
-                    value = evaluate_instruction(instr, [op.literal for op in instr.operands])
-                except Exception:  # the evaluator cannot do it: keep the op, never fail
-                    continue
-                value = np.asarray(value)
-                if value.size != instr.shape.size:
-                    continue
-                folded = make_constant(value.reshape(instr.shape.dims), instr.shape,
-                                       names.fresh("constant"))
-                folded.metadata = dict(instr.metadata)
-                comp.instructions.insert(comp.instructions.index(instr), folded)
-                replace_instruction(comp, instr, folded)
+                folded_for[id(instr)] = folded
+                out.append(folded)
                 changed = True
+            if folded_for:
+                comp.instructions = out
+                comp.root = folded_for.get(id(comp.root), comp.root)
         return changed
+
+
+def _fold(instr: Instruction, names: NameUniquer) -> Instruction | None:
+    """A constant with `instr`'s value, or None if the evaluator cannot compute it."""
+    from minijax.compiler.evaluator import evaluate_instruction  # only when something folds
+    try:
+        value = evaluate_instruction(instr, [op.literal for op in instr.operands])
+    except Exception:  # the evaluator cannot do it: keep the op, never fail
+        return None
+    value = np.asarray(value)
+    if value.size != instr.shape.size:
+        return None
+    folded = make_constant(value.reshape(instr.shape.dims), instr.shape, names.fresh("constant"))
+    folded.metadata = dict(instr.metadata)
+    return folded

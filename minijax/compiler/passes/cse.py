@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module
 from minijax.compiler.passes.opcodes import COMMUTATIVE, SIDE_EFFECTING
-from minijax.compiler.passes.utils import optimizable_computations, replace_instruction
+from minijax.compiler.passes.utils import optimizable_computations
 
 
 def _freeze(value):
@@ -45,18 +45,31 @@ def eliminate_common_subexpressions(comp: Computation) -> dict[int, Instruction]
     kept} (empty, so falsy, when nothing merged)."""
     replaced: dict[int, Instruction] = {}
     seen: dict = {}
-    for instr in list(comp.instructions):
+    kept: list[Instruction] = []
+    for instr in comp.instructions:
+        # One walk in program order: operands are redirected to the kept copies as each
+        # user is reached (replacing every use at once per merge made CSE quadratic).
+        if replaced:
+            ops = instr.operands
+            if any(id(op) in replaced for op in ops):
+                instr.operands = [replaced.get(id(op), op) for op in ops]
         if instr.opcode == "parameter" or instr.opcode in SIDE_EFFECTING:
+            kept.append(instr)
             continue
         try:
             key = value_key(instr)
             hash(key)
         except TypeError:  # an attribute we cannot hash: leave it alone
+            kept.append(instr)
             continue
         first = seen.setdefault(key, instr)
         if first is not instr:
-            replace_instruction(comp, instr, first)
             replaced[id(instr)] = first
+        else:
+            kept.append(instr)
+    if replaced:
+        comp.instructions = kept
+        comp.root = replaced.get(id(comp.root), comp.root)
     return replaced
 
 

@@ -30,14 +30,15 @@ from minijax.compiler.passes.fusion_builder import (
     fused_computation,
     fusion_outputs,
     is_multi_output,
+    parameters_of,
 )
+from minijax.compiler.passes.graph_index import UserIndex
 from minijax.compiler.passes.opcodes import ELEMENTWISE, EXPENSIVE, LOOP_FUSIBLE
 from minijax.compiler.passes.utils import (
     NameUniquer,
     drop_unreachable_computations,
     reaches,
     sequential_computations,
-    users_of,
 )
 
 MAX_FUSION_OPERANDS = 64
@@ -71,8 +72,9 @@ def _reads_elements_repeatedly(consumer: Instruction, producer: Instruction) -> 
         return consumer.opcode == "broadcast"
     body = fused_computation(consumer)
     index = next(i for i, op in enumerate(consumer.operands) if op is producer)
-    param = body.parameters[index]
-    return any(u.opcode == "broadcast" for u in users_of(body, param))
+    param = parameters_of(body, len(consumer.operands))[index]
+    return any(u.opcode == "broadcast" and u.operands and u.operands[0] is param
+               for u in body.instructions)
 
 
 def loop_signature(fusion: Instruction):
@@ -114,10 +116,13 @@ class Fusion:
             module.fusion_log = []
         self._log_list = module.fusion_log
         self._logged = set(self._log_list)
+        self.indexes: list[UserIndex] = []  # one per computation (tests read their counters)
         names = NameUniquer(module)
         changed = False
         for comp in sequential_computations(module):
-            builder = FusionBuilder(module, comp, names)
+            index = UserIndex(comp)
+            self.indexes.append(index)
+            builder = FusionBuilder(module, comp, names, index)
             changed |= self._producer_consumer(comp, builder)
             if self.multi_output:
                 changed |= self._reduce_extra_outputs(comp, builder)
@@ -175,7 +180,7 @@ class Fusion:
     def _producer_consumer(self, comp: Computation, builder: FusionBuilder) -> bool:
         changed = False
         for consumer in reversed(list(comp.instructions)):
-            if consumer not in comp.instructions or not can_root_fusion(consumer):
+            if consumer not in builder.index or not can_root_fusion(consumer):
                 continue
             changed |= self._grow(comp, builder, consumer)
         return changed
@@ -189,7 +194,7 @@ class Fusion:
             for producer in list(dict.fromkeys(current.operands)):
                 if id(producer) in rejected or producer.opcode == "parameter":
                     continue
-                users = users_of(comp, producer)
+                users = builder.index.users_of(producer)
                 ok, reason = self.should_fuse(producer, current, users)
                 if not ok:
                     rejected.add(id(producer))
@@ -211,7 +216,7 @@ class Fusion:
     def _reduce_extra_outputs(self, comp: Computation, builder: FusionBuilder) -> bool:
         changed = False
         for fusion in list(comp.instructions):
-            if _kind(fusion) != "kInput" or fusion not in comp.instructions:
+            if _kind(fusion) != "kInput" or fusion not in builder.index:
                 continue
             for producer in list(dict.fromkeys(fusion.operands)):
                 if self._try_extra_output(comp, builder, fusion, producer):
@@ -223,7 +228,7 @@ class Fusion:
         elementwise = producer.opcode in ELEMENTWISE and not producer.shape.is_tuple
         if not (loop_fusion or elementwise):
             return False
-        others = [u for u in users_of(comp, producer) if u is not fusion]
+        others = [u for u in builder.index.users_of(producer) if u is not fusion]
         if not others or tuple(producer.shape.dims) != reduce_input_dims(fusion):
             return False
         names = ", ".join(u.name for u in others)
@@ -234,6 +239,7 @@ class Fusion:
         self._log(f"fuse {producer.name} into {fusion.name} as an extra output: computed "
                   f"once in the reduction's loop, also read by ({names})")
         builder.add_output(fusion, producer)
+        builder.index.rebuild()
         return True
 
     # -- phase 3 -------------------------------------------------------------------------
@@ -246,7 +252,8 @@ class Fusion:
 
     def _merge_one_sibling_pair(self, comp: Computation, builder: FusionBuilder) -> bool:
         for shared in list(comp.instructions):
-            fusions = [u for u in users_of(comp, shared) if _kind(u) in ("kLoop", "kInput")]
+            fusions = [u for u in builder.index.users_of(shared)
+                       if _kind(u) in ("kLoop", "kInput")]
             for i, a in enumerate(fusions):
                 for b in fusions[i + 1:]:
                     if self._can_merge_siblings(a, b, shared):
@@ -254,6 +261,7 @@ class Fusion:
                         self._log(f"merge sibling fusions {a.name} and {b.name}: both read "
                                   f"{shared.name}, same loop shape")
                         builder.merge_siblings(a, b, kind)
+                        builder.index.rebuild()
                         return True
         return False
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
 from minijax.compiler.passes.cse import eliminate_common_subexpressions
+from minijax.compiler.passes.graph_index import UserIndex, replace_uses_and_sort
 from minijax.compiler.passes.utils import NameUniquer, clone
 
 KIND_PREFIX = {"kLoop": "loop", "kInput": "input", "kOutput": "output"}
@@ -36,11 +37,33 @@ def fusion_outputs(fusion: Instruction) -> list[Instruction]:
     return list(root.operands) if root.opcode == "tuple" else [root]
 
 
+def parameters_of(body: Computation, count: int) -> list[Instruction]:
+    """The fused computation's parameters; the builder keeps them first, in order."""
+    head = body.instructions[:count]
+    if len(head) == count and all(p.opcode == "parameter" and p.parameter_number == k
+                                  for k, p in enumerate(head)):
+        return head
+    return body.parameters
+
+
+def _parameter(body: Computation, number: int) -> Instruction:
+    instrs = body.instructions
+    if number < len(instrs):
+        p = instrs[number]
+        if p.opcode == "parameter" and p.parameter_number == number:
+            return p
+    return body.parameters[number]
+
+
 class FusionBuilder:
     """Edits fusions inside one computation `comp` of `module`."""
 
-    def __init__(self, module: Module, comp: Computation, names: NameUniquer):
+    def __init__(self, module: Module, comp: Computation, names: NameUniquer,
+                 index: UserIndex | None = None):
         self.module, self.comp, self.names = module, comp, names
+        # Users of comp's instructions, updated by wrap and fuse_producer (the multi-output
+        # edits leave it to the caller to rebuild it).
+        self.index = index
         # id(fusion) -> {id(producer): (producer, its copy)} for the non-fusion producers
         # copied in so far: a producer reached again along another path reuses its copy
         # (a CSE of the whole body after every step made fusion quadratic in its size).
@@ -53,7 +76,7 @@ class FusionBuilder:
         body = fused_computation(fusion)
         for i, op in enumerate(fusion.operands):
             if op is outer:
-                return body.parameters[i]
+                return _parameter(body, i)
         number = len(fusion.operands)
         param = Instruction("parameter", outer.shape, name=self.names.fresh(f"param_{number}"),
                             parameter_number=number)
@@ -63,7 +86,7 @@ class FusionBuilder:
 
     def _remove_param(self, fusion: Instruction, index: int) -> None:
         body = fused_computation(fusion)
-        params = body.parameters
+        params = parameters_of(body, len(fusion.operands))
         body.instructions.remove(params[index])
         fusion.operands.pop(index)
         for p in params[index + 1:]:
@@ -73,8 +96,8 @@ class FusionBuilder:
 
     def _copy_into(self, fusion: Instruction, producer: Instruction, rename: bool):
         """Copy `producer` (an instruction, or a fusion's whole body) into `fusion`; return
-        the copy of its result. `rename` gives the copies fresh names (used when the
-        producer also stays outside)."""
+        the copy of its result and the list of copies (appended to the fused computation).
+        `rename` gives the copies fresh names (used when the producer also stays outside)."""
         body = fused_computation(fusion)
 
         def name_of(instr):
@@ -84,31 +107,34 @@ class FusionBuilder:
             operands = [self._param_for(fusion, op) for op in producer.operands]
             copy = clone(producer, operands, name_of(producer))
             body.instructions.append(copy)
-            return copy
+            return copy, [copy]
         inner = fused_computation(producer)
         mapping = {id(p): self._param_for(fusion, producer.operands[p.parameter_number])
                    for p in inner.parameters}
+        block = []
         for instr in inner.instructions:
             if instr.opcode == "parameter":
                 continue
             copy = clone(instr, [mapping[id(op)] for op in instr.operands], name_of(instr))
-            body.instructions.append(copy)
+            block.append(copy)
             mapping[id(instr)] = copy
-        return mapping[id(inner.root)]
+        body.instructions.extend(block)
+        return mapping[id(inner.root)], block
 
     def _substitute_param(self, fusion: Instruction, producer: Instruction, rename: bool):
         """Replace the parameter reading `producer` by a copy of the producer's code."""
         body = fused_computation(fusion)
         index = next(i for i, op in enumerate(fusion.operands) if op is producer)
-        old_param = body.parameters[index]
+        old_param = _parameter(body, index)
         copies = self._copies.setdefault(id(fusion), {})
         known = copies.get(id(producer))
         reuse = known is not None and known[0] is producer and any(
             i is known[1] for i in body.instructions)
-        value = known[1] if reuse else self._copy_into(fusion, producer, rename)
-        body.replace_all_uses(old_param, value)
+        # The body stays sorted by moving only the new (or reused) code in front of its
+        # first user: a full topological sort after every step made fusion quadratic.
+        value, block = (known[1], []) if reuse else self._copy_into(fusion, producer, rename)
         self._remove_param(fusion, index)
-        body.topological_sort()
+        replace_uses_and_sort(body, old_param, value, block)
         if producer.opcode != "fusion":
             copies[id(producer)] = (producer, value)
             return value
@@ -129,16 +155,24 @@ class FusionBuilder:
         body.root = copy
         self.module.add_computation(body)
         position = self.comp.instructions.index(instr)
-        self.comp.replace_all_uses(instr, fusion)
+        if self.index is not None:
+            self.index.replace(instr, fusion)
+        else:
+            self.comp.replace_all_uses(instr, fusion)
         self.comp.instructions[position] = fusion
         return fusion
 
     def fuse_producer(self, fusion: Instruction, producer: Instruction, keep: bool) -> None:
         """Move `producer` into `fusion`. With keep=True the producer has other users and
         stays outside too (it is duplicated); otherwise it leaves the computation."""
+        before = list(fusion.operands)
         self._substitute_param(fusion, producer, rename=keep)
         if not keep:
             self.comp.instructions.remove(producer)
+        if self.index is not None:
+            self.index.operands_changed(fusion, before)
+            if not keep:
+                self.index.remove(producer)
 
     # -- multi-output --------------------------------------------------------------------
 

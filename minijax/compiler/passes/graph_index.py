@@ -1,0 +1,152 @@
+"""Incremental graph queries for passes that edit a computation many times (fusion).
+
+`UserIndex(comp)` answers "who uses this instruction" in O(number of users) instead of a
+scan of the whole computation, and stays correct while the editor reports its edits
+(`replace`, `remove`, `operands_changed`) or calls `rebuild()` after a bigger rewrite.
+`rebuild_work` counts the instructions visited by (re)builds, so tests can check that a
+pass over n instructions does O(n) work for its user queries.
+
+`insert_sorted(comp, value, block)` puts freshly appended instructions back into
+topological order, exactly where `Computation.topological_sort()` would put them, but in
+one cheap pass instead of a full depth-first search.
+"""
+
+from __future__ import annotations
+
+from minijax.compiler.hlo.ir import Computation, Instruction
+
+
+class UserIndex:
+    """Users of every instruction of `comp`, in program order."""
+
+    def __init__(self, comp: Computation):
+        self.comp = comp
+        self.rebuild_work = 0
+        self.queries = 0
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Recompute everything from `comp` (after edits that were not reported)."""
+        instrs = self.comp.instructions
+        self._position = {id(instr): k for k, instr in enumerate(instrs)}
+        users: dict[int, dict[int, Instruction]] = {id(instr): {} for instr in instrs}
+        for instr in instrs:
+            for op in instr.operands:
+                entry = users.get(id(op))
+                if entry is not None:
+                    entry[id(instr)] = instr
+        self._users = users
+        self.rebuild_work += len(instrs)
+
+    def __contains__(self, instr: Instruction) -> bool:
+        return id(instr) in self._users
+
+    def users_of(self, instr: Instruction) -> list[Instruction]:
+        """Distinct users of `instr` in `comp`, in program order (as utils.users_of)."""
+        self.queries += 1
+        found = list(self._users[id(instr)].values())
+        if len(found) > 1:
+            position = self._position
+            found.sort(key=lambda u: position[id(u)])
+        return found
+
+    def replace(self, old: Instruction, new: Instruction) -> None:
+        """`new` takes `old`'s place in the program: its position, its users (whose operands
+        are rewritten) and, if `old` was the root, the root. `new`'s operands must be the
+        distinct operands of `old`."""
+        comp = self.comp
+        users = self._users.pop(id(old))
+        for user in users.values():
+            user.operands = [new if op is old else op for op in user.operands]
+        if comp.root is old:
+            comp.root = new
+        self._users[id(new)] = users
+        self._position[id(new)] = self._position.pop(id(old))
+        for op in new.operands:
+            entry = self._users.get(id(op))
+            if entry is not None:
+                entry.pop(id(old), None)
+                entry[id(new)] = new
+
+    def remove(self, instr: Instruction) -> None:
+        """`instr` left the computation (it must have no users left)."""
+        for op in instr.operands:
+            entry = self._users.get(id(op))
+            if entry is not None:
+                entry.pop(id(instr), None)
+        del self._users[id(instr)]
+        del self._position[id(instr)]
+
+    def operands_changed(self, instr: Instruction, old_operands) -> None:
+        """`instr.operands` was `old_operands` before an edit."""
+        now = {id(op): op for op in instr.operands}
+        for op in old_operands:
+            if id(op) not in now:
+                entry = self._users.get(id(op))
+                if entry is not None:
+                    entry.pop(id(instr), None)
+        for key in now:
+            entry = self._users.get(key)
+            if entry is not None:
+                entry[id(instr)] = instr
+
+
+def _postorder(roots, members: set[int], seen: set[int], out: list) -> None:
+    """Depth-first postorder over operands (operand 0 first), restricted to `members`;
+    the same visit as Computation.topological_sort."""
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                out.append(node)
+                continue
+            if id(node) in seen or id(node) not in members:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for op in reversed(node.operands):
+                if id(op) not in seen:
+                    stack.append((op, False))
+
+
+def replace_uses_and_sort(comp: Computation, old: Instruction, value: Instruction,
+                          block: list[Instruction]) -> None:
+    """Make the users of `old` use `value`, where `value` and the rest of `block` were just
+    appended to `comp` (which was topologically sorted before) and only `value` is used by
+    the rest of `comp`; an empty `block` means `value` was already in `comp`. Leaves `comp`
+    in the order `topological_sort()` would give."""
+    instrs = comp.instructions
+    n = len(block)
+    if n and (len(instrs) < n or any(a is not b for a, b in zip(instrs[-n:], block))):
+        comp.replace_all_uses(old, value)
+        comp.topological_sort()
+        return
+    if n:
+        del instrs[-n:]
+    first = None
+    for k, instr in enumerate(instrs):
+        ops = instr.operands
+        if old in ops:
+            instr.operands = [value if op is old else op for op in ops]
+            if first is None:
+                first = k
+    if comp.root is old:
+        comp.root = value
+    ordered: list[Instruction] = []
+    if not n:
+        # The depth-first sort only moves what `value` needs from after its first user.
+        if first is None or instrs.index(value) < first:
+            return
+        _postorder([value], {id(i) for i in instrs[first:]}, set(), ordered)
+        moved = {id(i) for i in ordered}
+        instrs[first:] = ordered + [i for i in instrs[first:] if id(i) not in moved]
+        return
+    members = {id(i) for i in block}
+    seen: set[int] = set()
+    if first is not None:
+        _postorder([value], members, seen, ordered)
+        instrs[first:first] = ordered
+        ordered = []
+    _postorder(block, members, seen, ordered)  # copies nothing in the program reads
+    instrs.extend(ordered)
