@@ -2,7 +2,11 @@
 cosh, asinh, acosh, atanh, erfc, erf_inv, lgamma, digamma, exp2, nextafter), written as
 expressions of XLA opcodes so that backends only need XLA's opcode set.
 
-`Emit` builds such expressions on values of one shape and dtype (the op's operand).
+The real expansions are evaluated in the operand's precision (16-bit floats in float32, like
+XLA) and keep float32 results within a few ulp of the correctly rounded value: each formula
+avoids rounding an argument before an ill-conditioned step (x - log 2 before exp, 1 - x*x
+near |x| = 1, 2x / (1 - x) near x = -1). The special functions (erfc, erf_inv, lgamma,
+digamma) are in special_lowering.py; `Emit` builds the expressions (lowering_emit.py).
 """
 
 from __future__ import annotations
@@ -11,58 +15,11 @@ import math
 
 import numpy as np
 
-# Lanczos approximation, g = 7 with 9 terms: Gamma(z + 1) = sqrt(2 pi) t^(z + 1/2) e^-t A(z),
-# t = z + g + 1/2, A(z) = c0 + sum_i c_i / (z + i).
-LANCZOS_G = 7.0
-LANCZOS_COEFFS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028,
-                  771.32342877765313, -176.61502916214059, 12.507343278686905,
-                  -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+from minijax.lax.lowering_emit import Emit, in_float32_at_least
+from minijax.lax.special_lowering import digamma, erf_inv, erfc, lgamma
 
-
-class Emit:
-    """Elementwise HLO expression builder for values of `aval`'s shape and dtype."""
-
-    def __init__(self, ctx, aval):
-        self.b = ctx.builder
-        self.md = ctx.metadata
-        self.shape = tuple(aval.shape)
-        self.dtype = np.dtype(aval.dtype)
-
-    def c(self, value, dtype=None):
-        """A constant broadcast to the shape (of `dtype`, default the values' dtype)."""
-        const = self.b.constant(np.asarray(value, dtype or self.dtype), metadata=self.md)
-        if self.shape:
-            const = self.b.broadcast(const, self.shape, (), metadata=self.md)
-        return const
-
-    def op(self, opcode, *xs):
-        return self.b.add_instruction(opcode, list(xs), metadata=self.md)
-
-    def _arg(self, x):
-        return self.c(x) if isinstance(x, (int, float, complex)) else x
-
-    def add(self, x, y):
-        return self.op("add", self._arg(x), self._arg(y))
-
-    def sub(self, x, y):
-        return self.op("subtract", self._arg(x), self._arg(y))
-
-    def mul(self, x, y):
-        return self.op("multiply", self._arg(x), self._arg(y))
-
-    def div(self, x, y):
-        return self.op("divide", self._arg(x), self._arg(y))
-
-    def cmp(self, x, y, direction):
-        return self.b.compare(self._arg(x), self._arg(y), direction, metadata=self.md)
-
-    def select(self, pred, x, y):
-        return self.b.select(pred, self._arg(x), self._arg(y), metadata=self.md)
-
-    def __getattr__(self, opcode):
-        # e.g. e.log(x), e.sqrt(x), e.atan2(x, y), e.round_nearest_even(x)
-        name = opcode.replace("_", "-")
-        return lambda *xs: self.op(name, *xs)
+__all__ = ["Emit", "exp2", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+           "erfc", "erf_inv", "lgamma", "digamma", "nextafter"]
 
 
 def _is_complex(e: Emit) -> bool:
@@ -73,20 +30,27 @@ def exp2(e: Emit, x):
     return e.op("power", e.c(2), x)
 
 
+def _one_minus_square(e: Emit, x):
+    # (1 - x)(1 + x): one factor is exact wherever 1 - x*x would cancel.
+    return e.mul(e.sub(1, x), e.add(1, x))
+
+
+@in_float32_at_least
 def asin(e: Emit, x):
     if _is_complex(e):  # -i log(iz + sqrt(1 - z^2))
         iz = e.mul(1j, x)
         return e.mul(-1j, e.log(e.add(iz, e.sqrt(e.sub(1, e.mul(x, x))))))
-    return e.mul(2, e.atan2(x, e.add(1, e.sqrt(e.sub(1, e.mul(x, x))))))
+    return e.atan2(x, e.sqrt(_one_minus_square(e, x)))
 
 
+@in_float32_at_least
 def acos(e: Emit, x):
     if _is_complex(e):
         return e.sub(math.pi / 2, asin(e, x))
-    half = e.atan2(e.sqrt(e.sub(1, e.mul(x, x))), e.add(1, x))
-    return e.select(e.cmp(x, -1, "EQ"), math.pi, e.mul(2, half))
+    return e.atan2(e.sqrt(_one_minus_square(e, x)), x)
 
 
+@in_float32_at_least
 def atan(e: Emit, x):
     if _is_complex(e):  # i/2 (log(1 - iz) - log(1 + iz))
         iz = e.mul(1j, x)
@@ -94,27 +58,45 @@ def atan(e: Emit, x):
     return e.atan2(x, e.c(1))
 
 
+def _exp_limit(e: Emit) -> float:
+    """Below this, exp(|x|) does not overflow; above it, exp(-|x|) is negligible."""
+    return float(math.floor(math.log(float(np.finfo(e.dtype).max)))) - 1.0
+
+
+def _exp_big(e: Emit, ax):
+    # e^ax / 2 as (e^(ax/2) / 2) e^(ax/2): finite up to the overflow of cosh itself, and
+    # ax/2 is exact, unlike ax - log 2.
+    h = e.exponential(e.mul(0.5, ax))
+    return e.mul(e.mul(0.5, h), h)
+
+
+@in_float32_at_least
 def sinh(e: Emit, x):
     if _is_complex(e):
         return e.mul(0.5, e.sub(e.exponential(x), e.exponential(e.negate(x))))
-    small = e.mul(0.5, e.sub(e.exponential_minus_one(x), e.exponential_minus_one(e.negate(x))))
-    # exp(x - log 2) avoids overflowing where e^x does but sinh(x) does not.
-    big = e.sub(e.exponential(e.sub(x, math.log(2))),
-                e.exponential(e.sub(e.negate(x), math.log(2))))
-    return e.select(e.cmp(e.abs(x), 1, "LT"), small, big)
+    ax = e.abs(x)
+    em = e.exponential_minus_one(ax)
+    # e^a - e^-a = em + em / (em + 1) with em = e^a - 1: no cancellation for small a.
+    moderate = e.mul(0.5, e.add(em, e.div(em, e.add(em, 1))))
+    mag = e.select(e.lt(ax, _exp_limit(e)), moderate, _exp_big(e, ax))
+    return e.mul(e.sign(x), mag)
 
 
+@in_float32_at_least
 def cosh(e: Emit, x):
     if _is_complex(e):
         return e.mul(0.5, e.add(e.exponential(x), e.exponential(e.negate(x))))
-    return e.add(e.exponential(e.sub(x, math.log(2))),
-                 e.exponential(e.sub(e.negate(x), math.log(2))))
+    ax = e.abs(x)
+    ex = e.exponential(ax)
+    moderate = e.add(e.mul(0.5, ex), e.div(0.5, ex))
+    return e.select(e.lt(ax, _exp_limit(e)), moderate, _exp_big(e, ax))
 
 
 def _sqrt_max(e: Emit) -> float:
     return float(np.sqrt(np.finfo(e.dtype).max))
 
 
+@in_float32_at_least
 def asinh(e: Emit, x):
     if _is_complex(e):
         return e.log(e.add(x, e.sqrt(e.add(e.mul(x, x), 1))))
@@ -126,6 +108,7 @@ def asinh(e: Emit, x):
     return e.mul(e.sign(x), mag)
 
 
+@in_float32_at_least
 def acosh(e: Emit, x):
     if _is_complex(e):
         return e.log(e.add(x, e.mul(e.sqrt(e.add(x, 1)), e.sqrt(e.sub(x, 1)))))
@@ -135,99 +118,14 @@ def acosh(e: Emit, x):
     return e.select(e.cmp(x, _sqrt_max(e), "GE"), huge, moderate)
 
 
+@in_float32_at_least
 def atanh(e: Emit, x):
     if _is_complex(e):
         return e.mul(0.5, e.sub(e.log_plus_one(x), e.log_plus_one(e.negate(x))))
-    return e.mul(0.5, e.log_plus_one(e.div(e.mul(2, x), e.sub(1, x))))
-
-
-def _erfc_nonneg(e: Emit, ax):
-    """erfc for ax >= 0: 1 - erf below 2, Laplace's continued fraction above."""
-    terms = 60 if e.dtype == np.float64 else 20
-    safe = e.select(e.cmp(ax, 2, "LT"), 2, ax)
-    f = safe
-    for k in range(terms, 0, -1):
-        f = e.add(safe, e.div(0.5 * k, f))
-    tail = e.div(e.exponential(e.negate(e.mul(safe, safe))), e.mul(math.sqrt(math.pi), f))
-    return e.select(e.cmp(ax, 2, "LT"), e.sub(1, e.erf(ax)), tail)
-
-
-def erfc(e: Emit, x):
-    pos = _erfc_nonneg(e, e.abs(x))
-    return e.select(e.cmp(x, 0, "LT"), e.sub(2, pos), pos)
-
-
-def erf_inv(e: Emit, y):
-    ay = e.abs(y)
-    # Winitzki's closed-form guess, refined by Halley steps on erf (erfc near |y| = 1).
-    a = 0.147
-    ln = e.log_plus_one(e.negate(e.mul(ay, ay)))
-    bb = e.add(2 / (math.pi * a), e.mul(0.5, ln))
-    x = e.sqrt(e.sub(e.sqrt(e.sub(e.mul(bb, bb), e.div(ln, a))), bb))
-    x = e.select(e.cmp(ay, 1, "LT"), x, 0)
-    tail = e.cmp(ay, 0.5, "GE")
-    target = e.select(tail, e.sub(1, ay), ay)
-    for _ in range(4 if e.dtype == np.float64 else 2):
-        f = e.select(tail, e.sub(target, _erfc_nonneg(e, x)), e.sub(e.erf(x), target))
-        dfdx = e.mul(2 / math.sqrt(math.pi), e.exponential(e.negate(e.mul(x, x))))
-        step = e.div(f, dfdx)
-        x = e.sub(x, e.div(step, e.add(1, e.mul(x, step))))
-    x = e.select(e.cmp(ay, 1, "EQ"), math.inf, x)
-    x = e.select(e.cmp(ay, 1, "GT"), math.nan, x)
-    x = e.select(e.cmp(y, y, "NE"), math.nan, x)
-    return e.mul(e.sign(y), x)
-
-
-def _lanczos_parts(e: Emit, xp):
-    """(z, t, A(z), A'(z)) for z = xp - 1."""
-    z = e.sub(xp, 1)
-    a = e.c(LANCZOS_COEFFS[0])
-    da = e.c(0)
-    for i, coeff in enumerate(LANCZOS_COEFFS[1:], start=1):
-        zi = e.add(z, float(i))
-        a = e.add(a, e.div(coeff, zi))
-        da = e.sub(da, e.div(coeff, e.mul(zi, zi)))
-    t = e.add(z, LANCZOS_G + 0.5)
-    return z, t, a, da
-
-
-def _reflection(e: Emit, x):
-    """(x < 1/2, the reflected argument max(x, 1 - x), pi * (x - round(x)))."""
-    reflect = e.cmp(x, 0.5, "LT")
-    xp = e.select(reflect, e.sub(1, x), x)
-    r = e.mul(math.pi, e.sub(x, e.round_nearest_even(x)))
-    return reflect, xp, r
-
-
-def _log_t(e: Emit, z):
-    # log(z + g + 1/2) = log(g + 1/2) + log1p(z / (g + 1/2)), accurate for small z.
-    return e.add(math.log(LANCZOS_G + 0.5), e.log_plus_one(e.div(z, LANCZOS_G + 0.5)))
-
-
-def _is_pole(e: Emit, x):
-    return e.op("and", e.cmp(x, 0, "LE"), e.cmp(x, e.floor(x), "EQ"))
-
-
-def lgamma(e: Emit, x):
-    reflect, xp, r = _reflection(e, x)
-    z, t, a, _ = _lanczos_parts(e, xp)
-    lg = e.add(e.sub(e.mul(e.add(z, 0.5), _log_t(e, z)), t),
-               e.add(0.5 * math.log(2 * math.pi), e.log(a)))
-    refl = e.sub(e.sub(math.log(math.pi), e.log(e.abs(e.sine(r)))), lg)
-    out = e.select(reflect, refl, lg)
-    out = e.select(_is_pole(e, x), math.inf, out)
-    return e.select(e.cmp(e.abs(x), math.inf, "EQ"), math.inf, out)
-
-
-def digamma(e: Emit, x):
-    reflect, xp, r = _reflection(e, x)
-    z, t, a, da = _lanczos_parts(e, xp)
-    dg = e.sub(e.add(_log_t(e, z), e.div(da, a)), e.div(LANCZOS_G, t))
-    refl = e.sub(dg, e.div(math.pi, e.tan(r)))
-    out = e.select(reflect, refl, dg)
-    out = e.select(_is_pole(e, x), math.nan, out)
-    out = e.select(e.cmp(x, -math.inf, "EQ"), math.nan, out)
-    return e.select(e.cmp(x, math.inf, "EQ"), math.inf, out)
+    # On |x|: 1 - |x| is exact near 1, where 1 - x for x near -1 is not.
+    ax = e.abs(x)
+    mag = e.mul(0.5, e.log_plus_one(e.div(e.mul(2, ax), e.sub(1, ax))))
+    return e.mul(e.sign(x), mag)
 
 
 def nextafter(e: Emit, x, y):
