@@ -153,3 +153,14 @@ def test_broadcast_in_dim_expanding_size_one_dims_lowers():
     f = jax.jit(lambda x: lax.broadcast_in_dim(x, (3, 4, 5), (0, 2)))
     x = np.arange(5.0, dtype=np.float32).reshape(1, 5)
     np.testing.assert_array_equal(np.asarray(f(x)), np.broadcast_to(x[:, None, :], (3, 4, 5)))
+
+
+def test_scalar_chain_with_shared_subexpressions_compiles_quickly():
+    # 40 rounds of x = x*x + x: each value is used twice; re-emitting shared rank-0 values
+    # per use would make code size exponential in the depth.
+    def f(x):
+        for _ in range(40):
+            x = lax.add(lax.mul(x, x), x)
+        return x
+    out = jax.jit(f)(np.float32(0.0))
+    assert float(out) == 0.0

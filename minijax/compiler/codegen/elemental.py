@@ -170,7 +170,10 @@ class ElementalEmitter:
 
     def emit(self, instr: Instruction, index: Index):
         """The value of `instr` at `index` (a list of values for a tuple-shaped reduce)."""
-        key = (instr, index)
+        # A rank-0 value is the same at every index; keying it by instruction alone keeps
+        # shared scalar subexpressions from being re-emitted once per use (exponential).
+        key = (instr, None) if instr.shape.rank == 0 and not instr.shape.is_tuple else (
+            instr, index)
         hit = self.cache.get(key)
         if hit is None:
             hit = self._emit(instr, index)
