@@ -263,7 +263,9 @@ class JitWrapped:
         """Trace and lower for these arguments; returns a Lowered (HLO before passes)."""
         signature, _, call_fun, names = self._signature(args, kwargs)
         closed, out_tree = self._trace(signature, call_fun, names)
-        return Lowered(self, closed, out_tree, signature, names)
+        lowered = Lowered(self, closed, out_tree, signature, names)
+        lowered._keep_text = True
+        return lowered
 
     def trace(self, *args, **kwargs):
         """The ClosedJaxpr jit traces for these arguments."""
@@ -306,12 +308,28 @@ class Lowered:
         donated = _donated_leaf_indices(wrapped, signature, nargs)
         self.module.donated_params = donated
         self.lower_seconds = time.perf_counter() - t0
-        from minijax.compiler.hlo.printer import module_to_text
-        self._text = module_to_text(self.module)
+        # Printed on demand (as_text, dumps); compiling keys its caches on a structural
+        # fingerprint instead. `_keep_text`: print before optimizing mutates the module.
+        self._text = None
+        self._keep_text = False
+        self._fingerprints: dict = {}
 
     def as_text(self, dialect: str = "hlo") -> str:
         """The HLO text before optimization."""
+        if self._text is None:
+            from minijax.compiler.hlo.printer import module_to_text
+            self._text = module_to_text(self.module)
         return self._text
+
+    def fingerprint(self, backend: str, opt_level: int) -> str:
+        """The compile-cache key of this program for `backend` at `opt_level`."""
+        key = (backend, opt_level)
+        fp = self._fingerprints.get(key)
+        if fp is None:
+            from minijax.compiler.persistent_cache import module_fingerprint
+            fp = self._fingerprints[key] = module_fingerprint(self.module, backend,
+                                                              (opt_level,))
+        return fp
 
     def compile(self) -> Compiled:
         """Optimize and compile (through the compile cache's shared executable level)."""
@@ -321,23 +339,27 @@ class Lowered:
     def _compile_entry(self, timings) -> _CompiledEntry:
         from minijax.backends import get_backend
         from minijax.compiler import dumps
-        from minijax.compiler.pipeline import CompileOptions, optimize
+        from minijax.compiler.persistent_cache import get_disk_cache
+        from minijax.compiler.pipeline import CompileOptions
         timings["lower"] = self.lower_seconds
         backend = get_backend(self._wrapped._backend or None)
         options = CompileOptions(opt_level=self._wrapped._opt_level, backend=backend.name)
-        fp = cache_mod.fingerprint(self._text, backend.name, (options.opt_level,))
+        t0 = time.perf_counter()
+        fp = self.fingerprint(backend.name, options.opt_level)
+        timings["fingerprint"] = time.perf_counter() - t0
         cached = cache_mod.executable_cache.get(fp)
         flags = dumps.dump_flags()
         if cached is not None and not flags.dump_to:
             executable, module = cached
         else:
-            t0 = time.perf_counter()
             if flags.dump_to:
                 options = CompileOptions(opt_level=options.opt_level, backend=backend.name,
                                          dump_to=flags.dump_to,
                                          dump_pass_re=flags.dump_pass_re)
-            module = optimize(self.module, options)
-            timings["optimize"] = time.perf_counter() - t0
+            disk = None if flags.dump_to else get_disk_cache()
+            module = self._load_optimized(disk, fp, timings)
+            if module is None:
+                module = self._optimize(options, flags, disk, fp, timings)
             t0 = time.perf_counter()
             executable = backend.compile(module, options)
             timings["codegen"] = time.perf_counter() - t0
@@ -348,6 +370,39 @@ class Lowered:
         out_avals = list(self.jaxpr.out_avals)
         return _CompiledEntry(executable, self.out_tree, out_avals, self.hoisted, self,
                               module, timings, self.module.donated_params)
+
+    def _load_optimized(self, disk, fp, timings):
+        """The optimized module from the persistent cache (buffer assignment recomputed),
+        or None."""
+        if disk is None:
+            return None
+        t0 = time.perf_counter()
+        module = disk.load(fp)
+        stats = self._wrapped._cache.stats
+        if module is None:
+            stats.disk_misses += 1
+        else:
+            from minijax.compiler.passes.buffer_assignment import assign_buffers
+            module.buffer_assignment = assign_buffers(module)
+            stats.disk_hits += 1
+        timings["cache_load"] = time.perf_counter() - t0
+        return module
+
+    def _optimize(self, options, flags, disk, fp, timings):
+        """Run the pass pipeline on the lowered module (in place) and store the result in
+        the persistent cache."""
+        from minijax.compiler.pipeline import optimize
+        if self._text is None and (self._keep_text or flags.dump_to):
+            self.as_text()
+        t0 = time.perf_counter()
+        module = optimize(self.module, options)
+        timings["optimize"] = time.perf_counter() - t0
+        if disk is not None:
+            t0 = time.perf_counter()
+            if disk.store(fp, module):
+                self._wrapped._cache.stats.disk_writes += 1
+            timings["cache_store"] = time.perf_counter() - t0
+        return module
 
     def cost_analysis(self) -> dict:
         from minijax.compiler.analysis import cost_analysis

@@ -1,18 +1,21 @@
 """The compile cache: shape-specialized executables, bounded by bytes, with explanations.
 
-Two levels:
+Levels:
 - per jitted function, `FunctionCache` maps a *call signature* (argument treedef, avals
   with weak types, static argument values, backend, options) to a compiled entry; this is
   the fast path of a cached call;
-- process-wide, `ExecutableCache` maps a *program fingerprint* (hash of the lowered HLO text,
-  backend and options) to an executable, so re-created functions (a re-run notebook cell)
-  that trace to the same program skip compilation.
-Both are LRU-bounded by an estimate of the bytes they hold; `clear_caches()` empties all.
+- process-wide, `ExecutableCache` maps a *program fingerprint* (a hash of the lowered
+  module's structure, backend and options: persistent_cache.module_fingerprint) to an
+  executable, so re-created functions (a re-run notebook cell) that trace to the same
+  program skip compilation;
+- with MINIJAX_CACHE_DIR set, persistent_cache.DiskCache keeps the optimized modules on
+  disk under the same fingerprint, so a new process skips the pass pipeline.
+The in-memory levels are LRU-bounded by an estimate of the bytes they hold;
+`clear_caches()` empties them (not the disk).
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -41,6 +44,9 @@ class CacheStats:
     evictions: int = 0
     compile_seconds: float = 0.0
     history: list = field(default_factory=list)
+    disk_hits: int = 0      # optimized modules read from MINIJAX_CACHE_DIR
+    disk_misses: int = 0
+    disk_writes: int = 0
 
 
 class LRUByBytes:
@@ -123,16 +129,6 @@ class ExecutableCache:
 
 
 executable_cache = ExecutableCache()
-
-
-def fingerprint(hlo_text: str, backend: str, options: tuple) -> str:
-    """A content hash of a lowered program and everything that changes its compilation."""
-    from minijax import __version__
-    h = hashlib.sha256()
-    for part in (hlo_text, backend, repr(options), __version__):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 def clear_caches() -> None:
