@@ -42,7 +42,16 @@ def _around(c, lo=-8.0, hi=-1.0, n=1500):
 
 _UNIT = np.concatenate([np.linspace(-1, 1, 8001), _around(1.0), _around(-1.0),
                         _signed(np.logspace(-40, 0, 1500))])
-_math_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
+
+
+def _lgamma_or_pole(v):
+    try:
+        return math.lgamma(v)
+    except ValueError:  # the poles at 0, -1, -2, ...
+        return math.inf
+
+
+_math_lgamma = np.vectorize(_lgamma_or_pole, otypes=[np.float64])
 _math_erfc = np.vectorize(math.erfc, otypes=[np.float64])
 
 # name -> (function, float64 reference, samples, max ulp on float32)
