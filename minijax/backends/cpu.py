@@ -366,6 +366,14 @@ class _Compiler:
             prog.notes.append(f"{instr.name}: dot via NumPy BLAS")
             prog.steps.append(dot_step(instr, ops, s))
             return
+        if op == "convolution":
+            from minijax.backends.cpu_library import conv_step
+            step = conv_step(instr, ops, s)
+            if step is not None:
+                prog.kernel_count += 1
+                prog.notes.append(f"{instr.name}: convolution via im2col + NumPy BLAS")
+                prog.steps.append(step)
+                return
         if op in ("while", "conditional", "call"):
             from minijax.backends.cpu_library import control_step
             prog.steps.append(control_step(self, instr, ops, s))

@@ -85,3 +85,85 @@ def control_step(compiler, instr, ops, s):
             k = last if k < 0 or k > last else k
         env[s] = branches[k].run([env[args[k]]])
     return conditional
+
+
+def _conv_labels(labels: str, nsp: int):
+    """(lhs perm to b,0..,f), (rhs perm to 0..,i,o), and the out-label positions."""
+    lhs, rest = labels.split("_", 1)
+    rhs, out = rest.split("->")
+    spatial = [str(k) for k in range(nsp)]
+    lperm = [lhs.index("b")] + [lhs.index(c) for c in spatial] + [lhs.index("f")]
+    rperm = [rhs.index(c) for c in spatial] + [rhs.index("i"), rhs.index("o")]
+    # Our result is laid out b, 0.., o ("f" in the output labels); move to `out`'s order.
+    source = {"b": 0, **{c: 1 + k for k, c in enumerate(spatial)}, "f": nsp + 1}
+    operm = [source[c] for c in out]
+    return lperm, rperm, operm
+
+
+def conv_step(instr, ops, s):
+    """convolution as im2col (a strided window view) + one BLAS contraction, or None when
+    the instruction needs something this path does not do (feature/batch groups, mixed or
+    non-float dtypes): the caller then runs the evaluator's convolution."""
+    lhs_shape, rhs_shape = (o.shape for o in instr.operands)
+    out_dtype = instr.shape.dtype
+    a = instr.attrs
+    if (int(a.get("feature_group_count", 1) or 1) != 1
+            or int(a.get("batch_group_count", 1) or 1) != 1
+            or out_dtype not in (np.float32, np.float64)
+            or lhs_shape.dtype != out_dtype or rhs_shape.dtype != out_dtype):
+        return None
+    nsp = lhs_shape.rank - 2
+    digits = "".join(map(str, range(nsp)))
+    labels = a.get("dim_labels") or f"bf{digits}_oi{digits}->bf{digits}"
+    lperm, rperm, operm = _conv_labels(labels, nsp)
+    window = dict(a.get("window") or {})
+    ksize = [rhs_shape.dims[rperm[k]] for k in range(nsp)]
+    stride = tuple(window.get("stride", (1,) * nsp))
+    pad = [tuple(p) for p in window.get("pad", ((0, 0),) * nsp)]
+    ldil = tuple(window.get("lhs_dilate", (1,) * nsp))
+    rdil = tuple(window.get("rhs_dilate", (1,) * nsp))
+    out_dims = instr.shape.dims
+    sliding = np.lib.stride_tricks.sliding_window_view
+    l_src, r_src = ops
+    spatial_axes = tuple(range(1, nsp + 1))
+
+    def step(env):
+        x = np.transpose(env[l_src], lperm)          # b, spatial.., f
+        w = np.transpose(env[r_src], rperm)          # spatial.., i, o
+        b, f = x.shape[0], x.shape[-1]
+        sp = x.shape[1:-1]
+        if any(lo or hi for lo, hi in pad) or any(d != 1 for d in ldil):
+            dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, ldil)]
+            full = [max(0, lo + n + hi) for (lo, hi), n in zip(pad, dil)]
+            xp = np.zeros((b, *full, f), out_dtype)
+            dst, src = [slice(None)], [slice(None)]
+            for (lo, hi), n, d in zip(pad, dil, ldil):
+                # Interior positions (stride d) of the dilated input that survive the padding.
+                start = -(-max(0, -lo) // d) * d
+                stop = n + min(hi, 0)
+                if stop <= start:
+                    dst.append(slice(0, 0))
+                    src.append(slice(0, 0))
+                    continue
+                dst.append(slice(start + lo, stop + lo, d))
+                src.append(slice(start // d, (stop + d - 1) // d))
+            dst.append(slice(None))
+            src.append(slice(None))
+            xp[tuple(dst)] = x[tuple(src)]
+            x = xp
+        spans = [(k - 1) * d + 1 for k, d in zip(ksize, rdil)]
+        out = np.empty(out_dims, out_dtype)
+        if 0 in out.shape or any(n < sp_ for n, sp_ in zip(x.shape[1:-1], spans)):
+            out[...] = 0
+            env[s] = out
+            return
+        win = sliding(x, spans, axis=spatial_axes)   # b, out.., f, span..
+        sel = (slice(None),) + tuple(slice(None, None, st) for st in stride) + (
+            slice(None),) + tuple(slice(None, None, d) for d in rdil)
+        win = win[sel]
+        # Contract f and the kernel window: (b, out.., f, k..) x (k.., i, o).
+        res = np.tensordot(win, w, axes=([nsp + 1] + list(range(nsp + 2, 2 * nsp + 2)),
+                                         [nsp] + list(range(nsp))))
+        out[...] = np.transpose(res, operm) if operm != list(range(nsp + 2)) else res
+        env[s] = out
+    return step
