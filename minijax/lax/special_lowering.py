@@ -197,7 +197,8 @@ def _lgamma_positive(e: Emit, y):
     # difference above loses a bit or two.
     n = _series_terms(e)
     coeffs = [-_EULER] + [(-1) ** k * (1 + _ZETA_MINUS_ONE[k - 2]) / k for k in range(2, n + 1)]
-    small = e.select(e.lt(e.abs(e.sub(y, 1)), 0.25), e.mul(z, e.poly(z, coeffs)), small)
+    near_1 = e.select(e.cmp(z, 0, "EQ"), 0, e.mul(z, e.poly(z, coeffs)))  # +0, not -0
+    small = e.select(e.lt(e.abs(e.sub(y, 1)), 0.25), near_1, small)
     # Around the minimum, where lgamma(2 + z) - log1p(z) would cancel.
     dz, is_near, n_root = _near_root(e, y)
     coeffs = [c / j for j, c in enumerate(_DIGAMMA_ROOT_SERIES[:n_root], start=2)]
