@@ -28,16 +28,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from minijax.compiler.hlo.ir import Module
-from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
-from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
-from minijax.compiler.passes.call_inliner import CallInliner
-from minijax.compiler.passes.constant_folding import ConstantFolding
-from minijax.compiler.passes.cse import CommonSubexpressionElimination
-from minijax.compiler.passes.dce import DeadCodeElimination
-from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
-from minijax.compiler.passes.fusion import Fusion
-from minijax.compiler.passes.layout_assignment import LayoutAssignment
-from minijax.compiler.passes.transpose_folding import TransposeFolding
+
+# The passes are imported when a pipeline is built (default_passes), so that importing
+# CompileOptions (a jit call served from the persistent cache) does not load them.
+_PASS_CLASSES = {
+    "AlgebraicSimplifier": "algebraic_simplifier", "BufferAssignmentPass": "buffer_assignment",
+    "CallInliner": "call_inliner", "ConstantFolding": "constant_folding",
+    "CommonSubexpressionElimination": "cse", "DeadCodeElimination": "dce",
+    "DotCanonicalization": "dot_canonicalization", "Fusion": "fusion",
+    "LayoutAssignment": "layout_assignment", "TransposeFolding": "transpose_folding",
+}
+
+
+def __getattr__(name: str):
+    module = _PASS_CLASSES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(f"minijax.compiler.passes.{module}"), name)
 
 
 @dataclass(frozen=True)
@@ -114,13 +122,25 @@ class Pipeline:
         return changed
 
     def _run_fixed_point(self, module: Module, group: FixedPoint) -> bool:
+        # A pass that found nothing to do is not run again until another pass changes the
+        # module (passes are deterministic): the same result as rerunning whole rounds
+        # until one changes nothing, without the repeated no-op runs.
         changed = False
+        clean: set[int] = set()  # indices of passes that ran on the current module unchanged
         for _ in range(group.max_iters):
             round_changed = False
-            for p in group.passes:
-                round_changed |= self._run_pass(module, p)
+            for k, p in enumerate(group.passes):
+                if k in clean:
+                    continue
+                if self._run_pass(module, p):
+                    round_changed = True
+                    clean = set()
+                else:
+                    clean.add(k)
+                if len(clean) == len(group.passes):
+                    break
             changed |= round_changed
-            if not round_changed:
+            if len(clean) == len(group.passes):
                 break
         return changed
 
@@ -168,6 +188,16 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
 
 def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
+    from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
+    from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
+    from minijax.compiler.passes.call_inliner import CallInliner
+    from minijax.compiler.passes.constant_folding import ConstantFolding
+    from minijax.compiler.passes.cse import CommonSubexpressionElimination
+    from minijax.compiler.passes.dce import DeadCodeElimination
+    from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
+    from minijax.compiler.passes.fusion import Fusion
+    from minijax.compiler.passes.layout_assignment import LayoutAssignment
+    from minijax.compiler.passes.transpose_folding import TransposeFolding
     passes: list = [CallInliner(), DeadCodeElimination()]
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),

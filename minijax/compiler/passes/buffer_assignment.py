@@ -77,7 +77,7 @@ class BufferAssignment:
         self.output_bytes = sum(b.size for b in root_buffers)
         self.temp_bytes = sum(s.size for s in slots if s.kind == "temp")
         self.constant_bytes = sum(s.size for s in slots if s.kind == "constant")
-        self.peak_bytes = max((self.live_bytes_at(t) for t in range(len(sequence))), default=0)
+        self.peak_bytes = _peak_bytes(slots, len(sequence))
 
     def slots_of(self, instr: Instruction) -> tuple[int, ...]:
         """The slot of each flat leaf of `instr`'s result."""
@@ -110,6 +110,36 @@ class BufferAssignment:
     def __repr__(self) -> str:
         return (f"<BufferAssignment {len(self.slots)} slots, temp={self.temp_bytes}, "
                 f"peak={self.peak_bytes}>")
+
+
+def _peak_bytes(slots: list[Slot], length: int) -> int:
+    """max(live_bytes_at(t) for t in range(length)), by one sweep over slot intervals."""
+    if length <= 0:
+        return 0
+    delta = [0] * (length + 1)
+    for s in slots:
+        lo = hi = None
+        for b in sorted(s.buffers, key=lambda b: b.start):
+            if hi is not None and b.start <= hi + 1:
+                hi = max(hi, b.end)
+                continue
+            if hi is not None:
+                _add_interval(delta, lo, hi, s.size, length)
+            lo, hi = b.start, b.end
+        if hi is not None:
+            _add_interval(delta, lo, hi, s.size, length)
+    peak = live = 0
+    for t in range(length):
+        live += delta[t]
+        peak = max(peak, live)
+    return peak
+
+
+def _add_interval(delta: list[int], lo: int, hi: int, size: int, length: int) -> None:
+    lo, hi = max(lo, 0), min(hi, length - 1)
+    if lo <= hi:
+        delta[lo] += size
+        delta[hi + 1] -= size
 
 
 def _leaf_range(shape, index: int) -> tuple[int, int]:
@@ -194,11 +224,13 @@ def _assign_slots(buffers: list[LogicalBuffer]) -> list[Slot]:
     slots: list[Slot] = []
     free: list[Slot] = []  # slots whose buffers are all dead, reusable
     busy: list[Slot] = []
+    end: dict[int, int] = {}  # slot index -> Slot.end, kept as buffers are added
     for buf in sorted(buffers, key=lambda b: (b.start, b.end)):
-        for s in [s for s in busy if s.end < buf.start]:
-            busy.remove(s)
-            if s.kind == "temp" or (s.kind == "parameter" and s.buffers[0].donated):
-                free.append(s)
+        if busy and any(end[s.index] < buf.start for s in busy):
+            for s in [s for s in busy if end[s.index] < buf.start]:
+                busy.remove(s)
+                if s.kind == "temp" or (s.kind == "parameter" and s.buffers[0].donated):
+                    free.append(s)
         slot = _best_fit(free, buf)
         if slot is None:
             slot = Slot(len(slots), buf.size, buf.kind)
@@ -206,6 +238,7 @@ def _assign_slots(buffers: list[LogicalBuffer]) -> list[Slot]:
         else:
             free.remove(slot)  # a donated argument's slot keeps kind "parameter"
         slot.buffers.append(buf)
+        end[slot.index] = max(end.get(slot.index, buf.end), buf.end)
         buf.slot = slot.index
         busy.append(slot)
     return slots

@@ -51,9 +51,8 @@ class UserIndex:
         return found
 
     def replace(self, old: Instruction, new: Instruction) -> None:
-        """`new` takes `old`'s place in the program: its position, its users (whose operands
-        are rewritten) and, if `old` was the root, the root. `new`'s operands must be the
-        distinct operands of `old`."""
+        """`new` (not yet indexed) takes `old`'s place in the program: its position, its
+        users (whose operands are rewritten) and, if `old` was the root, the root."""
         comp = self.comp
         users = self._users.pop(id(old))
         for user in users.values():
@@ -62,10 +61,13 @@ class UserIndex:
             comp.root = new
         self._users[id(new)] = users
         self._position[id(new)] = self._position.pop(id(old))
-        for op in new.operands:
+        for op in old.operands:
             entry = self._users.get(id(op))
             if entry is not None:
                 entry.pop(id(old), None)
+        for op in new.operands:
+            entry = self._users.get(id(op))
+            if entry is not None:
                 entry[id(new)] = new
 
     def remove(self, instr: Instruction) -> None:
