@@ -12,8 +12,10 @@ and leaves `module.buffer_assignment`, `module.fusion_log` (empty without fusion
 `module.pass_timings` set.
 
 A `Pipeline` runs passes in order, verifies the module after each pass that changed it
-(when the verifier is available), runs `FixedPoint` groups until none of their passes
-changes anything, times each pass into `pipeline.timings`, calls `dump_hook(module,
+(when the verifier is available; shape checks are redone only for instructions that changed,
+see passes/incremental_verifier.py), runs `FixedPoint` groups until none of their passes
+changes anything (a pass that found nothing is not rerun until another pass changes the
+module), times each pass into `pipeline.timings`, calls `dump_hook(module,
 pass_name, index)` after passes whose name matches `dump_pass_re`, and at MINIJAX_DEBUG>=3
 prints the HLO after each pass to stderr.
 """
