@@ -6,6 +6,7 @@ set HYPOTHESIS_PROFILE=dev locally for fresh random examples.
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -16,3 +17,13 @@ settings.register_profile(
     "dev", deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def x64():
+    """Enable 64-bit dtypes for one test, restoring the previous setting afterwards."""
+    import minijax
+    previous = minijax.config.jax_enable_x64
+    minijax.config.update("jax_enable_x64", True)
+    yield
+    minijax.config.update("jax_enable_x64", previous)

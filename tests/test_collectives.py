@@ -13,14 +13,6 @@ from minijax import lax
 from minijax.test_util import check_grads
 
 
-@pytest.fixture
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
-
-
 def _rand(shape, seed=0, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 

@@ -13,7 +13,6 @@ control flow are in test_jit_op_table_structural.py.
 """
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -363,12 +362,6 @@ def test_elementwise_above_threading_threshold():
     run_three_ways(("int_binary", "int32"), _binary_fn(names, INT_BINARY), (a, b), names, {})
 
 
-@pytest.fixture
-def x64():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
 
 
 def test_64_bit_types(x64):

@@ -22,11 +22,6 @@ MODES = [lax.GatherScatterMode.CLIP, lax.GatherScatterMode.FILL_OR_DROP,
          lax.GatherScatterMode.PROMISE_IN_BOUNDS]
 
 
-@pytest.fixture
-def x64():
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", False)
 
 
 def lowered(f, *args):

@@ -18,11 +18,6 @@ SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture
-def x64():
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", False)
 
 
 def lowered(f, *args):

@@ -20,11 +20,6 @@ SETTINGS = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture
-def x64():
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", False)
 
 
 def lowered(f, *args):

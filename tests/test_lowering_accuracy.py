@@ -198,12 +198,6 @@ def test_float16_through_float32(backend):
         _check(name, x, _run(name, x, backend), want, 1, np.float16)
 
 
-@pytest.fixture
-def x64():
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
 
 
 # float64 bounds. lgamma, digamma and erf_inv are within 3 ulp of 30-digit mpmath values; the

@@ -20,12 +20,6 @@ except Exception:  # pragma: no cover
     jax = None
 
 
-@pytest.fixture
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
 
 
 def _sigmoid(x):

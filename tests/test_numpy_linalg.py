@@ -24,10 +24,6 @@ def enable_x64():
         minijax.config.update("jax_enable_x64", old)
 
 
-@pytest.fixture
-def x64():
-    with enable_x64():
-        yield
 
 
 def _rand(shape, seed=0, dtype=np.float64):

@@ -196,11 +196,6 @@ def test_pad_forms_and_errors():
         jnp.pad(np.ones((0, 2)), 1, mode="edge")
 
 
-@pytest.fixture
-def x64():
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", False)
 
 
 def test_grads_and_vmap(x64):

@@ -48,11 +48,6 @@ def _rows():
 TABLE = _rows()
 
 
-@pytest.fixture
-def x64():
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", False)
 
 
 def _value(name):

@@ -206,11 +206,6 @@ def test_cumulative_axes():
         _close(jnp.cumprod(x, axis=axis), np.cumprod(x, axis=axis), rtol=1e-4)
 
 
-@pytest.fixture
-def x64():
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", False)
 
 
 def test_grads(x64):

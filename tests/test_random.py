@@ -22,12 +22,6 @@ except Exception:  # pragma: no cover - JAX is optional
 needs_jax = pytest.mark.skipif(jax is None, reason="JAX is not importable")
 
 
-@pytest.fixture
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
 
 
 @pytest.fixture

@@ -11,15 +11,6 @@ import minijax
 from minijax.scipy import special
 from minijax.test_util import check_grads, check_vmap
 
-
-@pytest.fixture
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
-
-
 UNARY = {
     "erf": (ss.erf, np.linspace(-5, 5, 41)),
     "erfc": (ss.erfc, np.linspace(-5, 25, 61)),
