@@ -139,29 +139,38 @@ def ad_stop_aux(aux):
     return aux
 
 
+def _linearize_maybe_aux(fun, p_leaves, p_tree, has_aux):
+    """Linearize `fun` at the flat primals; with has_aux, the aux leaves ride along as extra
+    outputs (so linearize strips their tracers) and are split off again.
+
+    Returns (primal_out_leaves, LinearFunction, out_tree, aux, n_main_outputs).
+    """
+    flat_fun, store = flatten_fun(_split_aux(fun, has_aux), p_tree)
+    if not has_aux:
+        p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
+        return p_outs, linear, store["out_tree"], None, len(p_outs)
+
+    def main_then_aux(*flat):
+        leaves = flat_fun(*flat)
+        main, aux = tree_util.tree_unflatten(store["out_tree"], leaves)
+        main_leaves, store["main_tree"] = tree_util.tree_flatten(main)
+        aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+        store["n_main"] = len(main_leaves)
+        return main_leaves + aux_leaves
+    all_outs, linear = ad.linearize_flat(main_then_aux, p_leaves)
+    n_main = store["n_main"]
+    aux = tree_util.tree_unflatten(store["aux_tree"], all_outs[n_main:])
+    return all_outs[:n_main], linear, store["main_tree"], aux, n_main
+
+
 def linearize(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp[, aux]) where f_jvp evaluates the linearized function.
 
     `f_jvp` takes tangents with the structure of `primals` and returns output tangents.
     """
     p_leaves, p_tree = tree_util.tree_flatten(primals)
-    target = _split_aux(fun, has_aux)
-    flat_fun, store = flatten_fun(target, p_tree)
-    if has_aux:
-        def main_then_aux(*flat):
-            leaves = flat_fun(*flat)
-            main, aux = tree_util.tree_unflatten(store["out_tree"], leaves)
-            main_leaves, store["main_tree"] = tree_util.tree_flatten(main)
-            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
-            store["n_main"] = len(main_leaves)
-            return main_leaves + aux_leaves
-        all_outs, linear = ad.linearize_flat(main_then_aux, p_leaves)
-        n_main = store["n_main"]
-        p_outs, out_tree = all_outs[:n_main], store["main_tree"]
-        aux = tree_util.tree_unflatten(store["aux_tree"], all_outs[n_main:])
-    else:
-        p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
-        n_main, out_tree = len(p_outs), store["out_tree"]
+    p_outs, linear, out_tree, aux, n_main = _linearize_maybe_aux(fun, p_leaves, p_tree,
+                                                                 has_aux)
 
     def f_jvp(*tangents):
         t_leaves, t_tree = tree_util.tree_flatten(tangents)
@@ -186,27 +195,8 @@ def linearize(fun, *primals, has_aux: bool = False):
 def vjp(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), vjp_fn[, aux]) where vjp_fn(ct) gives input cotangents."""
     p_leaves, p_tree = tree_util.tree_flatten(primals)
-    target = _split_aux(fun, has_aux)
-    flat_fun, store = flatten_fun(target, p_tree)
-    if has_aux:
-        # The aux leaves ride along as extra outputs so that linearize strips their
-        # tracers; they get zero cotangents.
-        def main_then_aux(*flat):
-            leaves = flat_fun(*flat)
-            main, aux = tree_util.tree_unflatten(store["out_tree"], leaves)
-            main_leaves, store["main_tree"] = tree_util.tree_flatten(main)
-            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
-            store["n_main"] = len(main_leaves)
-            return main_leaves + aux_leaves
-        all_outs, linear = ad.linearize_flat(main_then_aux, p_leaves)
-        n_main = store["n_main"]
-        p_outs = all_outs[:n_main]
-        aux = tree_util.tree_unflatten(store["aux_tree"], all_outs[n_main:])
-        out_tree = store["main_tree"]
-    else:
-        p_outs, linear = ad.linearize_flat(flat_fun, p_leaves)
-        n_main = len(p_outs)
-        out_tree = store["out_tree"]
+    p_outs, linear, out_tree, aux, n_main = _linearize_maybe_aux(fun, p_leaves, p_tree,
+                                                                 has_aux)
 
     def vjp_fn(*cts):
         if len(cts) != 1:
