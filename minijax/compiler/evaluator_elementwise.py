@@ -44,12 +44,12 @@ def _transcendental(fn):
     return apply
 
 
+_erf_elementwise = np.frompyfunc(math.erf, 1, 1)
+
+
 def _erf64(x):
-    try:
-        from scipy.special import erf  # optional, only for speed
-        return erf(x)
-    except ImportError:  # pragma: no cover - depends on the environment
-        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+    # math.erf per element: the same answer whether or not scipy is installed.
+    return np.asarray(_erf_elementwise(np.asarray(x, np.float64)), dtype=np.float64)
 
 
 def _logistic64(x):
