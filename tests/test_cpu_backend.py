@@ -363,3 +363,47 @@ def test_convolution_gradient_step_runs_without_evaluator_thunks():
     e[1, 2, 0, 3] = eps
     fd = (float(loss(k + e, x)) - float(loss(k - e, x))) / (2 * eps)
     np.testing.assert_allclose(np.asarray(g(k, x))[1, 2, 0, 3], fd, rtol=2e-2)
+
+
+def test_warm_disk_cache_rebuilds_without_emitting_ir(tmp_path):
+    """A second process with the same MINIJAX_CACHE_DIR replays the stored compile plan."""
+    code = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        from minijax.backends.cpu import CpuBackend
+        from minijax.backends.cpu_runtime import get_jit
+        from minijax.compiler.hlo.parser import parse_module
+        from minijax.compiler.pipeline import CompileOptions, optimize
+        text = sys.stdin.read()
+        exe = CpuBackend().compile(optimize(parse_module(text), CompileOptions(backend="cpu")))
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        out = exe.execute([x])
+        print(json.dumps({"ir": len(exe.llvm_ir()), "compiled": get_jit().stats["compiled"],
+                          "out": [o.tolist() for o in out]}))
+    """)
+    text = f"""HloModule plan
+{ADD}
+ENTRY main {{
+  x = f32[3,4] parameter(0)
+  e = f32[3,4] exponential(x)
+  z = f32[] constant(0)
+  r = f32[3] reduce(e, z), dimensions={{1}}, to_apply=add_f
+  ROOT out = (f32[3], f32[3,4]) tuple(r, e)
+}}
+"""
+    env = dict(os.environ, MINIJAX_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], input=text, env=env,
+                           capture_output=True, text=True, check=True, timeout=120)
+            for _ in range(2)]
+    import json
+    first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
+    assert first["ir"] > 0 and first["compiled"] == 1
+    assert second["ir"] == 0 and second["compiled"] == 0
+    assert first["out"] == second["out"]
+    x = np.exp(np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_allclose(second["out"][0], x.sum(1), rtol=1e-5)
+    for plan in tmp_path.glob("*.plan.json"):   # a corrupt plan falls back to compiling
+        plan.write_text("{not json")
+    third = subprocess.run([sys.executable, "-c", code], input=text, env=env,
+                           capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(third.stdout.strip().splitlines()[-1])["out"] == first["out"]

@@ -32,8 +32,8 @@ from minijax.backends.thread_pool import get_pool
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.codegen.loops import emit_kernel, output_shapes
-from minijax.compiler.hlo.ir import Computation, Instruction
+from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
+from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
 EVALUATOR_THUNK_OPCODES = (
@@ -133,12 +133,14 @@ def _coerce(value, shape):
 class _Compiler:
     """Compiles the computations of one HLO module into programs sharing one LLVM module."""
 
-    def __init__(self, module, debug: int):
+    def __init__(self, module, debug: int, replay: dict | None = None):
         self.module = module
         self.debug = debug
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
         self.programs: dict[int, _Program] = {}
+        self.replay = replay
+        self.ir_key = None
         self.ba = getattr(module, "buffer_assignment", None)
         self.pool_sizes: dict[int, int] = {}
         self.users: dict[int, list] = {}
@@ -149,6 +151,14 @@ class _Compiler:
     # ------------------------------------------------------------------ kernels
     def _new_kernel(self, comp: Computation, label: str) -> _Kernel:
         name = f"{SYMBOL_PLACEHOLDER}k{len(self.kernels)}"
+        if self.replay is not None:
+            d = self.replay["kernels"][len(self.kernels)]
+            spec = KernelSpec(d["name"], d["mode"], d["outer"], d["work"], d["num_params"],
+                              [Shape(et, tuple(dims)) for et, dims in d["outs"]])
+            kernel = _Kernel(spec, d["symbol"], label)
+            kernel.fast_symbol = d["fast"]
+            self.kernels.append(kernel)
+            return kernel
         spec = emit_kernel(self.ir, name, comp)
         kernel = _Kernel(spec, name, label)
         if _DATA_OFFSET is not None:
@@ -399,21 +409,40 @@ class _Compiler:
         return step
 
     # ------------------------------------------------------------------ JIT
+    def plan(self) -> dict:
+        """What a later process needs to rebuild this program without emitting IR."""
+        return {"ir_key": self.ir_key, "kernels": [
+            {"name": k.spec.name, "mode": k.spec.mode, "outer": k.spec.outer,
+             "work": k.spec.work, "num_params": k.spec.num_params,
+             "outs": [[s.element_type, list(s.dims)] for s in k.spec.output_shapes],
+             "symbol": k.symbol, "fast": k.fast_symbol} for k in self.kernels]}
+
     def finish(self) -> str:
         """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
+        symbols = [k.symbol for k in self.kernels] + [
+            k.fast_symbol for k in self.kernels if k.fast_symbol]
+        if self.replay is not None:
+            if len(self.kernels) != len(self.replay["kernels"]):
+                raise RuntimeError("compile plan does not match the module")
+            addrs = get_jit().load_key(self.replay["ir_key"], symbols) if symbols else {}
+            if addrs is None:
+                raise RuntimeError("compile plan's object file is missing")
+            self._bind(addrs)
+            return ""
         text = str(self.ir)
+        self.ir_key = get_jit().key(text)
         if self.debug >= 4:
             print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)
         if self.kernels:
-            symbols = [k.symbol for k in self.kernels] + [
-                k.fast_symbol for k in self.kernels if k.fast_symbol]
-            addrs = get_jit().compile(text, symbols)
-            for k in self.kernels:
-                k.fn = _KernelFn(addrs[k.symbol])
-                if k.fast_symbol:
-                    k.fast, k._keepalive = fastcall.make_builtin(
-                        addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
+            self._bind(get_jit().compile(text, symbols, key=self.ir_key))
         return text
+
+    def _bind(self, addrs) -> None:
+        for k in self.kernels:
+            k.fn = _KernelFn(addrs[k.symbol])
+            if k.fast_symbol:
+                k.fast, k._keepalive = fastcall.make_builtin(
+                    addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
 
 
 class CpuExecutable(Executable):
@@ -513,10 +542,28 @@ class CpuBackend(Backend):
     def compile(self, module, options=None) -> CpuExecutable:
         """Compile an optimized HLO module (one LLVM module, JIT-compiled once)."""
         debug = int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
+        dump_to = getattr(options, "dump_to", None) if options is not None else None
+        plan_key = None
+        if os.environ.get("MINIJAX_CACHE_DIR") and debug < 4 and not dump_to:
+            # A warm disk cache skips IR emission too: the plan lists the kernels' specs
+            # and the object file holding them.
+            from minijax.compiler.hlo.printer import module_to_text
+            plan_key = get_jit().key(f"plan-v1|{_DATA_OFFSET}|{fastcall.SUPPORTED}|"
+                                     + module_to_text(module))
+            plan = get_jit().read_plan(plan_key)
+            if plan is not None:
+                try:
+                    compiler = _Compiler(module, debug, replay=plan)
+                    program = compiler.program(module.entry)
+                    text = compiler.finish()
+                    return CpuExecutable(module, program, text, compiler)
+                except (RuntimeError, KeyError, IndexError, TypeError, ValueError):
+                    pass  # stale or corrupt plan: compile normally (and rewrite it)
         compiler = _Compiler(module, debug)
         program = compiler.program(module.entry)
         text = compiler.finish()
-        dump_to = getattr(options, "dump_to", None) if options is not None else None
+        if plan_key is not None and compiler.ir_key is not None:
+            get_jit().write_plan(plan_key, compiler.plan())
         if dump_to:
             os.makedirs(dump_to, exist_ok=True)
             with open(os.path.join(dump_to, f"{module.name}.ll"), "w") as f:

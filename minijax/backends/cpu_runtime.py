@@ -11,6 +11,7 @@ ignored and rewritten. Writes are atomic (temporary file + os.replace).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 import threading
@@ -65,17 +66,26 @@ class Jit:
         pb.getModulePassManager().run(mod, pb)
         return mod
 
-    def compile(self, ir_text: str, symbols: list[str]) -> dict[str, int]:
+    def load_key(self, key: str, symbols: list[str]) -> dict[str, int] | None:
+        """Like compile() for IR whose key is `key`, from memory or the disk cache only:
+        None when the object is in neither (the caller then emits the IR and compiles)."""
+        with self.lock:
+            if key not in self._loaded and self._cached_object(key) is None:
+                return None
+            return self.compile(None, symbols, key=key)
+
+    def compile(self, ir_text: str | None, symbols: list[str],
+                key: str | None = None) -> dict[str, int]:
         """Native addresses of `symbols` (names with SYMBOL_PLACEHOLDER) defined by ir_text."""
-        key = self.key(ir_text)
+        key = key or self.key(ir_text)
         prefix = "mj" + key[:16] + "_"
         with self.lock:
             loaded = self._loaded.get(key)
             if loaded is None:
-                text = ir_text.replace(SYMBOL_PLACEHOLDER, prefix)
                 obj = self._cached_object(key)
                 t0 = time.perf_counter()
                 if obj is None:
+                    text = ir_text.replace(SYMBOL_PLACEHOLDER, prefix)
                     obj = self.tm.emit_object(self.optimize(text))
                     self.stats["compiled"] += 1
                     self._store_object(key, obj)
@@ -104,6 +114,33 @@ class Jit:
 
     def assembly(self, ir_text: str) -> str:
         return self.tm.emit_assembly(self.optimize(ir_text.replace(SYMBOL_PLACEHOLDER, "dump_")))
+
+    # ---------------------------------------------------------------- plans
+    def read_plan(self, key: str) -> dict | None:
+        """A stored compile plan (what the backend needs besides the object), or None."""
+        path = self._cache_path(key)
+        if path is None:
+            return None
+        try:
+            with open(path[:-2] + ".plan.json") as f:
+                plan = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return plan if isinstance(plan, dict) and plan.get("key") == key else None
+
+    def write_plan(self, key: str, plan: dict) -> None:
+        path = self._cache_path(key)
+        if path is None:
+            return
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-",
+                                       suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                json.dump(dict(plan, key=key), f)
+            os.replace(tmp, path[:-2] + ".plan.json")
+        except OSError:
+            pass
 
     # ---------------------------------------------------------------- object cache
     @staticmethod
