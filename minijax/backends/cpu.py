@@ -3,17 +3,22 @@
 `CpuBackend.compile(module)` turns an optimized HLO module into a `CpuExecutable`: a list of
 thunks over a per-call list of buffers (numpy arrays, one per instruction result).
 - fusions and unfused elementwise/indexing/reduce instructions become LLVM kernels (one LLVM
-  module per HLO module, compiled once at -O3 for the host CPU, see cpu_runtime.py) called
-  through ctypes, which releases the GIL; large kernels split their outer loop across the
-  thread pool (thread_pool.py, MINIJAX_NUM_THREADS);
-- dot runs NumPy's BLAS (np.matmul into a preallocated output);
+  module per HLO module, compiled once at -O3 for the host CPU, see cpu_runtime.py). Kernels
+  above PARALLEL_THRESHOLD are called through ctypes (which releases the GIL) and split their
+  outer loop across the thread pool (thread_pool.py, MINIJAX_NUM_THREADS); smaller ones are
+  called as METH_FASTCALL builtins (cpu_fastcall.py, ~0.1 us per call);
+- large temporaries of the entry computation are written into per-thread pool buffers (the
+  buffer assignment's slots), reused across calls; outputs are always fresh arrays;
+- dot runs NumPy's BLAS (np.matmul into a preallocated output); convolution runs as im2col
+  + one BLAS contraction (cpu_library.py);
 - while/conditional/call run their computations as nested programs (a Python loop over the
   iterations, no per-iteration compilation);
 - everything else runs the evaluator's per-instruction function: EVALUATOR_THUNK_OPCODES
   lists those; `CpuExecutable.as_text()` marks each such thunk.
+With MINIJAX_CACHE_DIR set, the object file and a compile plan (kernel specs) are stored, so
+a later process rebuilds the executable without emitting IR or running LLVM.
 MINIJAX_DEBUG=2 prints each kernel's time and GB/s; MINIJAX_DEBUG=4 prints the LLVM IR.
 """
-
 from __future__ import annotations
 
 import ctypes
@@ -37,7 +42,7 @@ from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
 EVALUATOR_THUNK_OPCODES = (
-    "sort", "gather", "scatter", "convolution", "reduce-window", "select-and-scatter",
+    "sort", "gather", "scatter", "grouped convolution", "reduce-window", "select-and-scatter",
     "rng", "rng-bit-generator", "custom-call", "fft", "cholesky", "triangular-solve",
     "reduce-precision", "real", "imag", "complex", "map", "all-reduce", "and any opcode or "
     "element type the elemental emitter does not support (e.g. complex numbers)",
