@@ -293,17 +293,24 @@ pow = power
 del _array_methods, _scatter_update, _AxisError
 
 # einsum & contractions, linalg, sorting/searching/sets, signals & covariance
-# (minijax/numpy/einsum_ops.py, linalg.py, sorting_searching.py, signal_stats.py); names
+# (minijax/numpy/einsum_ops.py, linalg.py, sorting_searching.py, signal_stats.py); less
+# common functions (extras.py, extras_index.py, extras_poly.py, functional.py); names
 # defined above take precedence.
 from minijax.numpy import einsum_ops as _einsum_ops  # noqa: E402
+from minijax.numpy import extras as _extras  # noqa: E402
+from minijax.numpy import extras_index as _extras_index  # noqa: E402
+from minijax.numpy import extras_poly as _extras_poly  # noqa: E402
+from minijax.numpy import functional as _functional  # noqa: E402
 from minijax.numpy import linalg  # noqa: E402
 from minijax.numpy import signal_stats as _signal_stats  # noqa: E402
 from minijax.numpy import sorting_searching as _sorting_searching  # noqa: E402
 
-for _mod in (_einsum_ops, _sorting_searching, _signal_stats):
+for _mod in (_einsum_ops, _sorting_searching, _signal_stats, _extras, _extras_index,
+             _extras_poly, _functional):
     for _name in _mod.__all__:
         globals().setdefault(_name, getattr(_mod, _name))
 del _einsum_ops, _sorting_searching, _signal_stats, _mod, _name
+del _extras, _extras_index, _extras_poly, _functional
 
 
 def __getattr__(name):

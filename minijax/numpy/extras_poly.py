@@ -1,0 +1,367 @@
+"""Polynomials (polyadd, polysub, polymul, polydiv, polyder, polyint, poly, polyfit),
+numerical gradient, the Bessel function i0 and the window functions (bartlett, blackman,
+hamming, hanning, kaiser), in lax terms with jax.numpy's signatures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import minijax.numpy as jnp
+from minijax import dtypes, lax
+from minijax.core import get_aval
+from minijax.numpy import util
+from minijax.numpy.util import check_arraylike, to_array
+
+__all__ = ["bartlett", "blackman", "gradient", "hamming", "hanning", "i0", "kaiser", "poly",
+           "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub"]
+
+
+# --------------------------------------------------------------------------- polynomials
+
+
+def _poly_1d(name, *ps):
+    check_arraylike(name, *ps)
+    out = []
+    for p in ps:
+        p = jnp.atleast_1d(p)
+        if p.ndim != 1:
+            raise ValueError(f"{name}: coefficient arrays must be one-dimensional, got shape "
+                             f"{p.shape}")
+        out.append(p)
+    return out
+
+
+def polyadd(a1, a2):
+    """Sum of two polynomials (coefficients highest power first)."""
+    a1, a2 = util.promote_dtypes(*_poly_1d("polyadd", a1, a2))
+    if a2.shape[0] > a1.shape[0]:
+        a1, a2 = a2, a1
+    return a1.at[a1.shape[0] - a2.shape[0]:].add(a2)
+
+
+def polysub(a1, a2):
+    """Difference of two polynomials (coefficients highest power first)."""
+    a1, a2 = util.promote_dtypes(*_poly_1d("polysub", a1, a2))
+    return polyadd(a1, -a2)
+
+
+def _trim_front(p):
+    value = util.concrete_or_none(p)
+    if value is None:
+        raise TypeError("trim_leading_zeros=True needs concrete coefficients (not under jit)")
+    nz = np.flatnonzero(value)
+    return p[nz[0]:] if nz.size else p[:0]
+
+
+def polymul(a1, a2, *, trim_leading_zeros=False):
+    """Product of two polynomials (a full convolution of the coefficients)."""
+    a1, a2 = util.promote_dtypes(*_poly_1d("polymul", a1, a2))
+    if trim_leading_zeros and (a1.shape[0] > 1 or a2.shape[0] > 1):
+        a1, a2 = _trim_front(a1), _trim_front(a2)
+    if a1.shape[0] == 0:
+        a1 = jnp.zeros((1,), a1.dtype)
+    if a2.shape[0] == 0:
+        a2 = jnp.zeros((1,), a2.dtype)
+    return jnp.convolve(a1, a2, mode="full")
+
+
+def polydiv(u, v, *, trim_leading_zeros=False):
+    """Quotient and remainder of polynomial division u / v (remainder as long as u unless
+    trim_leading_zeros=True, which needs concrete values)."""
+    u, v = util.promote_dtypes_inexact(*_poly_1d("polydiv", u, v))
+    m, n = u.shape[0] - 1, v.shape[0] - 1
+    if n < 0:
+        raise ValueError("polydiv: the divisor must have at least one coefficient")
+    scale = 1.0 / v[0]
+    q = jnp.zeros((max(m - n + 1, 1),), u.dtype)
+    r = u
+    for k in range(m - n + 1):
+        d = scale * r[k]
+        q = q.at[k].set(d)
+        r = r.at[k:k + n + 1].add(-d * v)
+    if trim_leading_zeros:
+        value = util.concrete_or_none(r)
+        if value is None:
+            raise TypeError("trim_leading_zeros=True needs concrete coefficients")
+        tol = math.sqrt(jnp.finfo(u.dtype).eps)
+        start = 0
+        while start < value.shape[0] - 1 and abs(value[start]) <= tol:
+            start += 1
+        r = r[start:]
+    return q, r
+
+
+def polyder(p, m=1):
+    """The m-th derivative of a polynomial."""
+    (p,) = _poly_1d("polyder", p)
+    m = util.concrete_int(m, "polyder: m")
+    if m < 0:
+        raise ValueError("Order of derivative must be positive")
+    if m == 0:
+        return p
+    n = p.shape[0]
+    powers = np.arange(n - 1, m - 1, -1)
+    coeff = np.ones(powers.shape, np.int64)
+    for j in range(m):
+        coeff *= powers - j
+    return p[: powers.shape[0]] * jnp.asarray(coeff.astype(p.dtype))
+
+
+def polyint(p, m=1, k=None):
+    """The m-th antiderivative of a polynomial, with integration constants k (scalar or m
+    values, the first one for the innermost integral)."""
+    (p,) = _poly_1d("polyint", p)
+    m = util.concrete_int(m, "polyint: m")
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    if m == 0:
+        return p
+    k = jnp.zeros((), p.dtype) if k is None else to_array(k)
+    k = jnp.atleast_1d(k)
+    if k.shape == (1,):
+        k = jnp.broadcast_to(k, (m,))
+    if k.shape != (m,):
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
+    (p, k) = util.promote_dtypes_inexact(p, k)
+    for i in range(m):
+        n = p.shape[0]
+        p = jnp.concatenate([p / jnp.arange(n, 0, -1, dtype=p.dtype), k[i:i + 1]])
+    return p
+
+
+def poly(seq_of_zeros):
+    """Coefficients of the monic polynomial with the given roots (1-D input)."""
+    check_arraylike("poly", seq_of_zeros)
+    a = jnp.atleast_1d(seq_of_zeros)
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 0:
+        raise NotImplementedError("poly of a square matrix needs jnp.linalg.eigvals, which "
+                                  "minijax lacks; pass the eigenvalues instead")
+    if a.ndim != 1:
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    (a,) = util.promote_dtypes_inexact(a)
+    coeffs = jnp.ones((1,), a.dtype)
+    for i in range(a.shape[0]):
+        coeffs = jnp.convolve(coeffs, jnp.stack([jnp.ones((), a.dtype), -a[i]]), mode="full")
+    if dtypes.is_complex(a.dtype):
+        value = util.concrete_or_none(a)
+        if value is not None:
+            pos = np.sort_complex(value[value.imag > 0])
+            neg = np.conjugate(np.sort_complex(value[value.imag < 0]))
+            if len(pos) == len(neg) and np.all(pos == neg):
+                coeffs = jnp.real(coeffs)
+    return coeffs
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """Least-squares polynomial fit of degree `deg` (coefficients highest power first);
+    full=True adds (residuals, rank, singular values, rcond); cov=True adds the
+    coefficients' covariance."""
+    check_arraylike("polyfit", x, y)
+    deg = util.concrete_int(deg, "polyfit: deg")
+    order = deg + 1
+    x, y = util.promote_dtypes_inexact(x, y)
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if x.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.ndim < 1 or y.ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = x.shape[0] * float(jnp.finfo(x.dtype).eps)
+    lhs = jnp.vander(x, order)
+    rhs = y
+    if w is not None:
+        check_arraylike("polyfit", w)
+        (w,) = util.promote_dtypes_inexact(w)
+        if w.ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w if rhs.ndim == 1 else w[:, None])
+    scale = jnp.sqrt(jnp.sum(lhs * lhs, axis=0))
+    scale = jnp.where(scale == 0, jnp.ones_like(scale), scale)
+    lhs = lhs / scale
+    c, resids, rank, s = jnp.linalg.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if full:
+        return c, resids, rank, s, jnp.asarray(rcond)
+    if cov:
+        vbase = jnp.linalg.inv(lhs.T @ lhs) / jnp.outer(scale, scale)
+        if cov == "unscaled":
+            fac = 1
+        else:
+            if x.shape[0] <= order:
+                raise ValueError("the number of data points must exceed order to scale the "
+                                 "covariance matrix")
+            fac = resids / (x.shape[0] - order)
+        if y.ndim == 1:
+            return c, vbase * fac
+        return c, vbase[:, :, None] * fac
+    return c
+
+
+# --------------------------------------------------------------------------- gradient
+
+
+def gradient(f, *varargs, axis=None, edge_order=None):
+    """Second-order central differences inside and one-sided first differences at the
+    edges, along each axis (spacings: scalars or coordinate arrays)."""
+    if edge_order is not None:
+        raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not "
+                                  "supported.")
+    check_arraylike("gradient", f)
+    f = to_array(f)
+    (f,) = util.promote_dtypes_inexact(f)
+    axes = util.canonicalize_axes(axis, f.ndim) if axis is not None else tuple(range(f.ndim))
+    if axis is not None and not isinstance(axis, (tuple, list)):
+        axes = (util.canonicalize_axis(axis, f.ndim),)
+    if not varargs:
+        spacings = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacings = list(varargs) * len(axes)
+    elif len(varargs) == len(axes):
+        spacings = list(varargs)
+    else:
+        raise TypeError("invalid number of arguments")
+    outs = []
+    for ax, h in zip(axes, spacings, strict=True):
+        n = f.shape[ax]
+        if n < 2:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, "
+                             "at least (edge_order + 1) elements are required.")
+
+        def part(start, stop, ax=ax):
+            return lax.slice_in_dim(f, start, stop, axis=ax)
+
+        if np.ndim(h) == 0:
+            h = util.convert(h, f.dtype)
+            inner = (part(2, n) - part(0, n - 2)) / (2 * h)
+            first = (part(1, 2) - part(0, 1)) / h
+            last = (part(n - 1, n) - part(n - 2, n - 1)) / h
+        else:
+            h = util.convert(h, f.dtype)
+            if h.ndim != 1:
+                raise ValueError("distances must be either scalars or 1d")
+            if h.shape[0] != n:
+                raise ValueError("when 1d, distances must match the length of the "
+                                 "corresponding dimension")
+            dx = jnp.diff(h)
+            shape = [1] * f.ndim
+            shape[ax] = n - 2
+            dx1 = jnp.reshape(dx[:-1], shape)
+            dx2 = jnp.reshape(dx[1:], shape)
+            a = -dx2 / (dx1 * (dx1 + dx2))
+            b = (dx2 - dx1) / (dx1 * dx2)
+            c = dx1 / (dx2 * (dx1 + dx2))
+            inner = a * part(0, n - 2) + b * part(1, n - 1) + c * part(2, n)
+            first = (part(1, 2) - part(0, 1)) / dx[0]
+            last = (part(n - 1, n) - part(n - 2, n - 1)) / dx[-1]
+        outs.append(jnp.concatenate([first, inner, last], axis=ax))
+    return outs[0] if len(outs) == 1 else outs
+
+
+# --------------------------------------------------------------------------- i0
+
+
+_SERIES_TERMS = 60
+_ASYMPTOTIC_TERMS = 24
+_SWITCH = 20.0
+
+
+def _i0_series(x):
+    """sum_k (x^2/4)^k / (k!)^2 by Horner's rule (accurate for |x| <= _SWITCH)."""
+    y = x * x * 0.25
+    coeffs = [1.0 / math.factorial(k) ** 2 for k in range(_SERIES_TERMS)]
+    acc = jnp.full_like(x, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc = acc * y + c
+    return acc
+
+
+def _i0_asymptotic(x):
+    """e^x / sqrt(2 pi x) * sum_k ((2k-1)!!)^2 / (k! (8x)^k) for large x > 0."""
+    z = 1.0 / (8.0 * x)
+    coeffs = [1.0]
+    for k in range(1, _ASYMPTOTIC_TERMS):
+        coeffs.append(coeffs[-1] * (2 * k - 1) ** 2 / k)
+    acc = jnp.full_like(x, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc = acc * z + c
+    half = jnp.exp(0.5 * x)
+    return half * (acc / jnp.sqrt(2 * np.pi * x)) * half
+
+
+def i0(x):
+    """Modified Bessel function of the first kind, order 0 (real inputs)."""
+    check_arraylike("i0", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    if not np.issubdtype(get_aval(x).dtype, np.floating):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {get_aval(x).dtype}")
+    ax = jnp.abs(x)
+    large = ax > _SWITCH
+    small_x = jnp.where(large, jnp.zeros_like(ax), ax)
+    large_x = jnp.where(large, ax, jnp.full_like(ax, 2 * _SWITCH))
+    return jnp.where(large, _i0_asymptotic(large_x), _i0_series(small_x))
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def _window_n(M, name):
+    M = util.concrete_int(M, f"M argument of jnp.{name}")
+    dtype = dtypes.canonicalize_dtype(np.float64)
+    return M, dtype
+
+
+def _cosine_window(name, M, terms):
+    M, dtype = _window_n(M, name)
+    if M <= 1:
+        return jnp.ones((max(M, 0),), dtype)
+    n = jnp.arange(M, dtype=dtype)
+    out = jnp.zeros((M,), dtype)
+    for k, a in enumerate(terms):
+        out = out + a * jnp.cos(2 * np.pi * k * n / (M - 1))
+    return out
+
+
+def hamming(M):
+    """Hamming window of length M: 0.54 - 0.46 cos(2 pi n / (M - 1))."""
+    return _cosine_window("hamming", M, (0.54, -0.46))
+
+
+def hanning(M):
+    """Hann window of length M: 0.5 - 0.5 cos(2 pi n / (M - 1))."""
+    return _cosine_window("hanning", M, (0.5, -0.5))
+
+
+def blackman(M):
+    """Blackman window of length M."""
+    return _cosine_window("blackman", M, (0.42, -0.5, 0.08))
+
+
+def bartlett(M):
+    """Triangular (Bartlett) window of length M."""
+    M, dtype = _window_n(M, "bartlett")
+    if M <= 1:
+        return jnp.ones((max(M, 0),), dtype)
+    n = jnp.arange(1 - M, M, 2, dtype=dtype)
+    return 1 - jnp.abs(n) / (M - 1)
+
+
+def kaiser(M, beta):
+    """Kaiser window of length M with shape parameter beta (differentiable in beta)."""
+    M, dtype = _window_n(M, "kaiser")
+    if M <= 1:
+        return jnp.ones((max(M, 0),), dtype)
+    beta = util.convert(beta, dtype)
+    alpha = (M - 1) / 2.0
+    n = jnp.arange(M, dtype=dtype)
+    r = (n - alpha) / alpha
+    return i0(beta * jnp.sqrt(jnp.maximum(1 - r * r, 0))) / i0(beta)
