@@ -14,6 +14,7 @@ import numpy as np
 import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.core import get_aval
+from minijax.errors import ConcretizationTypeError
 from minijax.numpy import util
 from minijax.numpy.dtypes_api import bool_
 from minijax.numpy.util import check_arraylike, to_array
@@ -46,7 +47,7 @@ def fabs(x, /):
 
 
 def _float_layout(dtype):
-    info = jnp.finfo(dtype)
+    info = dtypes.finfo(dtype)
     nbits = np.dtype(dtype).itemsize * 8
     int_dtype = {16: np.int16, 32: np.int32, 64: np.int64}[nbits]
     return int(info.nmant), int(info.maxexp) - 1, np.dtype(int_dtype)
@@ -68,7 +69,7 @@ def _exponent(x):
     x = lax.stop_gradient(x)
     ax = lax.abs(x)
     subnormal = lax.bitwise_and(lax.ne(x, util.full_like_scalar(0, x)),
-                                lax.lt(ax, util.full_like_scalar(jnp.finfo(dtype).tiny, x)))
+                                lax.lt(ax, util.full_like_scalar(dtypes.finfo(dtype).tiny, x)))
     boost = nmant + 2
     scaled = jnp.where(subnormal, lax.mul(ax, _pow2(jnp.full((), boost, np.int32), dtype)), ax)
     bits = lax.bitcast_convert_type(scaled, int_dtype)
@@ -151,7 +152,8 @@ def _gcd(a, b):
 
     if get_aval(a).size == 0:
         return a
-    return lax.while_loop(cond, body, (a, b))[0]
+    # abs again: |INT_MIN| overflows, so remainders of it may come out negative.
+    return lax.abs(lax.while_loop(cond, body, (a, b))[0])
 
 
 def gcd(x1, x2, /):
@@ -279,8 +281,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     concrete = util.concrete_or_none(obj)
     if concrete is None:
         if not assume_unique_indices:
-            raise TypeError("jnp.delete(arr, obj): obj must be concrete (static) unless "
-                            "assume_unique_indices=True is passed")
+            raise ConcretizationTypeError("jnp.delete(arr, obj): obj must be concrete "
+                                          "(static) unless assume_unique_indices=True")
         idx = jnp.ravel(to_array(obj))
         idx = jnp.sort(jnp.where(idx < 0, idx + n, idx))
         idx = idx - jnp.arange(idx.shape[0], dtype=idx.dtype)
@@ -379,8 +381,8 @@ def choose(a, choices, out=None, mode="raise"):
     if mode == "raise":
         value = util.concrete_or_none(a)
         if value is None:
-            raise TypeError("jnp.choose with mode='raise' needs concrete indices; use "
-                            "mode='wrap' or mode='clip' under jit")
+            raise ConcretizationTypeError("jnp.choose with mode='raise' needs concrete "
+                                          "indices; use mode='wrap' or mode='clip' under jit")
         if np.any((value < 0) | (value >= n)):
             raise ValueError("invalid entry in choice array")
     elif mode == "wrap":

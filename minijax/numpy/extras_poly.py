@@ -11,6 +11,7 @@ import numpy as np
 import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.core import get_aval
+from minijax.errors import ConcretizationTypeError
 from minijax.numpy import util
 from minijax.numpy.util import check_arraylike, to_array
 
@@ -50,7 +51,8 @@ def polysub(a1, a2):
 def _trim_front(p):
     value = util.concrete_or_none(p)
     if value is None:
-        raise TypeError("trim_leading_zeros=True needs concrete coefficients (not under jit)")
+        raise ConcretizationTypeError("trim_leading_zeros=True needs concrete coefficients "
+                                      "(not under jit)")
     nz = np.flatnonzero(value)
     return p[nz[0]:] if nz.size else p[:0]
 
@@ -84,8 +86,9 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     if trim_leading_zeros:
         value = util.concrete_or_none(r)
         if value is None:
-            raise TypeError("trim_leading_zeros=True needs concrete coefficients")
-        tol = math.sqrt(jnp.finfo(u.dtype).eps)
+            raise ConcretizationTypeError("trim_leading_zeros=True needs concrete "
+                                          "coefficients")
+        tol = math.sqrt(dtypes.finfo(u.dtype).eps)
         start = 0
         while start < value.shape[0] - 1 and abs(value[start]) <= tol:
             start += 1
@@ -173,7 +176,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     if x.shape[0] != y.shape[0]:
         raise TypeError("expected x and y to have same length")
     if rcond is None:
-        rcond = x.shape[0] * float(jnp.finfo(x.dtype).eps)
+        rcond = x.shape[0] * float(dtypes.finfo(x.dtype).eps)
     lhs = jnp.vander(x, order)
     rhs = y
     if w is not None:

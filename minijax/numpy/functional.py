@@ -59,10 +59,12 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     shape = _shape(shape)
     dtype = _user_dtype(dtype)
     n = len(shape)
+    if kwargs:
+        function = functools.partial(function, **kwargs)
     for i in range(n):
         in_axes = tuple(0 if j == n - 1 - i else None for j in range(n))
         function = _vmap(function, in_axes=in_axes)
-    return function(*(jnp.arange(s, dtype=dtype) for s in shape), **kwargs)
+    return function(*(jnp.arange(s, dtype=dtype) for s in shape))
 
 
 _DIMS = r"\w+(?:\s*,\s*\w+)*"
