@@ -125,3 +125,9 @@ def test_operators_return_notimplemented_for_unknown_types():
 def test_result_type_accepts_numpy_arrays():
     assert jnp.result_type(jnp.ones(2), np.ones(2, np.int32)) == np.float32
     assert jnp.result_type(jnp.ones(2, jnp.int32), np.ones(2, np.int8)) == np.int32
+
+
+def test_jnp_dtype_of_numpy_dtype_objects():
+    assert jnp.dtype(np.dtype("float32")) == np.float32
+    assert jnp.dtype(np.dtype("float64")) == np.float32  # x64 off: canonicalized
+    assert jnp.dtype(float) == np.float32 and jnp.dtype(int) == np.int32

@@ -90,7 +90,7 @@ def dtype(obj, align=False, copy=False):
         return obj.dtype
     if dtypes.is_python_scalar(obj):
         return dtypes.python_scalar_dtype(obj)
-    if obj in (int, float, complex):
+    if obj is int or obj is float or obj is complex:
         return {int: dtypes.default_int_dtype, float: dtypes.default_float_dtype,
                 complex: dtypes.default_complex_dtype}[obj]()
     return dtypes.canonicalize_dtype(np.dtype(obj))
