@@ -120,29 +120,45 @@ def _first_call(lib_name, maker, size) -> float:
     raise KeyError(lib_name)
 
 
-def run_compile(maker, size, repeat):
-    """First-call time (trace + compile + one run) of a fresh jitted function."""
+def run_compile(key, maker, size, quick, repeat):
+    """First-call time (trace + compile + one run) of a fresh jitted function: minijax in
+    new processes without a disk cache (its in-memory object cache would hit otherwise),
+    JAX in this process on fresh closures."""
     res = {"numpy": None}
-    for name in [lib[0] for lib in _libraries()]:
-        times = [_first_call(name, maker, size) for _ in range(max(1, min(repeat, 3)))]
-        res[name] = statistics.median(times)
+    times = []
+    for _ in range(max(1, min(repeat, 3))):
+        t = _child_first_call(key, quick, {"MINIJAX_CACHE_DIR": ""})
+        if isinstance(t, str):
+            return dict(res, minijax=t)
+        times.append(t)
+    res["minijax"] = statistics.median(times)
+    if real_jax is not None:
+        res["jax"] = statistics.median([_first_call("jax", maker, size)
+                                        for _ in range(max(1, min(repeat, 3)))])
     return res
+
+
+def _child_first_call(key, quick, env_update):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child-first-call", key]
+    if quick:
+        cmd.append("--quick")
+    out = subprocess.run(cmd, env=dict(os.environ, **env_update), capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode != 0:
+        return "child failed: " + out.stderr[-200:]
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def run_disk(key, size, quick):
     """minijax's first-call time in a new process whose MINIJAX_CACHE_DIR is warm."""
     with tempfile.TemporaryDirectory(prefix="mj-bench-cache-") as d:
-        env = dict(os.environ, MINIJAX_CACHE_DIR=d)
-        cmd = [sys.executable, os.path.abspath(__file__), "--child-first-call", key]
-        if quick:
-            cmd.append("--quick")
         times = []
         for k in range(3):
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-            if out.returncode != 0:
-                return {"numpy": None, "minijax": "child failed: " + out.stderr[-200:]}
+            t = _child_first_call(key, quick, {"MINIJAX_CACHE_DIR": d})
+            if isinstance(t, str):
+                return {"numpy": None, "minijax": t}
             if k:
-                times.append(float(out.stdout.strip().splitlines()[-1]))
+                times.append(t)
     return {"numpy": None, "minijax": min(times), "jax": None}
 
 
@@ -214,7 +230,7 @@ def main(argv=None) -> None:
         if kind == "jit":
             res = run_jit(maker, size, opts.repeat)
         elif kind == "compile":
-            res = run_compile(maker, size, opts.repeat)
+            res = run_compile(key, maker, size, opts.quick, opts.repeat)
         elif kind == "disk":
             res = run_disk(key, size, opts.quick)
         else:
