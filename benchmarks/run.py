@@ -48,7 +48,7 @@ WORKLOADS = {
     "mlp_disk": ("MLP step compile, disk cache", W.make_mlp, 256, 8, "disk"),
     "cnn": ("CNN train step b32", W.make_cnn, 32, 2, "jit"),
     "rnn": ("scan RNN 100 steps", W.make_rnn, 100, 5, "jit"),
-    "tiny": ("tiny jit call (8 elems)", W.make_tiny, 8, 8, "jit"),
+    "tiny": ("tiny jit call (8 elems)", W.make_tiny, 8, 8, "jit-tiny"),
     "eager": ("eager add (8 elems)", None, 8, 8, "eager"),
 }
 
@@ -84,15 +84,12 @@ def _libraries():
     return libs
 
 
-def _tiny(size) -> bool:
-    return (size if isinstance(size, int) else 1 << 30) <= 64
-
-
-def run_jit(maker, size, repeat):
-    """NumPy time, then each library's jitted time (exceptions are reported per library)."""
+def run_jit(maker, size, repeat, tiny=False):
+    """NumPy time, then each library's jitted time (exceptions are reported per library).
+    `tiny` workloads time batches of 200 calls (per-call cost in microseconds)."""
     np_fn, traced, args = maker(size)
-    inner = 200 if _tiny(size) else 1
-    reps = max(repeat, 25) if _tiny(size) else repeat
+    inner = 200 if tiny else 1
+    reps = max(repeat, 25) if tiny else repeat
     res = {"numpy": median_time(np_fn, *args, repeat=reps, inner=inner)}
     for name, lax, grad, jit, put, block in _libraries():
         try:
@@ -227,8 +224,8 @@ def main(argv=None) -> None:
     for key in keys:
         label, maker, size, quick_size, kind = WORKLOADS[key]
         size = quick_size if opts.quick else size
-        if kind == "jit":
-            res = run_jit(maker, size, opts.repeat)
+        if kind in ("jit", "jit-tiny"):
+            res = run_jit(maker, size, opts.repeat, tiny=kind == "jit-tiny")
         elif kind == "compile":
             res = run_compile(key, maker, size, opts.quick, opts.repeat)
         elif kind == "disk":
