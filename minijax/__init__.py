@@ -50,3 +50,11 @@ __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "re
 from minijax import example_libraries, nn, random, scipy  # noqa: E402
 
 __all__ += ["example_libraries", "nn", "random", "scipy"]
+
+
+def __getattr__(name):
+    # minijax.aot needs llvmlite; import it only when first used.
+    if name == "aot":
+        import importlib
+        return importlib.import_module("minijax.aot")
+    raise AttributeError(f"module 'minijax' has no attribute {name!r}")
