@@ -204,31 +204,31 @@ class Computation:
 
     def topological_sort(self) -> None:
         """Reorder instructions so operands precede users; drop nothing."""
-        seen: set[int] = set()
         order: list[Instruction] = []
-        members = {id(i) for i in self.instructions}
-
-        def visit(instr):
-            stack = [(instr, False)]
-            while stack:
-                node, done = stack.pop()
-                if done:
-                    order.append(node)
-                    continue
-                if id(node) in seen or id(node) not in members:
-                    continue
-                seen.add(id(node))
-                stack.append((node, True))
-                for op in reversed(node.operands):
-                    if id(op) not in seen:
-                        stack.append((op, False))
-
-        for instr in self.instructions:
-            visit(instr)
+        postorder(self.instructions, {id(i) for i in self.instructions}, set(), order)
         self.instructions = order
 
     def __repr__(self) -> str:
         return f"<Computation {self.name}: {len(self.instructions)} instructions>"
+
+
+def postorder(roots, members: set[int], seen: set[int], out: list) -> None:
+    """Append to `out` a depth-first postorder over operands (operand 0 first) from each root,
+    restricted to instructions whose id is in `members` and skipping ids in `seen`."""
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                out.append(node)
+                continue
+            if id(node) in seen or id(node) not in members:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for op in reversed(node.operands):
+                if id(op) not in seen:
+                    stack.append((op, False))
 
 
 class Module:

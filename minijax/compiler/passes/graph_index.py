@@ -13,7 +13,7 @@ one cheap pass instead of a full depth-first search.
 
 from __future__ import annotations
 
-from minijax.compiler.hlo.ir import Computation, Instruction
+from minijax.compiler.hlo.ir import Computation, Instruction, postorder
 
 
 class UserIndex:
@@ -93,25 +93,6 @@ class UserIndex:
                 entry[id(instr)] = instr
 
 
-def _postorder(roots, members: set[int], seen: set[int], out: list) -> None:
-    """Depth-first postorder over operands (operand 0 first), restricted to `members`;
-    the same visit as Computation.topological_sort."""
-    for root in roots:
-        stack = [(root, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                out.append(node)
-                continue
-            if id(node) in seen or id(node) not in members:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for op in reversed(node.operands):
-                if id(op) not in seen:
-                    stack.append((op, False))
-
-
 def replace_uses_and_sort(comp: Computation, old: Instruction, value: Instruction,
                           block: list[Instruction]) -> None:
     """Make the users of `old` use `value`, where `value` and the rest of `block` were just
@@ -140,15 +121,15 @@ def replace_uses_and_sort(comp: Computation, old: Instruction, value: Instructio
         # The depth-first sort only moves what `value` needs from after its first user.
         if first is None or instrs.index(value) < first:
             return
-        _postorder([value], {id(i) for i in instrs[first:]}, set(), ordered)
+        postorder([value], {id(i) for i in instrs[first:]}, set(), ordered)
         moved = {id(i) for i in ordered}
         instrs[first:] = ordered + [i for i in instrs[first:] if id(i) not in moved]
         return
     members = {id(i) for i in block}
     seen: set[int] = set()
     if first is not None:
-        _postorder([value], members, seen, ordered)
+        postorder([value], members, seen, ordered)
         instrs[first:first] = ordered
         ordered = []
-    _postorder(block, members, seen, ordered)  # copies nothing in the program reads
+    postorder(block, members, seen, ordered)  # copies nothing in the program reads
     instrs.extend(ordered)
