@@ -54,8 +54,6 @@ def test_docs_grad_of_tanh_and_higher_derivatives():
     np.testing.assert_allclose(minijax.jit(d3fdx)(1.0), 6.0)
 
 
-@pytest.mark.xfail(reason="the cpu backend returns f32[1] for a constant (folded) root "
-                          "output; the interpreter backend returns f32[]", strict=False)
 def test_jit_of_constant_derivative_keeps_scalar_shape():
     d3 = minijax.grad(minijax.grad(minijax.grad(lambda x: x ** 3)))
     assert minijax.jit(d3)(1.0).shape == ()
