@@ -4,7 +4,6 @@ example programs, checked against the numbers JAX's documentation prints and aga
 NumPy reimplementations."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
