@@ -407,3 +407,34 @@ ENTRY main {{
     third = subprocess.run([sys.executable, "-c", code], input=text, env=env,
                            capture_output=True, text=True, check=True, timeout=120)
     assert json.loads(third.stdout.strip().splitlines()[-1])["out"] == first["out"]
+
+
+def test_identical_kernels_are_compiled_once():
+    """Fusions whose kernel bodies are identical share one LLVM function; a different
+    constant or reducer keeps its own kernel. Results match the evaluator either way."""
+    fused = ("{name} {{ p = f32[4,8] parameter(0)  c = f32[] constant({c})\n"
+             "  b = f32[4,8] broadcast(c), dimensions={{}}\n"
+             "  ROOT m = f32[4,8] multiply(p, b) }}\n")
+    red = ("{name} {{ p = f32[4,8] parameter(0)  z = f32[] constant(0)\n"
+           "  ROOT r = f32[4] reduce(p, z), dimensions={{1}}, to_apply={to} }}\n")
+    text = ("HloModule twins\n" + ADD + MAX + fused.format(name="f1", c=2)
+            + fused.format(name="f2", c=2) + fused.format(name="f3", c=3)
+            + red.format(name="r1", to="add_f") + red.format(name="r2", to="max_f")
+            + red.format(name="r3", to="add_f") + """ENTRY main {
+  x = f32[4,8] parameter(0)
+  a = f32[4,8] fusion(x), kind=kLoop, calls=f1
+  b = f32[4,8] fusion(a), kind=kLoop, calls=f2
+  c = f32[4,8] fusion(b), kind=kLoop, calls=f3
+  d = f32[4] fusion(c), kind=kInput, calls=r1
+  e = f32[4] fusion(c), kind=kInput, calls=r2
+  g = f32[4] fusion(x), kind=kInput, calls=r3
+  ROOT out = (f32[4,8], f32[4,8], f32[4], f32[4], f32[4]) tuple(b, c, d, e, g)
+}
+""")
+    x = np.random.default_rng(5).normal(size=(4, 8)).astype(np.float32)
+    got = _check(text, [x])
+    np.testing.assert_allclose(got[0], x * 4, rtol=1e-6)
+    exe = CpuBackend().compile(parse_module(text))
+    assert exe.kernel_count == 6
+    bodies = [ln for ln in exe.llvm_ir().splitlines() if ln.startswith("define internal")]
+    assert len(bodies) == 4, bodies  # f1 (= f2), f3, r1 (= r3), r2

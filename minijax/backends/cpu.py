@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 import threading
 import time
@@ -146,6 +147,7 @@ class _Compiler:
         self.programs: dict[int, _Program] = {}
         self.replay = replay
         self.ir_key = None
+        self._bodies: dict[tuple, int] = {}
         self.ba = getattr(module, "buffer_assignment", None)
         self.pool_sizes: dict[int, int] = {}
         self.users: dict[int, list] = {}
@@ -164,7 +166,14 @@ class _Compiler:
             kernel.fast_symbol = d["fast"]
             self.kernels.append(kernel)
             return kernel
+        before = set(self.ir.globals)
         spec = emit_kernel(self.ir, name, comp)
+        twin = self._twin(name, spec, before)
+        if twin is not None:
+            kernel = _Kernel(spec, twin.symbol, label)
+            kernel.fast_symbol = twin.fast_symbol
+            self.kernels.append(kernel)
+            return kernel
         kernel = _Kernel(spec, name, label)
         if _DATA_OFFSET is not None:
             count = spec.num_params + len(spec.output_shapes)
@@ -175,6 +184,20 @@ class _Compiler:
                                                                   spec.outer, _DATA_OFFSET)
         self.kernels.append(kernel)
         return kernel
+
+    def _twin(self, name: str, spec, before: set):
+        """An earlier kernel whose body IR is identical to kernel `name`'s (then `name`'s
+        functions are dropped from the module: LLVM optimizes and emits each body once)."""
+        text = re.sub(re.escape(name) + r"(?!\d)", "", str(self.ir.get_global(name + ".body")))
+        key = (text, spec.mode, spec.outer, spec.work, spec.num_params,
+               tuple(spec.output_shapes))
+        twin = self._bodies.get(key)
+        if twin is None:
+            self._bodies[key] = len(self.kernels)
+            return None
+        for g in set(self.ir.globals) - before:
+            del self.ir.globals[g]
+        return self.kernels[twin]
 
     def _emit_pyobject_entry(self, name: str, count: int) -> None:
         """`name_py(PyArrayObject **arrays, start, end)`: reads each array's data pointer."""
@@ -424,8 +447,8 @@ class _Compiler:
 
     def finish(self) -> str:
         """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
-        symbols = [k.symbol for k in self.kernels] + [
-            k.fast_symbol for k in self.kernels if k.fast_symbol]
+        symbols = list(dict.fromkeys([k.symbol for k in self.kernels] + [
+            k.fast_symbol for k in self.kernels if k.fast_symbol]))
         if self.replay is not None:
             if len(self.kernels) != len(self.replay["kernels"]):
                 raise RuntimeError("compile plan does not match the module")
