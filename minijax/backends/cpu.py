@@ -6,7 +6,9 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   module per HLO module, compiled once at -O3 for the host CPU, see cpu_runtime.py). Kernels
   above PARALLEL_THRESHOLD are called through ctypes (which releases the GIL) and split their
   outer loop across the thread pool (thread_pool.py, MINIJAX_NUM_THREADS); smaller ones are
-  called as METH_FASTCALL builtins (cpu_fastcall.py, ~0.1 us per call);
+  called as METH_FASTCALL builtins (cpu_fastcall.py, ~0.1 us per call); large reductions
+  to scalars ("full_reduce" kernels) reduce fixed chunks in parallel into a scratch buffer,
+  then combine the partials in one more call;
 - large temporaries of the entry computation are written into per-thread pool buffers (the
   buffer assignment's slots), reused across calls; outputs are always fresh arrays;
 - dot runs NumPy's BLAS (np.matmul into a preallocated output); convolution runs as im2col
@@ -38,7 +40,13 @@ from minijax.backends.thread_pool import get_pool
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
+from minijax.compiler.codegen.loops import (
+    FULL_CHUNKS,
+    SLOT_BYTES,
+    KernelSpec,
+    emit_kernel,
+    output_shapes,
+)
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
@@ -93,9 +101,24 @@ class _Kernel:
         self.threads = 1
         if spec.outer >= 2 and total >= PARALLEL_THRESHOLD:
             self.threads = get_pool().num_threads
+        # Full reductions take a scratch buffer of partials after the outputs and a final
+        # combining call (start = FULL_CHUNKS), so they never use the fastcall entry.
+        self.full = spec.mode == "full_reduce"
+        self.scratch_bytes = FULL_CHUNKS * SLOT_BYTES * len(spec.output_shapes)
 
     def launch(self, ptrs) -> None:
         if self.spec.outer == 0:
+            return
+        if self.full:
+            scratch = np.empty(self.scratch_bytes, np.uint8)
+            n = len(ptrs)
+            addr = id(scratch) if _DATA_OFFSET is not None else scratch.ctypes.data
+            ptrs = (ctypes.c_void_p * (n + 1))(*ptrs, addr)
+            if self.threads > 1:
+                get_pool().parallel_for(self.fn, ptrs, FULL_CHUNKS, self.threads)
+            else:
+                self.fn(ptrs, 0, FULL_CHUNKS)
+            self.fn(ptrs, FULL_CHUNKS, FULL_CHUNKS + 1)
             return
         if self.threads > 1:
             get_pool().parallel_for(self.fn, ptrs, self.spec.outer, self.threads)
@@ -167,7 +190,7 @@ class _Compiler:
             self.kernels.append(kernel)
             return kernel
         before = set(self.ir.globals)
-        spec = emit_kernel(self.ir, name, comp)
+        spec = emit_kernel(self.ir, name, comp, full_reduce=True)
         twin = self._twin(name, spec, before)
         if twin is not None:
             kernel = _Kernel(spec, twin.symbol, label)
@@ -176,10 +199,10 @@ class _Compiler:
             return kernel
         kernel = _Kernel(spec, name, label)
         if _DATA_OFFSET is not None:
-            count = spec.num_params + len(spec.output_shapes)
+            count = spec.num_params + len(spec.output_shapes) + (1 if kernel.full else 0)
             self._emit_pyobject_entry(name, count)
             kernel.symbol = name + "_py"
-            if kernel.threads == 1 and fastcall.SUPPORTED:
+            if kernel.threads == 1 and fastcall.SUPPORTED and not kernel.full:
                 kernel.fast_symbol = fastcall.emit_fastcall_entry(self.ir, name, count,
                                                                   spec.outer, _DATA_OFFSET)
         self.kernels.append(kernel)

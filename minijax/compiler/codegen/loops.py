@@ -14,6 +14,9 @@ Kernel shapes (`KernelSpec.mode`):
   vector accumulators that LLVM combines pairwise) and accumulate the blocks in float64.
 - "col_reduce": a reduce that keeps the minor dimension: the outer loop runs over output
   rows, then over reduced positions, and the inner loop updates a whole output row at once.
+- "full_reduce" (only with emit_kernel(full_reduce=True)): a large reduction of every dim to
+  scalars: [start, end) runs over FULL_CHUNKS fixed chunks whose partials go to a scratch
+  buffer; a last call combines them in a fixed pairwise tree (deterministic, any threads).
 The inner loops are plain counted loops with no cross-iteration dependences except the
 reduction accumulators, written for LLVM's loop vectorizer (the target decides the width).
 """
@@ -36,6 +39,7 @@ from minijax.compiler.codegen.elemental import (
 from minijax.compiler.codegen.llvm_types import (
     F64,
     I64,
+    INT_TYPES,
     const,
     is_float,
     is_signed,
@@ -45,6 +49,13 @@ from minijax.compiler.codegen.llvm_types import (
 from minijax.compiler.hlo.ir import Computation, Shape
 
 BLOCK = 2048
+#: Full reductions of at least this many elements split into FULL_CHUNKS partials.
+FULL_REDUCE_MIN = 1 << 20
+#: Fixed partial count (independent of the thread count, so results are reproducible).
+FULL_CHUNKS = 64
+#: Bytes per partial slot in a full reduction's scratch buffer (any accumulator fits).
+SLOT_BYTES = 16
+_FULL_KINDS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
 FLAT_OPS = ELEMENTWISE | {"parameter", "constant", "tuple", "reshape", "bitcast"}
 
 
@@ -131,6 +142,54 @@ def mixed_reduce_roots(comp: Computation):
     return reduces, extras
 
 
+def reducer_kind(r):
+    """'add'/'multiply'/... if reduce r's to_apply is one binary op of its two parameters."""
+    body = r.called["to_apply"]
+    root = body.root
+    if len(r.operands) != 2 or len(root.operands) != 2:
+        return None
+    if {op.opcode for op in root.operands} != {"parameter"}:
+        return None
+    if {op.parameter_number for op in root.operands} != {0, 1}:
+        return None
+    return root.opcode if root.opcode in _FULL_KINDS else None
+
+
+def _full_reduce_roots(comp: Computation):
+    """The reduce roots of `comp` if it is a large reduction of every dimension to scalars
+    by known float/integer reducers (run as FULL_CHUNKS partials, see _emit_full_reduce)."""
+    roots = reduce_roots(comp)
+    if roots is None:
+        return None
+    in_shape = roots[0].operands[0].shape
+    if in_shape.rank == 0 or in_shape.size < FULL_REDUCE_MIN:
+        return None
+    if set(roots[0].attrs["dimensions"]) != set(range(in_shape.rank)):
+        return None
+    for r in roots:
+        kind, et = reducer_kind(r), r.shape.element_type
+        if kind is None or r.shape.is_tuple:
+            return None
+        if not (is_float(et) and kind in ("add", "multiply", "maximum", "minimum")
+                or et in INT_TYPES):
+            return None
+    return roots
+
+
+def _identity(ty, kind: str, et: str):
+    """The identity of reducer `kind` as an LLVM constant of accumulator type `ty`."""
+    if isinstance(ty, ir.IntType):
+        w = ty.width
+        signed = is_signed(et)
+        value = {"add": 0, "or": 0, "xor": 0, "multiply": 1, "and": -1,
+                 "maximum": -(1 << (w - 1)) if signed else 0,
+                 "minimum": (1 << (w - 1)) - 1 if signed else -1}[kind]
+        return ir.Constant(ty, value)
+    value = {"add": -0.0, "multiply": 1.0, "maximum": float("-inf"),
+             "minimum": float("inf")}[kind]
+    return ir.Constant(ty, value)
+
+
 def _tuple_of(instrs):
     from minijax.compiler.hlo.ir import Instruction
     return Instruction("tuple", Shape.tuple([i.shape for i in instrs]), list(instrs),
@@ -148,7 +207,8 @@ def output_shapes(comp: Computation) -> list[Shape]:
 class KernelEmitter:
     """Emits one kernel for a fused computation into an llvmlite module."""
 
-    def __init__(self, module: ir.Module, name: str, comp: Computation, noalias: bool = True):
+    def __init__(self, module: ir.Module, name: str, comp: Computation, noalias: bool = True,
+                 full_reduce: bool = False):
         self.module = module
         self.name = name
         self.comp = comp
@@ -156,6 +216,9 @@ class KernelEmitter:
         self.outs = output_shapes(comp)
         ptr_types = ([storage_type(p.shape.element_type).as_pointer() for p in self.params]
                      + [storage_type(s.element_type).as_pointer() for s in self.outs])
+        self.full = _full_reduce_roots(comp) if full_reduce else None
+        if self.full is not None:
+            ptr_types.append(ir.IntType(8).as_pointer())   # the partials' scratch buffer
         body_ty = ir.FunctionType(ir.VoidType(), ptr_types + [I64, I64])
         self.body_fn = ir.Function(module, body_ty, name + ".body")
         self.body_fn.linkage = "internal"
@@ -173,7 +236,7 @@ class KernelEmitter:
         self.b = ir.IRBuilder(start)
         args = self.body_fn.args
         self.param_ptrs = list(args[:len(self.params)])
-        self.out_ptrs = list(args[len(self.params):len(ptr_types)])
+        self.out_ptrs = list(args[len(self.params):len(self.params) + len(self.outs)])
         self.start, self.end = args[-2], args[-1]
         self.em = ElementalEmitter(self.b, comp, load_param=self._load_param,
                                    alloca=self.alloca)
@@ -214,7 +277,9 @@ class KernelEmitter:
         mixed = None if roots is not None else mixed_reduce_roots(self.comp)
         if mixed is not None:
             roots, self.extras = mixed
-        if roots is not None:
+        if self.full is not None:
+            spec = self._emit_full_reduce(self.full)
+        elif roots is not None:
             spec = self._emit_reduce(roots)
         else:
             spec = self._emit_loop()
@@ -261,18 +326,7 @@ class KernelEmitter:
         return self._emit_row_reduce(roots, in_shape, red)
 
     def _reducer_kind(self, r):
-        """'add'/'multiply'/... if r's to_apply is one binary op of its two parameters."""
-        body = r.called["to_apply"]
-        root = body.root
-        if len(r.operands) != 2 or len(root.operands) != 2:
-            return None
-        if {op.opcode for op in root.operands} != {"parameter"}:
-            return None
-        if {op.parameter_number for op in root.operands} != {0, 1}:
-            return None
-        if root.opcode in ("add", "multiply", "maximum", "minimum", "and", "or", "xor"):
-            return root.opcode
-        return None
+        return reducer_kind(r)
 
     def _combine(self, r, kind, acc, value, reassoc=True):
         """acc (+) value for reduce r; generic reducers go through the elemental emitter."""
@@ -428,12 +482,99 @@ class KernelEmitter:
         return self._spec("col_reduce", n_rows, n_red * inner)
 
 
+    def _emit_full_reduce(self, roots) -> KernelSpec:
+        """A reduction of all dims, as FULL_CHUNKS contiguous chunks of whole BLOCKs.
+
+        Calls with [start, end) inside [0, FULL_CHUNKS) reduce those chunks (from the
+        reducer's identity) into the scratch buffer (the last kernel argument); a call with
+        start >= FULL_CHUNKS, made once all chunks are done, combines the partials pairwise
+        in a fixed tree, then with the init value, and stores the results.
+        """
+        b, fn = self.b, self.body_fn
+        in_shape = roots[0].operands[0].shape
+        size = in_shape.size
+        n_blocks = (size + BLOCK - 1) // BLOCK
+        kinds = [reducer_kind(r) for r in roots]
+        ets = [r.shape.element_type for r in roots]
+        blocked = [k == "add" and is_float(et) for k, et in zip(kinds, ets)]
+        acc_types = [F64 if bl else value_type(et) for bl, et in zip(blocked, ets)]
+        scratch = fn.args[len(self.params) + len(self.outs)]
+        offsets = self._out_offsets(roots)
+
+        def slot_ptr(k, c):
+            off = b.mul(b.add(const(I64, k * FULL_CHUNKS), c), const(I64, SLOT_BYTES))
+            return b.bitcast(b.gep(scratch, [off], inbounds=True), acc_types[k].as_pointer())
+
+        combine_bb = fn.append_basic_block("combine")
+        chunks_bb = fn.append_basic_block("chunks")
+        done_bb = fn.append_basic_block("done")
+        b.cbranch(b.icmp_signed(">=", self.start, const(I64, FULL_CHUNKS)), combine_bb,
+                  chunks_bb)
+        b.position_at_end(chunks_bb)
+        with emit_counted_loop(b, self.start, self.end, "chunk") as c:
+            lo_blk = b.sdiv(b.mul(c, const(I64, n_blocks)), const(I64, FULL_CHUNKS))
+            hi_blk = b.sdiv(b.mul(b.add(c, const(I64, 1)), const(I64, n_blocks)),
+                            const(I64, FULL_CHUNKS))
+            slots = []
+            for ty, kind, et in zip(acc_types, kinds, ets):
+                s = self.alloca(ty)
+                b.store(_identity(ty, kind, et), s)
+                slots.append(s)
+            with self.em.scope(), emit_counted_loop(b, lo_blk, hi_blk, "blk") as blk:
+                lo = b.mul(blk, const(I64, BLOCK))
+                hi = b.add(lo, const(I64, BLOCK))
+                hi = b.select(b.icmp_signed("<", hi, const(I64, size)), hi, const(I64, size))
+                partial = []
+                for s, bl, et in zip(slots, blocked, ets):
+                    if bl:
+                        p = self.alloca(value_type(et))
+                        b.store(ir.Constant(value_type(et), -0.0), p)
+                        partial.append(p)
+                    else:
+                        partial.append(s)
+                with self.em.scope(), emit_counted_loop(b, lo, hi, "inner") as j:
+                    for r, kind, p in zip(roots, kinds, partial):
+                        v = r.operands[0]
+                        val = self.em.emit(v, Index(v.shape, linear=j))
+                        b.store(self._combine(r, kind, [b.load(p)], [val])[0], p)
+                for s, p, bl in zip(slots, partial, blocked):
+                    if bl:
+                        b.store(b.fadd(b.load(s), b.fpext(b.load(p), F64)), s)
+            for k, s in enumerate(slots):
+                b.store(b.load(s), slot_ptr(k, c))
+        b.branch(done_bb)
+        b.position_at_end(combine_bb)
+        with self.em.scope():
+            for k, (r, kind) in enumerate(zip(roots, kinds)):
+                vals = [b.load(slot_ptr(k, const(I64, c))) for c in range(FULL_CHUNKS)]
+                while len(vals) > 1:
+                    vals = [self._combine(r, kind, [vals[i]], [vals[i + 1]], reassoc=False)[0]
+                            if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+                init = self._inits(r)[0]
+                if init.type != acc_types[k]:
+                    init = b.fpext(init, acc_types[k])
+                total = self._combine(r, kind, [init], vals, reassoc=False)[0]
+                if total.type != value_type(ets[k]):
+                    total = b.fptrunc(total, value_type(ets[k]))
+                self._store(offsets[k], const(I64, 0), total)
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
+        return self._spec("full_reduce", FULL_CHUNKS, size // FULL_CHUNKS)
+
+
 def emit_kernel(module: ir.Module, name: str, comp: Computation,
-                noalias: bool = True) -> KernelSpec:
-    """Emit `name` computing `comp` (a fused computation) into `module`."""
-    return KernelEmitter(module, name, comp, noalias).emit()
+                noalias: bool = True, full_reduce: bool = False) -> KernelSpec:
+    """Emit `name` computing `comp` (a fused computation) into `module`.
+
+    With `full_reduce`, a large reduction of all dims may become a "full_reduce" kernel,
+    which takes a scratch buffer after the outputs and a combining call (see
+    KernelEmitter._emit_full_reduce); callers that run kernels as one (0, outer) call
+    leave it off.
+    """
+    return KernelEmitter(module, name, comp, noalias, full_reduce).emit()
 
 
-__all__ = ["BLOCK", "KernelSpec", "emit_counted_loop", "emit_kernel", "mixed_reduce_roots",
+__all__ = ["BLOCK", "FULL_CHUNKS", "FULL_REDUCE_MIN", "SLOT_BYTES", "reducer_kind",
+           "KernelSpec", "emit_counted_loop", "emit_kernel", "mixed_reduce_roots",
            "reduce_roots",
            "output_shapes", "convert", "is_signed"]
