@@ -142,3 +142,55 @@ def test_deterministic_across_runs_and_thread_counts(monkeypatch):
         _, got = _run(_module([n], "f32", "add", "0", pre="multiply", name=f"t{threads}"),
                       x, y)
         assert got.tobytes() == first.tobytes()
+
+
+def test_multi_output_and_transposed_operand():
+    """Two reduces in one fusion (a tuple root) over a transposed, broadcast operand."""
+    m, n = 1100, 1000
+    text = f"""HloModule multi
+add_f {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] add(a, b) }}
+max_f {{ a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] maximum(a, b) }}
+fused {{
+  p = f32[{m},{n}] parameter(0)
+  q = f32[{n}] parameter(1)
+  t = f32[{n},{m}] transpose(p), dimensions={{1,0}}
+  bq = f32[{n},{m}] broadcast(q), dimensions={{0}}
+  v = f32[{n},{m}] multiply(t, bq)
+  z = f32[] constant(0)
+  ninf = f32[] constant(-inf)
+  s = f32[] reduce(v, z), dimensions={{0,1}}, to_apply=add_f
+  mx = f32[] reduce(v, ninf), dimensions={{0,1}}, to_apply=max_f
+  ROOT out = (f32[], f32[]) tuple(s, mx)
+}}
+ENTRY main {{
+  x = f32[{m},{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  ROOT f = (f32[], f32[]) fusion(x, y), kind=kInput, calls=fused
+}}
+"""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((m, n), dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    exe = CpuBackend().compile(parse_module(text))
+    assert "full_reduce" in _modes(exe)
+    s, mx = exe.execute([x, y])
+    v = x.astype(np.float64).T * y[:, None]
+    assert abs(float(s) - v.sum()) <= 1e-5 * np.abs(v).sum()
+    assert mx == (x.T * y[:, None]).max()
+
+
+def test_through_jit():
+    import minijax as jax
+    import minijax.numpy as jnp
+
+    n = FULL_REDUCE_MIN * 2 + 3
+    rng = np.random.default_rng(8)
+    x, y, z = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    f = jax.jit(lambda x, y, z: (jnp.sum(x + y * z), jnp.max(x), jnp.mean(z)))
+    s, mx, mean = (np.asarray(v) for v in f(x, y, z))
+    w = x.astype(np.float64) + y.astype(np.float64) * z
+    assert abs(float(s) - w.sum()) <= 1e-5 * np.abs(w).sum()
+    assert mx == x.max()
+    np.testing.assert_allclose(mean, z.astype(np.float64).mean(), rtol=1e-4, atol=1e-6)
+    xi = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int32)
+    assert np.asarray(jax.jit(jnp.sum)(xi)) == xi.sum(dtype=np.int32)
