@@ -35,18 +35,18 @@ import numpy as np
 
 from minijax.backends import cpu_fastcall as fastcall
 from minijax.backends.base import Backend, Device, Executable
+from minijax.backends.cpu_kernel import (
+    _DATA_OFFSET,
+    PARALLEL_THRESHOLD,
+    _Kernel,
+    _KernelFn,
+    _row_major,
+)
 from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
-from minijax.backends.thread_pool import get_pool
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.codegen.loops import (
-    FULL_CHUNKS,
-    SLOT_BYTES,
-    KernelSpec,
-    emit_kernel,
-    output_shapes,
-)
+from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
@@ -56,8 +56,6 @@ EVALUATOR_THUNK_OPCODES = (
     "reduce-precision", "real", "imag", "complex", "map", "all-reduce", "and any opcode or "
     "element type the elemental emitter does not support (e.g. complex numbers)",
 )
-#: Kernels whose elements-times-work is at least this run on several threads.
-PARALLEL_THRESHOLD = 1 << 20
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
 REUSE_MIN_BYTES = 1 << 16
 _KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
@@ -65,67 +63,6 @@ _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
     (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
           "optimization-barrier"}
-_KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-
-
-def _pyobject_data_offset() -> int | None:
-    """Offset of the data pointer inside a numpy array object, if this numpy has it at 16."""
-    probe = np.zeros(3)
-    if ctypes.c_void_p.from_address(id(probe) + 16).value == probe.ctypes.data:
-        return 16
-    return None
-
-
-_DATA_OFFSET = _pyobject_data_offset()
-
-
-def _row_major(shape) -> bool:
-    return shape.layout is None or shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
-
-
-class _Kernel:
-    """One generated kernel: its spec, entry symbol, and (after the JIT) its ctypes function."""
-
-    def __init__(self, spec, symbol, label):
-        self.spec = spec
-        self.symbol = symbol
-        self.label = label
-        self.fn = None
-        self.fast = None          # builtin-function entry (single-thread kernels)
-        self.fast_symbol = None
-        self._keepalive = None
-        out_bytes = sum(s.nbytes for s in spec.output_shapes)
-        self.out_specs = [(s.dims, s.dtype) for s in spec.output_shapes]
-        self.out_bytes = out_bytes
-        total = spec.outer * spec.work
-        self.threads = 1
-        if spec.outer >= 2 and total >= PARALLEL_THRESHOLD:
-            self.threads = get_pool().num_threads
-        # Full reductions take a scratch buffer of partials after the outputs and a final
-        # combining call (start = FULL_CHUNKS), so they never use the fastcall entry.
-        self.full = spec.mode == "full_reduce"
-        self.scratch_bytes = FULL_CHUNKS * SLOT_BYTES * len(spec.output_shapes)
-
-    def launch(self, ptrs) -> None:
-        if self.spec.outer == 0:
-            return
-        if self.full:
-            scratch = np.empty(self.scratch_bytes, np.uint8)
-            n = len(ptrs)
-            addr = id(scratch) if _DATA_OFFSET is not None else scratch.ctypes.data
-            ptrs = (ctypes.c_void_p * (n + 1))(*ptrs, addr)
-            if self.threads > 1:
-                get_pool().parallel_for(self.fn, ptrs, FULL_CHUNKS, self.threads)
-            else:
-                self.fn(ptrs, 0, FULL_CHUNKS)
-            self.fn(ptrs, FULL_CHUNKS, FULL_CHUNKS + 1)
-            return
-        if self.threads > 1:
-            get_pool().parallel_for(self.fn, ptrs, self.spec.outer, self.threads)
-        else:
-            self.fn(ptrs, 0, self.spec.outer)
-
-
 class _Program:
     """A computation as a list of steps over an environment list (one slot per instruction)."""
 
