@@ -231,6 +231,25 @@ def postorder(roots, members: set[int], seen: set[int], out: list) -> None:
                     stack.append((op, False))
 
 
+def callees_first(roots) -> list[Computation]:
+    """The computations reachable from `roots` (in order), each after all it calls."""
+    order: list[Computation] = []
+    seen: set[int] = set()
+
+    def visit(comp):
+        if id(comp) in seen:
+            return
+        seen.add(id(comp))
+        for instr in comp.instructions:
+            for callee in instr.called_computations():
+                visit(callee)
+        order.append(comp)
+
+    for root in roots:
+        visit(root)
+    return order
+
+
 class Module:
     """An HLO module: computations with one entry. `computations` lists callees first."""
 
@@ -253,20 +272,7 @@ class Module:
 
     def reachable_computations(self) -> list[Computation]:
         """Computations reachable from the entry, callees before callers."""
-        order: list[Computation] = []
-        seen: set[int] = set()
-
-        def visit(comp):
-            if id(comp) in seen:
-                return
-            seen.add(id(comp))
-            for instr in comp.instructions:
-                for callee in instr.called_computations():
-                    visit(callee)
-            order.append(comp)
-
-        visit(self.entry)
-        return order
+        return callees_first([self.entry])
 
     def __str__(self) -> str:
         from minijax.compiler.hlo.printer import module_to_text

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape, callees_first
 
 # Known attributes, in the order they print (after the operand list). Values are Python
 # objects (see ir.py); everything else in Instruction.attrs is printed raw.
@@ -286,24 +286,10 @@ def entry_computation_layout(module: Module) -> str:
 
 def _print_order(module: Module) -> list[Computation]:
     """All computations, callees before callers, the entry last."""
-    order: list[Computation] = []
-    seen: set[int] = set()
-
-    def visit(comp):
-        if id(comp) in seen:
-            return
-        seen.add(id(comp))
-        for instr in comp.instructions:
-            for callee in instr.called_computations():
-                visit(callee)
-        order.append(comp)
-
-    for comp in module.computations:
-        if comp is not module.entry:
-            visit(comp)
+    roots = [c for c in module.computations if c is not module.entry]
     if module.entry is not None:
-        visit(module.entry)
-    return order
+        roots.append(module.entry)
+    return callees_first(roots)
 
 
 def module_to_text(module: Module) -> str:
