@@ -121,6 +121,26 @@ def _batch_axis(indices_dim: int, index_vector_dim: int) -> int:
     return indices_dim - 1 if indices_dim > index_vector_dim else indices_dim
 
 
+def _batch_positions(bshape, axis: int) -> np.ndarray:
+    """Each batch element's own position along batch axis `axis` (shape `bshape`)."""
+    view = [1] * len(bshape)
+    view[axis] = bshape[axis]
+    return np.arange(bshape[axis]).reshape(view) * np.ones(bshape, np.int64)
+
+
+def _window_coords(start, d: int, window, wsizes, full) -> np.ndarray:
+    """Operand coordinates along dim `d` for every (batch..., window...) position:
+    the window's start plus the offset inside the window when `d` is a window dim."""
+    nb = start.ndim
+    idx = start.reshape(start.shape + (1,) * len(window))
+    if d in window:
+        j = window.index(d)
+        view = [1] * (nb + len(window))
+        view[nb + j] = wsizes[j]
+        idx = idx + np.arange(wsizes[j]).reshape(view)
+    return np.broadcast_to(idx, full)
+
+
 def _gather(instr, ops, ctx):
     operand, indices = np.asarray(ops[0]), np.asarray(ops[1])
     a = instr.attrs
@@ -143,19 +163,10 @@ def _gather(instr, ops, ctx):
             start = vectors[..., start_map.index(d)]
             start = np.clip(start, 0, operand.shape[d] - slice_sizes[d])
         elif d in op_batch:
-            axis = _batch_axis(idx_batch[op_batch.index(d)], ivd)
-            view = [1] * nb
-            view[axis] = bshape[axis]
-            start = np.arange(bshape[axis]).reshape(view) * np.ones(bshape, np.int64)
+            start = _batch_positions(bshape, _batch_axis(idx_batch[op_batch.index(d)], ivd))
         else:
             start = np.zeros(bshape, np.int64)
-        idx = start.reshape(bshape + (1,) * len(window))
-        if d in window:
-            j = window.index(d)
-            view = [1] * (nb + len(window))
-            view[nb + j] = wsizes[j]
-            idx = idx + np.arange(wsizes[j]).reshape(view)
-        index_arrays.append(np.broadcast_to(idx, full))
+        index_arrays.append(_window_coords(start, d, window, wsizes, full))
     gathered = operand[tuple(index_arrays)] if operand.ndim else np.broadcast_to(operand, full)
     perm, next_batch = [], 0
     for p in range(len(full)):
@@ -181,7 +192,6 @@ def _scatter(instr, ops, ctx):
     idx_batch = [int(d) for d in a.get("scatter_indices_batching_dims", ())]
     vectors = _index_vectors(indices, ivd)
     bshape = vectors.shape[:-1]
-    nb = len(bshape)
     upd = updates[0]
     scatter_dims = [d for d in range(upd.ndim) if d not in window_dims]
     operand = operands[0]
@@ -198,21 +208,12 @@ def _scatter(instr, ops, ctx):
         if d in to_operand:
             start = vectors[..., to_operand.index(d)]
         elif d in in_batch:
-            axis = _batch_axis(idx_batch[in_batch.index(d)], ivd)
-            view = [1] * nb
-            view[axis] = bshape[axis]
-            start = np.arange(bshape[axis]).reshape(view) * np.ones(bshape, np.int64)
+            start = _batch_positions(bshape, _batch_axis(idx_batch[in_batch.index(d)], ivd))
         else:
             start = np.zeros(bshape, np.int64)
         # XLA skips a whole update window that does not fit inside the operand.
         valid &= (start >= 0) & (start <= operand.shape[d] - extent)
-        idx = start.reshape(bshape + (1,) * len(window))
-        if d in window:
-            j = window.index(d)
-            view = [1] * (nb + len(window))
-            view[nb + j] = wsizes[j]
-            idx = idx + np.arange(wsizes[j]).reshape(view)
-        coords.append(np.broadcast_to(idx, full))
+        coords.append(_window_coords(start, d, window, wsizes, full))
     mask = np.broadcast_to(valid.reshape(bshape + (1,) * len(window)), full)
     outs = [o.copy().ravel() for o in operands]
     if operand.ndim:
