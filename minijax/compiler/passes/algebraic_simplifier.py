@@ -84,14 +84,19 @@ def _plain(shape: Shape) -> Shape:
 # Arithmetic identities
 # ----------------------------------------------------------------------------------------
 
-def add_zero(instr, rw):
-    """x + 0 -> x and 0 + x -> x."""
+def _other_operand_if_identity(instr, identity):
+    """For a commutative op: the operand beside a constant `identity`, else None."""
     x, y = instr.operands
-    if is_constant_equal(y, 0):
+    if is_constant_equal(y, identity):
         return x
-    if is_constant_equal(x, 0):
+    if is_constant_equal(x, identity):
         return y
     return None
+
+
+def add_zero(instr, rw):
+    """x + 0 -> x and 0 + x -> x."""
+    return _other_operand_if_identity(instr, 0)
 
 
 def subtract_zero(instr, rw):
@@ -110,12 +115,7 @@ def subtract_self_int(instr, rw):
 
 def multiply_one(instr, rw):
     """x * 1 -> x and 1 * x -> x."""
-    x, y = instr.operands
-    if is_constant_equal(y, 1):
-        return x
-    if is_constant_equal(x, 1):
-        return y
-    return None
+    return _other_operand_if_identity(instr, 1)
 
 
 def multiply_zero_int(instr, rw):
