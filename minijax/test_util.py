@@ -3,9 +3,23 @@ checks against a Python loop."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from minijax import tree_util
+
+
+@contextlib.contextmanager
+def enable_x64(enabled: bool = True):
+    """Turn 64-bit dtypes on (or off) inside the block, restoring the setting after."""
+    from minijax.config import config
+    previous = config.jax_enable_x64
+    config.update("jax_enable_x64", enabled)
+    try:
+        yield
+    finally:
+        config.update("jax_enable_x64", previous)
 
 
 def _np(x):

@@ -22,8 +22,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture
 def x64():
     """Enable 64-bit dtypes for one test, restoring the previous setting afterwards."""
-    import minijax
-    previous = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", previous)
+    from minijax.test_util import enable_x64
+    with enable_x64():
+        yield

@@ -15,13 +15,7 @@ import minijax
 from minijax import lax
 from minijax.test_util import check_grads, check_vmap
 
-
-@pytest.fixture(autouse=True)
-def enable_x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 # Smooth sample points (no edges, away from kinks and poles) for finite differences.

@@ -10,13 +10,7 @@ from test_lax_elementwise import OPS, make_args
 import minijax
 from minijax import lax
 
-
-@pytest.fixture(autouse=True)
-def enable_x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 

@@ -2,7 +2,6 @@
 subscripts over hypothesis shapes, ellipsis/implicit output, contraction orders, gradients,
 jit, and error messages that name the operand and the letter."""
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -12,17 +11,7 @@ from hypothesis import strategies as st
 import minijax
 import minijax.numpy as jnp
 from minijax.numpy import einsum_ops as E
-from minijax.test_util import check_grads
-
-
-@contextlib.contextmanager
-def enable_x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        minijax.config.update("jax_enable_x64", old)
+from minijax.test_util import check_grads, enable_x64
 
 
 def _rand(shape, seed=0, dtype=np.float32):

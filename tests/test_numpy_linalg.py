@@ -1,7 +1,6 @@
 """jnp.linalg and lax.linalg against NumPy: values over hypothesis shapes (batched and
 empty), gradients by finite differences, vmap against a loop, jit against eager, errors."""
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -11,19 +10,7 @@ from hypothesis import strategies as st
 import minijax
 import minijax.numpy as jnp
 from minijax.lax import linalg as lax_linalg
-from minijax.test_util import check_grads, check_vmap
-
-
-@contextlib.contextmanager
-def enable_x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        minijax.config.update("jax_enable_x64", old)
-
-
+from minijax.test_util import check_grads, check_vmap, enable_x64
 
 
 def _rand(shape, seed=0, dtype=np.float64):
