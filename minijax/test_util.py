@@ -126,3 +126,13 @@ def check_vmap(f, args, in_axes=0, out_axes=0, *, atol=1e-6, rtol=1e-6):
                                    err_msg="vmap disagrees with a Python loop")
         assert _np(g).dtype == want.dtype, (_np(g).dtype, want.dtype)
 
+
+def evaluate_lowered(f, *args) -> list:
+    """Run f(*args) the compiled way without a backend: trace, lower to HLO and evaluate the
+    module with the reference HLO evaluator. Returns the flat list of NumPy outputs."""
+    from minijax.api import make_jaxpr
+    from minijax.compiler.evaluator import evaluate_module
+    from minijax.compiler.lower import lower_jaxpr_to_module
+    module, hoisted = lower_jaxpr_to_module(make_jaxpr(f)(*args))
+    return evaluate_module(module, [np.asarray(a) for a in args] +
+                           [np.asarray(c) for c in hoisted])

@@ -7,19 +7,13 @@ import numpy as np
 import pytest
 from test_lax_elementwise import OPS, make_args
 
-import minijax
 from minijax import lax
+from minijax.test_util import evaluate_lowered
 
 pytestmark = pytest.mark.usefixtures("x64")
 
 
 
-def _lower_and_evaluate(fn, args):
-    from minijax.compiler.evaluator import evaluate_module
-    from minijax.compiler.lower import lower_jaxpr_to_module
-    closed = minijax.make_jaxpr(fn)(*args)
-    module, hoisted = lower_jaxpr_to_module(closed)
-    return evaluate_module(module, [np.asarray(a) for a in args] + list(hoisted))
 
 
 def _lowering_tol(op, dtype):
@@ -41,7 +35,7 @@ def test_lowering_matches_eager(op):
             continue
         args = make_args(op, rng, (7,), dtype)
         want = np.asarray(op.fn(*args))
-        (got,) = _lower_and_evaluate(op.fn, args)
+        (got,) = evaluate_lowered(op.fn, *args)
         assert got.dtype == want.dtype and got.shape == want.shape
         if want.dtype.kind in "biu":
             np.testing.assert_array_equal(got, want, err_msg=f"{op.name} {dtype}")
@@ -62,7 +56,7 @@ def test_lowering_with_scalar_operand(op):
         for scalar_arg in (0, 1):
             args = make_args(op, rng, (2, 3), dtype, scalar_arg)
             want = np.asarray(op.fn(*args))
-            (got,) = _lower_and_evaluate(op.fn, args)
+            (got,) = evaluate_lowered(op.fn, *args)
             assert got.shape == want.shape == (2, 3)
             tol = 0 if want.dtype.kind in "biu" else _lowering_tol(op, want.dtype)
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=op.name)
@@ -73,23 +67,23 @@ def test_lowering_select_n_clamp_bitcast():
     cases = [np.float32([1, 2, 3, 4]), np.float32([5, 6, 7, 8]), np.float32([9, 10, 11, 12])]
     for which in (np.int32([0, 1, 2, 5]), np.int32([-1, 2, 1, 0]), np.int32(1)):
         fn = lambda w, a, b, c: lax.select_n(w, a, b, c)  # noqa: E731
-        (got,) = _lower_and_evaluate(fn, [which] + cases)
+        (got,) = evaluate_lowered(fn, which, *cases)
         np.testing.assert_array_equal(got, fn(which, *cases))
     fn = lambda p, a, b: lax.select_n(p, a, b)  # noqa: E731
     pred = np.array([True, False, True, False])
-    (got,) = _lower_and_evaluate(fn, [pred] + cases[:2])
+    (got,) = evaluate_lowered(fn, pred, *cases[:2])
     np.testing.assert_array_equal(got, fn(pred, *cases[:2]))
     fn = lambda lo, x, hi: lax.clamp(lo, x, hi)  # noqa: E731
     args = [np.float32(2), cases[0], np.float32([3, 3, 3, 3.5])]
-    (got,) = _lower_and_evaluate(fn, args)
+    (got,) = evaluate_lowered(fn, *args)
     np.testing.assert_array_equal(got, fn(*args))
     for new in (np.uint8, np.int32):
         fn = lambda x: lax.bitcast_convert_type(x, new)  # noqa: E731, B023
-        (got,) = _lower_and_evaluate(fn, [cases[0]])
+        (got,) = evaluate_lowered(fn, cases[0])
         np.testing.assert_array_equal(got, fn(cases[0]))
     narrow = np.arange(8, dtype=np.uint16).reshape(4, 2)
     fn = lambda x: lax.bitcast_convert_type(x, np.float32)  # noqa: E731
-    (got,) = _lower_and_evaluate(fn, [narrow])
+    (got,) = evaluate_lowered(fn, narrow)
     np.testing.assert_array_equal(got.view(np.uint32), np.asarray(fn(narrow)).view(np.uint32))
 
 
@@ -105,7 +99,7 @@ def test_bitwise_ops_on_bool_are_logical():
     np.testing.assert_array_equal(lax.lt(a, b), a < b)
     pytest.importorskip("minijax.compiler.lower")
     for fn in (lax.bitwise_and, lax.bitwise_or, lax.bitwise_xor, lax.lt):
-        (got,) = _lower_and_evaluate(fn, [a, b])
+        (got,) = evaluate_lowered(fn, a, b)
         np.testing.assert_array_equal(got, fn(a, b))
-    (got,) = _lower_and_evaluate(lax.bitwise_not, [a])
+    (got,) = evaluate_lowered(lax.bitwise_not, a)
     np.testing.assert_array_equal(got, ~a)

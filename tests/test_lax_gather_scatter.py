@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 
 import minijax
 from minijax import lax
-from minijax.compiler.evaluator import evaluate_module
-from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.lax.gather_scatter import gather_p, scatter_add_p
 from minijax.test_util import check_grads, check_vmap
+from minijax.test_util import evaluate_lowered as lowered
 
 GDN = lax.GatherDimensionNumbers
 SDN = lax.ScatterDimensionNumbers
@@ -24,11 +23,6 @@ MODES = [lax.GatherScatterMode.CLIP, lax.GatherScatterMode.FILL_OR_DROP,
 
 
 
-def lowered(f, *args):
-    closed = minijax.make_jaxpr(f)(*args)
-    module, consts = lower_jaxpr_to_module(closed)
-    return evaluate_module(module, [np.asarray(a) for a in args] +
-                           [np.asarray(c) for c in consts])
 
 # --------------------------------------------------------------------------- references
 

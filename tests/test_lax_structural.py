@@ -9,10 +9,9 @@ from hypothesis import strategies as st
 
 import minijax
 from minijax import lax
-from minijax.compiler.evaluator import evaluate_module
-from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.lax.structural import concatenate_p
 from minijax.test_util import check_grads, check_vmap
+from minijax.test_util import evaluate_lowered as lowered
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -20,11 +19,6 @@ SETTINGS = settings(max_examples=40, deadline=None,
 
 
 
-def lowered(f, *args):
-    closed = minijax.make_jaxpr(f)(*args)
-    module, consts = lower_jaxpr_to_module(closed)
-    return evaluate_module(module, [np.asarray(a) for a in args] +
-                           [np.asarray(c) for c in consts])
 
 
 def assert_same(got, want):

@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 
 import minijax
 from minijax import lax
-from minijax.compiler.evaluator import evaluate_module
-from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.test_util import check_grads, check_vmap
+from minijax.test_util import evaluate_lowered as lowered
 
 SETTINGS = settings(max_examples=20, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -22,11 +21,6 @@ SETTINGS = settings(max_examples=20, deadline=None,
 
 
 
-def lowered(f, *args):
-    closed = minijax.make_jaxpr(f)(*args)
-    module, consts = lower_jaxpr_to_module(closed)
-    return evaluate_module(module, [np.asarray(a) for a in args] +
-                           [np.asarray(c) for c in consts])
 
 
 # --------------------------------------------------------------------------- reduce_window
