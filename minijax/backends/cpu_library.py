@@ -1,4 +1,4 @@
-"""CPU backend steps that are not generated kernels: dot via NumPy's BLAS, control flow."""
+"""CPU backend steps that are not generated kernels: dot via BLAS, control flow."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import numpy as np
 
 
 def dot_step(instr, ops, s):
-    """dot_general as np.matmul on [batch, M, K] x [batch, K, N] into a preallocated output."""
+    """dot_general as one BLAS gemm per batch element (cpu_blas.py) reading the operands as
+    stored, or else np.matmul on [batch, M, K] x [batch, K, N] into a preallocated output."""
+    step = _gemm_step(instr, ops, s)
+    if step is not None:
+        return step
     lhs, rhs = instr.operands
     a = instr.attrs
     lb, rb = tuple(a.get("lhs_batch_dims", ())), tuple(a.get("rhs_batch_dims", ()))
@@ -42,6 +46,34 @@ def dot_step(instr, ops, s):
             matmul(x, y, out=out.reshape(oshape))
         else:
             out.reshape(oshape)[...] = matmul(x, y)
+        env[s] = out
+    return step
+
+
+def _gemm_step(instr, ops, s):
+    """The dot as a direct gemm call, or None (no BLAS found, an integer or mixed dtype, or
+    operands that are not one matrix product as stored)."""
+    from minijax.backends import cpu_blas
+    dtype = instr.shape.dtype
+    if (dtype not in (np.float32, np.float64) or any(
+            o.shape.dtype != dtype for o in instr.operands)):
+        return None
+    form = cpu_blas.gemm_form(instr)
+    blas = cpu_blas.find_blas() if form is not None else None
+    if blas is None:
+        return None
+    dims, (l_src, r_src) = instr.shape.dims, ops
+    batch, m, n, k = form[:4]
+    empty, zeros = np.empty, np.zeros
+    if batch * m * n == 0 or k == 0:
+        def step(env):
+            env[s] = zeros(dims, dtype)
+        return step
+    call = cpu_blas.GemmCall(blas, form, dtype).call
+
+    def step(env):
+        out = empty(dims, dtype)
+        call(env[l_src], env[r_src], out)
         env[s] = out
     return step
 

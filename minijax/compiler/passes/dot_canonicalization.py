@@ -1,4 +1,4 @@
-"""Dot canonicalization: every dot becomes [batch..., m, k] x [batch..., k, n].
+"""Dot canonicalization: every dot becomes a batched matrix product BLAS can run.
 
 A general dot has any number of batch, contracting and free dims, in any positions. Backends
 only want one form, so each dot is rewritten as
@@ -8,9 +8,14 @@ only want one form, so each dot is rewritten as
     out  = reshape(dot(lhs', rhs'), original output dims)
 
 with M, K, N the products of the free/contracting dims (1 when there are none), batch dims
-kept separate and first, and contracting dims lhs=(nb+1,), rhs=(nb,). The original output is
-[batch..., lhs free..., rhs free...], which is exactly [B..., M, N] reshaped. Identity
-transposes and reshapes are not emitted.
+kept separate and first. The original output is [batch..., lhs free..., rhs free...], which
+is exactly [B..., M, N] reshaped. Identity transposes and reshapes are not emitted.
+
+An operand may also stay stored transposed in its last two dims: lhs as [B..., K, M]
+(contracting dim nb) and rhs as [B..., N, K] (contracting dim nb+1). BLAS reads those with
+a trans flag at no cost, so when an operand's dims are already in the order batch +
+contracting + free (lhs) or batch + free + contracting (rhs) that orientation is chosen and
+no transpose is emitted for it.
 """
 
 from __future__ import annotations
@@ -28,14 +33,20 @@ def _dims(dot: Instruction, key: str) -> tuple[int, ...]:
 
 
 def is_canonical(dot: Instruction) -> bool:
-    """True if `dot` is already [batch..., m, k] x [batch..., k, n]."""
+    """True if `dot` is already [batch..., m, k] x [batch..., k, n], either operand possibly
+    stored transposed in its last two dims ([batch..., k, m] or [batch..., n, k])."""
     lhs, rhs = dot.operands
     nb = len(_dims(dot, "lhs_batch_dims"))
     batch = tuple(range(nb))
+    last_two = ((nb,), (nb + 1,))
     return (lhs.shape.rank == nb + 2 and rhs.shape.rank == nb + 2
             and _dims(dot, "lhs_batch_dims") == batch and _dims(dot, "rhs_batch_dims") == batch
-            and _dims(dot, "lhs_contracting_dims") == (nb + 1,)
-            and _dims(dot, "rhs_contracting_dims") == (nb,))
+            and _dims(dot, "lhs_contracting_dims") in last_two
+            and _dims(dot, "rhs_contracting_dims") in last_two)
+
+
+def _is_identity(perm) -> bool:
+    return list(perm) == list(range(len(perm)))
 
 
 class _Emitter:
@@ -72,12 +83,22 @@ def _canonicalize(comp: Computation, names: NameUniquer, dot: Instruction) -> No
     k = math.prod(lhs.shape.dims[d] for d in lc)
     n = math.prod(rhs.shape.dims[d] for d in rf)
     e = _Emitter(comp, names, dot)
-    new_lhs = e.reshape(e.transpose(lhs, [*lb, *lf, *lc]), [*batch, m, k])
-    new_rhs = e.reshape(e.transpose(rhs, [*rb, *rc, *rf]), [*batch, k, n])
     nb = len(batch)
+    # An operand already laid out transposed is read that way (a BLAS trans flag).
+    lhs_t = not _is_identity([*lb, *lf, *lc]) and _is_identity([*lb, *lc, *lf])
+    rhs_t = not _is_identity([*rb, *rc, *rf]) and _is_identity([*rb, *rf, *rc])
+    if lhs_t:
+        new_lhs = e.reshape(lhs, [*batch, k, m])
+    else:
+        new_lhs = e.reshape(e.transpose(lhs, [*lb, *lf, *lc]), [*batch, m, k])
+    if rhs_t:
+        new_rhs = e.reshape(rhs, [*batch, n, k])
+    else:
+        new_rhs = e.reshape(e.transpose(rhs, [*rb, *rc, *rf]), [*batch, k, n])
     attrs = {key: v for key, v in dot.attrs.items() if key not in _DIM_KEYS}
     attrs.update(lhs_batch_dims=tuple(range(nb)), rhs_batch_dims=tuple(range(nb)),
-                 lhs_contracting_dims=(nb + 1,), rhs_contracting_dims=(nb,))
+                 lhs_contracting_dims=(nb if lhs_t else nb + 1,),
+                 rhs_contracting_dims=(nb + 1 if rhs_t else nb,))
     new_dot = e.emit("dot", Shape(dot.shape.element_type, (*batch, m, n)), [new_lhs, new_rhs],
                      **attrs)
     result = e.reshape(new_dot, dot.shape.dims)

@@ -1,0 +1,294 @@
+"""dot as a direct call of the BLAS gemm that NumPy ships, reading transposed operands free.
+
+`find_blas()` looks for a CBLAS sgemm/dgemm with a known integer width in the libraries
+NumPy loaded (OpenBLAS in the NumPy wheels: `scipy_cblas_sgemm64_`, 64-bit integers). It
+returns None when there is none; the CPU backend then runs dots through np.matmul, with the
+same results.
+
+`gemm_form(instr)` says whether an HLO dot is one gemm per batch element over its operands'
+buffers as they are (row-major, batch dims leading, each operand's free and contracting dims
+contiguous in either order: the other order is a trans flag), and gives M, N, K and the
+flags. `GemmCall` runs such a dot: a small LLVM helper (compiled once per process) reads the
+arrays' data pointers and calls gemm once per batch element. Small products are called
+through a METH_FASTCALL builtin (~0.1 us, the GIL held) and run with one BLAS thread: on a
+2-core machine OpenBLAS's threads cost more than they win there, and badly so when another
+process holds a core. Larger ones go through ctypes (the GIL released) on all BLAS threads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+#: (sgemm, dgemm, integer bits, set_num_threads, get_num_threads) symbol names, in order.
+CANDIDATES = (
+    ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64,
+     "scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("cblas_sgemm64_", "cblas_dgemm64_", 64,
+     "openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("scipy_cblas_sgemm", "scipy_cblas_dgemm", 32,
+     "scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+)
+#: gemms with batch*M*N*K below this run on one BLAS thread, through the fastcall entry.
+SMALL_GEMM_MNK = 1 << 22
+
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+# Layout of a call's int64 parameter block (see _emit_gemm).
+_P_GEMM, _P_SETN, _P_GETN, _P_SINGLE, _P_BATCH, _P_M, _P_N, _P_K = range(8)
+_P_TA, _P_TB, _P_LDA, _P_LDB, _P_LDC, _P_SA, _P_SB, _P_SC = range(8, 16)
+_NPARAMS = 16
+
+
+@dataclass(frozen=True)
+class Blas:
+    """Addresses of the gemm routines found (0 where absent) and their integer width."""
+
+    sgemm: int
+    dgemm: int
+    int_bits: int
+    set_threads: int
+    get_threads: int
+    source: str
+
+
+def _libraries():
+    """Handles in which to look the symbols up: NumPy's extension (dlsym also searches the
+    libraries it links, where its BLAS is), then BLAS libraries bundled with the wheel."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # NumPy 1.x
+        from numpy.core import _multiarray_umath as umath
+    yield umath.__file__
+    root = os.path.dirname(os.path.dirname(np.__file__))
+    for pattern in ("numpy.libs/*blas*", "numpy/.dylibs/*blas*"):
+        yield from sorted(glob.glob(os.path.join(root, pattern)))
+
+
+def _address(lib, name: str) -> int:
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return 0
+
+
+@functools.lru_cache(maxsize=1)
+def find_blas() -> Blas | None:
+    """The CBLAS gemm routines NumPy uses, or None (then dots run through np.matmul)."""
+    if os.environ.get("MINIJAX_DOT_BLAS", "1") == "0":
+        return None
+    for path in _libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for sgemm, dgemm, bits, setn, getn in CANDIDATES:
+            s, d = _address(lib, sgemm), _address(lib, dgemm)
+            if s and d:
+                set_t, get_t = _address(lib, setn), _address(lib, getn)
+                if not (set_t and get_t):
+                    set_t = get_t = 0
+                return Blas(s, d, bits, set_t, get_t, f"{os.path.basename(path)}:{sgemm}")
+    return None
+
+
+def _dims(instr, key):
+    return tuple(instr.attrs.get(key, ()))
+
+
+def gemm_form(instr):
+    """(batch, M, N, K, lhs transposed, rhs transposed) if `instr` (a dot) is one gemm per
+    batch element over its row-major operands as stored, else None."""
+    lhs, rhs = (o.shape for o in instr.operands)
+    lb, rb = _dims(instr, "lhs_batch_dims"), _dims(instr, "rhs_batch_dims")
+    nb = len(lb)
+    if lb != tuple(range(nb)) or rb != lb:
+        return None
+    pairs = sorted(zip(_dims(instr, "lhs_contracting_dims"),
+                       _dims(instr, "rhs_contracting_dims")))
+    lc, rc = [p[0] for p in pairs], [p[1] for p in pairs]
+    if rc != sorted(rc):
+        return None  # K would be flattened in different orders on the two sides
+    lf = [d for d in range(nb, lhs.rank) if d not in lc]
+    rf = [d for d in range(nb, rhs.rank) if d not in rc]
+    lrest, rrest = list(range(nb, lhs.rank)), list(range(nb, rhs.rank))
+    if lrest == lf + lc:
+        ta = False
+    elif lrest == lc + lf:
+        ta = True
+    else:
+        return None
+    if rrest == rc + rf:
+        tb = False
+    elif rrest == rf + rc:
+        tb = True
+    else:
+        return None
+    batch = math.prod(lhs.dims[:nb])
+    m = math.prod(lhs.dims[d] for d in lf)
+    k = math.prod(lhs.dims[d] for d in lc)
+    n = math.prod(rhs.dims[d] for d in rf)
+    return batch, m, n, k, ta, tb
+
+
+def _emit_gemm(module, name: str, fty, ity) -> None:
+    """`name(i8** bufs, i64, i64)`: bufs = [params, a, b, c]; gemm for each batch element,
+    with one BLAS thread around the calls when params[_P_SINGLE] is set."""
+    import llvmlite.ir as ir
+
+    from minijax.compiler.codegen.llvm_types import I32, I64
+    i8p = ir.IntType(8).as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), I64, I64]),
+                     name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def c64(v):
+        return ir.Constant(I64, v)
+
+    bufs = [b.load(b.gep(fn.args[0], [c64(k)], inbounds=True)) for k in range(4)]
+    params = b.bitcast(bufs[0], I64.as_pointer())
+    p = [b.load(b.gep(params, [c64(k)], inbounds=True)) for k in range(_NPARAMS)]
+    fp = fty.as_pointer()
+    gemm_ty = ir.FunctionType(ir.VoidType(), [I32, I32, I32, ity, ity, ity, fty, fp, ity, fp,
+                                              ity, fty, fp, ity])
+    gemm = b.inttoptr(p[_P_GEMM], gemm_ty.as_pointer())
+    set_ty = ir.FunctionType(ir.VoidType(), [I32]).as_pointer()
+    get_ty = ir.FunctionType(I32, []).as_pointer()
+
+    def blasint(v):
+        return v if ity is I64 else b.trunc(v, ity)
+
+    def trans(flag):
+        return b.select(b.icmp_signed("!=", b.trunc(flag, I32), ir.Constant(I32, 0)),
+                        ir.Constant(I32, _TRANS), ir.Constant(I32, _NO_TRANS))
+
+    single = b.and_(b.icmp_signed("!=", p[_P_SINGLE], c64(0)),
+                    b.icmp_signed("!=", p[_P_SETN], c64(0)))
+    entry = b.block
+    with b.if_then(single):
+        got = b.call(b.inttoptr(p[_P_GETN], get_ty), [])
+        many = b.icmp_signed(">", got, ir.Constant(I32, 1))
+        with b.if_then(many):
+            b.call(b.inttoptr(p[_P_SETN], set_ty), [ir.Constant(I32, 1)])
+        then_block = b.block
+    prev = b.phi(I32)
+    prev.add_incoming(ir.Constant(I32, 1), entry)
+    prev.add_incoming(got, then_block)
+    ta, tb = trans(p[_P_TA]), trans(p[_P_TB])
+    m, n, k = blasint(p[_P_M]), blasint(p[_P_N]), blasint(p[_P_K])
+    lda, ldb, ldc = blasint(p[_P_LDA]), blasint(p[_P_LDB]), blasint(p[_P_LDC])
+    one, zero = ir.Constant(fty, 1.0), ir.Constant(fty, 0.0)
+    loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
+    pre = b.block
+    b.branch(loop)
+    b.position_at_end(loop)
+    i = b.phi(I64)
+    i.add_incoming(c64(0), pre)
+    b.cbranch(b.icmp_signed("<", i, p[_P_BATCH]), body, done)
+    b.position_at_end(body)
+    ptrs = [b.bitcast(b.gep(buf, [b.mul(i, p[stride])]), fp)
+            for buf, stride in zip(bufs[1:], (_P_SA, _P_SB, _P_SC))]
+    b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), ta, tb, m, n, k, one, ptrs[0], lda, ptrs[1],
+                  ldb, zero, ptrs[2], ldc])
+    i.add_incoming(b.add(i, c64(1)), b.block)
+    b.branch(loop)
+    b.position_at_end(done)
+    with b.if_then(b.icmp_signed(">", prev, ir.Constant(I32, 1))):
+        b.call(b.inttoptr(p[_P_SETN], set_ty), [prev])
+    b.ret_void()
+
+
+def _emit_pyobject_entry(module, name: str, data_offset: int) -> None:
+    """`name_py(PyObject **arrays, i64, i64)`: calls `name` with the arrays' data pointers."""
+    import llvmlite.ir as ir
+
+    from minijax.compiler.codegen.llvm_types import I64
+    i8p = ir.IntType(8).as_pointer()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), I64, I64]),
+                     name + "_py")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    arr = b.alloca(ir.ArrayType(i8p, 4))
+    for k in range(4):
+        obj = b.load(b.gep(fn.args[0], [ir.Constant(I64, k)], inbounds=True))
+        field = b.bitcast(b.gep(obj, [ir.Constant(I64, data_offset)]), i8p.as_pointer())
+        b.store(b.load(field), b.gep(arr, [ir.Constant(I64, 0), ir.Constant(I64, k)]))
+    b.call(module.get_global(name), [b.bitcast(arr, i8p.as_pointer()), fn.args[1],
+                                     fn.args[2]])
+    b.ret_void()
+
+
+class _Entries:
+    """The compiled helper: per dtype a ctypes function, a PyObject entry and a builtin."""
+
+    def __init__(self, blas: Blas):
+        import llvmlite.ir as ir
+
+        from minijax.backends import cpu_fastcall as fastcall
+        from minijax.backends.cpu_kernel import _DATA_OFFSET, _KernelFn
+        from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+        from minijax.compiler.codegen.llvm_types import F32, F64, I32, I64
+        module = ir.Module(name="minijax_gemm")
+        ity = I64 if blas.int_bits == 64 else I32
+        symbols = {}
+        for dt, fty in (("f32", F32), ("f64", F64)):
+            name = f"{SYMBOL_PLACEHOLDER}gemm_{dt}"
+            _emit_gemm(module, name, fty, ity)
+            entry = {"fn": name, "py": None, "fast": None}
+            if _DATA_OFFSET is not None:
+                _emit_pyobject_entry(module, name, _DATA_OFFSET)
+                entry["py"] = name + "_py"
+                if fastcall.SUPPORTED:
+                    entry["fast"] = fastcall.emit_fastcall_entry(module, name, 4, 1,
+                                                                 _DATA_OFFSET)
+            symbols[dt] = entry
+        wanted = [s for e in symbols.values() for s in e.values() if s]
+        addrs = get_jit().compile(str(module), wanted)
+        self.by_dtype = {}
+        self._keepalive = []
+        for dt, e in symbols.items():
+            fn = _KernelFn(addrs[e["fn"]])
+            py = _KernelFn(addrs[e["py"]]) if e["py"] else None
+            fast = None
+            if e["fast"]:
+                fast, keep = fastcall.make_builtin(addrs[e["fast"]], f"minijax_gemm_{dt}")
+                self._keepalive.append(keep)
+            self.by_dtype[np.dtype(np.float32 if dt == "f32" else np.float64)] = (fn, py, fast)
+
+
+@functools.lru_cache(maxsize=1)
+def _entries(blas: Blas) -> _Entries:
+    return _Entries(blas)
+
+
+class GemmCall:
+    """One dot's gemm: `call(a, b, out)` with C-contiguous arrays of the dot's dtype."""
+
+    def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None):
+        batch, m, n, k, ta, tb = form
+        dtype = np.dtype(dtype)
+        size = dtype.itemsize
+        small = batch * m * n * k < SMALL_GEMM_MNK
+        single = small if threads_single is None else threads_single
+        self.params = np.array([
+            blas.sgemm if dtype == np.float32 else blas.dgemm, blas.set_threads,
+            blas.get_threads, int(single), batch, m, n, k, int(ta), int(tb),
+            m if ta else k, k if tb else n, n, m * k * size, k * n * size, m * n * size,
+        ], dtype=np.int64)
+        fn, py, fast = _entries(blas).by_dtype[dtype]
+        params = self.params
+        if fast is not None and small:
+            def call(a, b, out):
+                fast(params, a, b, out)
+        elif py is not None:
+            def call(a, b, out):
+                py((ctypes.c_void_p * 4)(id(params), id(a), id(b), id(out)), 0, 1)
+        else:
+            def call(a, b, out):
+                fn((ctypes.c_void_p * 4)(params.ctypes.data, a.ctypes.data, b.ctypes.data,
+                                         out.ctypes.data), 0, 1)
+        self.call = call
