@@ -42,6 +42,7 @@ from minijax.backends.cpu_kernel import (
     _KernelFn,
     _row_major,
 )
+from minijax.backends.cpu_llvm_parts import ModuleText
 from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
@@ -108,6 +109,7 @@ class _Compiler:
         self.replay = replay
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
+        self._texts: dict[str, str] = {}
         self.ba = getattr(module, "buffer_assignment", None)
         self.pool_sizes: dict[int, int] = {}
         self.users: dict[int, list] = {}
@@ -148,7 +150,9 @@ class _Compiler:
     def _twin(self, name: str, spec, before: set):
         """An earlier kernel whose body IR is identical to kernel `name`'s (then `name`'s
         functions are dropped from the module: LLVM optimizes and emits each body once)."""
-        text = re.sub(re.escape(name) + r"(?!\d)", "", str(self.ir.get_global(name + ".body")))
+        body = str(self.ir.get_global(name + ".body"))
+        self._texts[name + ".body"] = body  # printed once: finish() reuses it
+        text = re.sub(re.escape(name) + r"(?!\d)", "", body)
         key = (text, spec.mode, spec.outer, spec.work, spec.num_params,
                tuple(spec.output_shapes))
         twin = self._bodies.get(key)
@@ -417,12 +421,14 @@ class _Compiler:
                 raise RuntimeError("compile plan's object file is missing")
             self._bind(addrs)
             return ""
-        text = str(self.ir)
-        self.ir_key = get_jit().key(text)
+        module_text = ModuleText(self.ir, self._texts)
+        parts = module_text.split(get_jit().parallelism())
+        text = parts[0] if len(parts) == 1 else module_text.whole()
+        self.ir_key = get_jit().key(parts)
         if self.debug >= 4:
             print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)
         if self.kernels:
-            self._bind(get_jit().compile(text, symbols, key=self.ir_key))
+            self._bind(get_jit().compile(parts, symbols, key=self.ir_key))
         return text
 
     def _bind(self, addrs) -> None:

@@ -1,15 +1,23 @@
-"""The CPU backend's LLVM side: host target, -O3 pipeline, one MCJIT engine, object cache.
+"""The CPU backend's LLVM side: host target, -O3 pipeline, one JIT, object cache.
 
-`get_jit().compile(ir_text, symbols)` turns LLVM IR text into native code and returns the
-address of each named symbol. Every module goes through an object file: when
-MINIJAX_CACHE_DIR is set, the object file is stored there under a key hashing the IR, the
-target and the llvmlite/LLVM versions, and a later process loads it without running LLVM's
-optimizer or code generator. Cache files carry a checksum; a corrupted or truncated entry is
-ignored and rewritten. Writes are atomic (temporary file + os.replace).
+`get_jit().compile(parts, symbols)` turns LLVM IR text (one module, or a list of modules
+that together define the symbols, see cpu_llvm_parts.py) into native code and returns the
+address of each named symbol. Several parts are optimized and code-generated in parallel on
+the backend's thread pool: each in its own LLVM context with its own target machine, and
+through llvmlite's C functions called without llvmlite's process-wide lock (ctypes releases
+the GIL), so the work really runs on several cores. Their object files are linked into one
+library.
+
+Every module goes through object files: when MINIJAX_CACHE_DIR is set, they are stored there
+under a key hashing the IR, the target and the llvmlite/LLVM versions, and a later process
+loads them without running LLVM's optimizer or code generator. Cache files carry a
+checksum; a corrupted or truncated entry is ignored and rewritten. Writes are atomic
+(temporary file + os.replace).
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
@@ -19,13 +27,21 @@ import time
 
 import llvmlite
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
 
-_MAGIC = b"MINIJAX-OBJ-1\n"
+_MAGIC = b"MINIJAX-OBJ-2\n"
 SYMBOL_PLACEHOLDER = "__MJPREFIX__"
 
 
+def _raw(name: str):
+    """llvmlite's C function `name` without llvmlite's global lock (the plain ctypes
+    function where this llvmlite wraps it; the wrapper otherwise)."""
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
+
+
 class Jit:
-    """The process's JIT: a target machine for the host and one MCJIT execution engine."""
+    """The process's JIT: target machines for the host and one LLJIT instance."""
 
     def __init__(self):
         llvm.initialize_native_target()
@@ -33,32 +49,45 @@ class Jit:
         self.triple = llvm.get_process_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        target = llvm.Target.from_triple(self.triple)
-        self.tm = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
-                                               reloc="pic", codemodel="small", jit=True)
+        self.tm = self._target_machine()
         self.lljit = llvm.create_lljit_compiler(self.tm, use_jit_link=True)
         self.lock = threading.RLock()
         self._loaded: dict[str, dict[str, int]] = {}
         self._keepalive: list = []
-        self.stats = {"compiled": 0, "cache_hits": 0, "llvm_seconds": 0.0}
+        # Target machines for parallel code generation, one per thread at a time.
+        self._spare_tms: list = []
+        self._tm_lock = threading.Lock()
+        self.stats = {"compiled": 0, "cache_hits": 0, "llvm_seconds": 0.0, "parts": 0}
+
+    def _target_machine(self):
+        target = llvm.Target.from_triple(self.triple)
+        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                            reloc="pic", codemodel="small", jit=True)
 
     def target_id(self) -> str:
         return (f"{self.triple}|{self.cpu}|{self.features}|llvmlite {llvmlite.__version__}|"
                 f"llvm {llvm.llvm_version_info}")
 
-    def key(self, ir_text: str) -> str:
+    def key(self, ir_text: str | list[str]) -> str:
+        """The object-cache key of one module's text or a list of parts."""
         h = hashlib.sha256()
-        h.update(ir_text.encode())
+        if isinstance(ir_text, str):
+            h.update(ir_text.encode())
+        else:
+            for part in ir_text:
+                h.update(b"%d\0" % len(part))
+                h.update(part.encode())
         h.update(self.target_id().encode())
         return h.hexdigest()
 
-    def optimize(self, ir_text: str):
-        """Parse, verify and optimize IR at -O3 (loop vectorizer on; SLP vectorizer and
-        unroller off)."""
-        mod = llvm.parse_assembly(ir_text)
-        mod.triple = self.triple
-        mod.data_layout = str(self.tm.target_data)
-        mod.verify()
+    @staticmethod
+    def parallelism() -> int:
+        """How many parts a module is split into for compilation (the thread pool's size)."""
+        from minijax.backends.thread_pool import get_pool
+        return get_pool().num_threads
+
+    def _tuning(self):
+        """-O3 options: loop vectorizer on; SLP vectorizer and unroller off."""
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         # Our kernels are loops the loop vectorizer handles (it still interleaves). The
@@ -66,36 +95,99 @@ class Jit:
         # ~15% on math-heavy kernels, neither with a measurable runtime gain here.
         pto.slp_vectorization = False
         pto.loop_unrolling = False
-        pb = llvm.create_pass_builder(self.tm, pto)
+        return pto
+
+    def optimize(self, ir_text: str):
+        """Parse, verify and optimize IR at -O3 (in the global context; for dumps)."""
+        mod = llvm.parse_assembly(ir_text)
+        mod.triple = self.triple
+        mod.data_layout = str(self.tm.target_data)
+        mod.verify()
+        pb = llvm.create_pass_builder(self.tm, self._tuning())
         pb.getModulePassManager().run(mod, pb)
         return mod
+
+    def emit_object(self, ir_text: str) -> bytes:
+        """The object file of one module: parsed into a fresh context, verified, optimized
+        and code-generated with a target machine no other thread is using. Safe to call
+        from several threads at once; the long LLVM calls run without the GIL."""
+        with self._tm_lock:
+            tm = self._spare_tms.pop() if self._spare_tms else None
+        if tm is None:
+            tm = self._target_machine()
+        ctx = llvm.create_context()
+        mod = None
+        try:
+            with ffi.OutputString() as err:
+                ptr = _raw("LLVMPY_ParseAssembly")(ctx, ctypes.c_char_p(ir_text.encode()), err)
+                if not ptr:
+                    raise RuntimeError(f"LLVM IR parsing error\n{err}")
+            mod = llvm.ModuleRef(ptr, ctx)
+            mod.triple = self.triple
+            mod.data_layout = str(tm.target_data)
+            mod.verify()
+            pb = llvm.create_pass_builder(tm, self._tuning())
+            _raw("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
+            with ffi.OutputString() as err:
+                buf = _raw("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+                if not buf:
+                    raise RuntimeError(str(err))
+            try:
+                return ctypes.string_at(ffi.lib.LLVMPY_GetBufferStart(buf),
+                                        ffi.lib.LLVMPY_GetBufferSize(buf))
+            finally:
+                ffi.lib.LLVMPY_DisposeMemoryBuffer(buf)
+        finally:
+            if mod is not None:
+                mod.close()
+            ctx.close()
+            with self._tm_lock:
+                self._spare_tms.append(tm)
+
+    def _emit_objects(self, texts: list[str]) -> list[bytes]:
+        if len(texts) == 1:
+            return [self.emit_object(texts[0])]
+        from minijax.backends.thread_pool import get_pool
+        objs: list = [None] * len(texts)
+
+        def work(_, start, end):
+            for k in range(start, end):
+                objs[k] = self.emit_object(texts[k])
+        get_pool().parallel_for(work, None, len(texts), len(texts))
+        return objs
 
     def load_key(self, key: str, symbols: list[str]) -> dict[str, int] | None:
         """Like compile() for IR whose key is `key`, from memory or the disk cache only:
         None when the object is in neither (the caller then emits the IR and compiles)."""
         with self.lock:
-            if key not in self._loaded and self._cached_object(key) is None:
+            if key not in self._loaded and self._cached_objects(key) is None:
                 return None
             return self.compile(None, symbols, key=key)
 
-    def compile(self, ir_text: str | None, symbols: list[str],
+    def compile(self, ir_text: str | list[str] | None, symbols: list[str],
                 key: str | None = None) -> dict[str, int]:
-        """Native addresses of `symbols` (names with SYMBOL_PLACEHOLDER) defined by ir_text."""
+        """Native addresses of `symbols` (names with SYMBOL_PLACEHOLDER) defined by
+        ir_text: one module's text, or a list of modules compiled in parallel."""
         key = key or self.key(ir_text)
         prefix = "mj" + key[:16] + "_"
         with self.lock:
             loaded = self._loaded.get(key)
             if loaded is None:
-                obj = self._cached_object(key)
+                objs = self._cached_objects(key)
                 t0 = time.perf_counter()
-                if obj is None:
-                    text = ir_text.replace(SYMBOL_PLACEHOLDER, prefix)
-                    obj = self.tm.emit_object(self.optimize(text))
+                if objs is None:
+                    parts = [ir_text] if isinstance(ir_text, str) else list(ir_text)
+                    objs = self._emit_objects([p.replace(SYMBOL_PLACEHOLDER, prefix)
+                                               for p in parts])
                     self.stats["compiled"] += 1
-                    self._store_object(key, obj)
+                    self.stats["parts"] += len(parts)
+                    self._store_objects(key, objs)
                 else:
                     self.stats["cache_hits"] += 1
-                builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+                builder = llvm.JITLibraryBuilder()
+                for obj in objs:
+                    builder.add_object_img(obj)
+                builder.add_current_process()
                 for s in symbols:
                     builder.export_symbol(s.replace(SYMBOL_PLACEHOLDER, prefix))
                 tracker = builder.link(self.lljit, "lib" + prefix)
@@ -154,7 +246,8 @@ class Jit:
             return None
         return os.path.join(root, f"cpu-{key[:40]}.o")
 
-    def _cached_object(self, key: str) -> bytes | None:
+    def _cached_objects(self, key: str) -> list[bytes] | None:
+        """The object files stored under `key`, or None (absent, corrupt or truncated)."""
         path = self._cache_path(key)
         if path is None or not os.path.exists(path):
             return None
@@ -165,24 +258,43 @@ class Jit:
             return None
         if not data.startswith(_MAGIC):
             return None
-        rest = data[len(_MAGIC):]
-        digest, _, payload = rest.partition(b"\n")
-        if hashlib.sha256(payload).hexdigest().encode() != digest or not payload:
+        digest, _, payload = data[len(_MAGIC):].partition(b"\n")
+        if not payload or hashlib.sha256(payload).hexdigest().encode() != digest:
             return None
-        return payload
+        return _unpack(payload)
 
-    def _store_object(self, key: str, obj: bytes) -> None:
+    def _store_objects(self, key: str, objs: list[bytes]) -> None:
         path = self._cache_path(key)
         if path is None:
             return
+        payload = _pack(objs)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".o")
             with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(obj).hexdigest().encode() + b"\n" + obj)
+                f.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+def _pack(objs: list[bytes]) -> bytes:
+    return b"".join(len(o).to_bytes(8, "little") + o for o in objs)
+
+
+def _unpack(payload: bytes) -> list[bytes] | None:
+    """The object files of a cache entry's payload; None unless it is well formed."""
+    objs, pos = [], 0
+    while pos < len(payload):
+        if pos + 8 > len(payload):
+            return None
+        size = int.from_bytes(payload[pos:pos + 8], "little")
+        pos += 8
+        if size == 0 or pos + size > len(payload):
+            return None
+        objs.append(payload[pos:pos + size])
+        pos += size
+    return objs or None
 
 
 _jit: Jit | None = None
