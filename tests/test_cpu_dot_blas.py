@@ -135,17 +135,24 @@ def test_large_gemm_uses_all_blas_threads_path_and_restores_thread_count():
     big = 170
     assert big ** 3 >= cpu_blas.SMALL_GEMM_MNK
     rng = np.random.default_rng(2)
-    for size, ta, tb in ((big, True, False), (big, False, True), (9, True, True)):
-        text = _oriented_text("f32", 0, 1, size, size + 1, size - 1, ta, tb)
+    import ctypes
+    get = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads) if blas.get_threads else None
+    before = get() if get else None
+    # Split along M, along N (M small), along batch, and a small product.
+    for nb, bsz, mm, nn, ta, tb in ((0, 1, big, big - 1, True, False),
+                                    (0, 1, 3, 2 * big, False, True),
+                                    (1, 5, 31, 47, True, True), (0, 1, 9, 8, True, True)):
+        kk = cpu_blas.SMALL_GEMM_MNK // (bsz * mm * nn) + 1 if mm != 9 else 10
+        text = _oriented_text("f32", nb, bsz, mm, kk, nn, ta, tb)
         exe = _compile(text)
         args = _args(rng, np.float32, *(p.shape.dims for p in exe.module.entry.parameters))
-        want = (args[0].T if ta else args[0]).astype(np.float64) @ \
-            (args[1].T if tb else args[1]).astype(np.float64)
-        np.testing.assert_allclose(exe.execute(list(args))[0], want, rtol=1e-4, atol=1e-3)
-    if blas.get_threads:
-        import ctypes
-        get = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads)
-        before = get()
+        a64, b64 = (x.astype(np.float64) for x in args)
+        a64 = np.swapaxes(a64, -1, -2) if ta else a64
+        b64 = np.swapaxes(b64, -1, -2) if tb else b64
+        np.testing.assert_allclose(exe.execute(list(args))[0], a64 @ b64, rtol=1e-4,
+                                   atol=1e-3)
+    if get is not None:
+        assert get() == before
         call = cpu_blas.GemmCall(blas, (1, 4, 4, 4, False, False), np.float32, True)
         a = np.ones((4, 4), np.float32)
         out = np.empty((4, 4), np.float32)

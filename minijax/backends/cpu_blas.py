@@ -37,12 +37,15 @@ CANDIDATES = (
 )
 #: gemms with batch*M*N*K below this run on one BLAS thread, through the fastcall entry.
 SMALL_GEMM_MNK = 1 << 22
+#: Larger ones are split over minijax's thread pool (MINIJAX_DOT_SPLIT=0: BLAS's threads).
+_SPLIT_ON_POOL = os.environ.get("MINIJAX_DOT_SPLIT", "1") != "0"
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-# Layout of a call's int64 parameter block (see _emit_gemm).
+# Layout of a call's int64 parameter block (see _emit_gemm and GemmCall).
 _P_GEMM, _P_SETN, _P_GETN, _P_SINGLE, _P_BATCH, _P_M, _P_N, _P_K = range(8)
 _P_TA, _P_TB, _P_LDA, _P_LDB, _P_LDC, _P_SA, _P_SB, _P_SC = range(8, 16)
-_NPARAMS = 16
+_P_SPLIT, _P_LEN, _P_PIECES, _P_A_STEP, _P_B_STEP, _P_C_STEP = range(16, 22)
+_NPARAMS = 22
 
 
 @dataclass(frozen=True)
@@ -137,8 +140,10 @@ def gemm_form(instr):
 
 
 def _emit_gemm(module, name: str, fty, ity) -> None:
-    """`name(i8** bufs, i64, i64)`: bufs = [params, a, b, c]; gemm for each batch element,
-    with one BLAS thread around the calls when params[_P_SINGLE] is set."""
+    """`name(i8** bufs, i64 start, i64 end)`: bufs = [params, a, b, c]. The call's work is
+    cut into params[_P_PIECES] pieces along batch, M or N (params[_P_SPLIT]); this runs
+    pieces [start, end): one gemm per batch element of the piece, with one BLAS thread
+    around the calls when params[_P_SINGLE] is set."""
     import llvmlite.ir as ir
 
     from minijax.compiler.codegen.llvm_types import I32, I64
@@ -164,23 +169,34 @@ def _emit_gemm(module, name: str, fty, ity) -> None:
         return v if ity is I64 else b.trunc(v, ity)
 
     def trans(flag):
-        return b.select(b.icmp_signed("!=", b.trunc(flag, I32), ir.Constant(I32, 0)),
+        return b.select(b.icmp_signed("!=", flag, c64(0)),
                         ir.Constant(I32, _TRANS), ir.Constant(I32, _NO_TRANS))
+
+    # This call's range [lo, hi) of the split dimension, and what it means for each operand.
+    lo = b.sdiv(b.mul(fn.args[1], p[_P_LEN]), p[_P_PIECES])
+    hi = b.sdiv(b.mul(fn.args[2], p[_P_LEN]), p[_P_PIECES])
+    split = p[_P_SPLIT]
+    by_batch = b.icmp_signed("==", split, c64(0))
+    first = b.select(by_batch, lo, c64(0))
+    last = b.select(by_batch, hi, p[_P_BATCH])
+    m = b.select(b.icmp_signed("==", split, c64(1)), b.sub(hi, lo), p[_P_M])
+    n = b.select(b.icmp_signed("==", split, c64(2)), b.sub(hi, lo), p[_P_N])
+    bases = [b.gep(buf, [b.mul(lo, p[step])])
+             for buf, step in zip(bufs[1:], (_P_A_STEP, _P_B_STEP, _P_C_STEP))]
 
     single = b.and_(b.icmp_signed("!=", p[_P_SINGLE], c64(0)),
                     b.icmp_signed("!=", p[_P_SETN], c64(0)))
     entry = b.block
     with b.if_then(single):
         got = b.call(b.inttoptr(p[_P_GETN], get_ty), [])
-        many = b.icmp_signed(">", got, ir.Constant(I32, 1))
-        with b.if_then(many):
+        with b.if_then(b.icmp_signed(">", got, ir.Constant(I32, 1))):
             b.call(b.inttoptr(p[_P_SETN], set_ty), [ir.Constant(I32, 1)])
         then_block = b.block
     prev = b.phi(I32)
     prev.add_incoming(ir.Constant(I32, 1), entry)
     prev.add_incoming(got, then_block)
     ta, tb = trans(p[_P_TA]), trans(p[_P_TB])
-    m, n, k = blasint(p[_P_M]), blasint(p[_P_N]), blasint(p[_P_K])
+    m, n, k = blasint(m), blasint(n), blasint(p[_P_K])
     lda, ldb, ldc = blasint(p[_P_LDA]), blasint(p[_P_LDB]), blasint(p[_P_LDC])
     one, zero = ir.Constant(fty, 1.0), ir.Constant(fty, 0.0)
     loop, body, done = (fn.append_basic_block(x) for x in ("loop", "body", "done"))
@@ -188,11 +204,11 @@ def _emit_gemm(module, name: str, fty, ity) -> None:
     b.branch(loop)
     b.position_at_end(loop)
     i = b.phi(I64)
-    i.add_incoming(c64(0), pre)
-    b.cbranch(b.icmp_signed("<", i, p[_P_BATCH]), body, done)
+    i.add_incoming(first, pre)
+    b.cbranch(b.icmp_signed("<", i, last), body, done)
     b.position_at_end(body)
-    ptrs = [b.bitcast(b.gep(buf, [b.mul(i, p[stride])]), fp)
-            for buf, stride in zip(bufs[1:], (_P_SA, _P_SB, _P_SC))]
+    ptrs = [b.bitcast(b.gep(base, [b.mul(i, p[stride])]), fp)
+            for base, stride in zip(bases, (_P_SA, _P_SB, _P_SC))]
     b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), ta, tb, m, n, k, one, ptrs[0], lda, ptrs[1],
                   ldb, zero, ptrs[2], ldc])
     i.add_incoming(b.add(i, c64(1)), b.block)
@@ -265,23 +281,69 @@ def _entries(blas: Blas) -> _Entries:
     return _Entries(blas)
 
 
+def _split(batch: int, m: int, n: int, threads: int):
+    """(split dim code, its length, pieces) for a gemm run as `threads` independent pieces."""
+    if batch >= threads:
+        return 0, batch, threads
+    if m >= n:
+        return 1, m, max(1, min(threads, m))
+    return 2, n, max(1, min(threads, n))
+
+
 class GemmCall:
-    """One dot's gemm: `call(a, b, out)` with C-contiguous arrays of the dot's dtype."""
+    """One dot's gemm: `call(a, b, out)` with C-contiguous arrays of the dot's dtype.
+
+    Small products run on the calling thread with one BLAS thread. Larger ones are cut
+    into one piece per thread-pool thread (along batch, M or N), each piece a
+    single-threaded gemm: the pool's caller takes pieces that no helper has started, so on
+    a busy machine this degrades to one thread instead of OpenBLAS's own threads waiting
+    on each other. Without a thread-count control in the BLAS, larger products are one
+    call on BLAS's own threads.
+    """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None):
+        from minijax.backends.thread_pool import get_pool
         batch, m, n, k, ta, tb = form
         dtype = np.dtype(dtype)
         size = dtype.itemsize
         small = batch * m * n * k < SMALL_GEMM_MNK
         single = small if threads_single is None else threads_single
-        self.params = np.array([
+        lda, ldb = (m if ta else k), (k if tb else n)
+        split, length, pieces = 0, batch, 1
+        pool = None
+        if not small and blas.set_threads and _SPLIT_ON_POOL:
+            pool = get_pool()
+            split, length, pieces = _split(batch, m, n, pool.num_threads)
+            if pieces == 1:
+                pool = None
+        steps = {0: (0, 0, 0), 1: ((size if ta else lda * size), 0, n * size),
+                 2: (0, (ldb * size if tb else size), size)}[split]
+        self.params = params = np.array([
             blas.sgemm if dtype == np.float32 else blas.dgemm, blas.set_threads,
-            blas.get_threads, int(single), batch, m, n, k, int(ta), int(tb),
-            m if ta else k, k if tb else n, n, m * k * size, k * n * size, m * n * size,
-        ], dtype=np.int64)
+            blas.get_threads, int(single and pool is None), batch, m, n, k, int(ta), int(tb),
+            lda, ldb, n, m * k * size, k * n * size, m * n * size, split, length, pieces,
+            *steps], dtype=np.int64)
         fn, py, fast = _entries(blas).by_dtype[dtype]
-        params = self.params
-        if fast is not None and small:
+        if pool is not None:
+            kernel = py if py is not None else fn
+            setn = ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads)
+            getn = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads)
+            parallel_for = pool.parallel_for
+
+            def call(a, b, out):
+                ptrs = ((ctypes.c_void_p * 4)(id(params), id(a), id(b), id(out))
+                        if py is not None else (ctypes.c_void_p * 4)(
+                            params.ctypes.data, a.ctypes.data, b.ctypes.data,
+                            out.ctypes.data))
+                prev = getn()
+                if prev > 1:
+                    setn(1)
+                try:
+                    parallel_for(kernel, ptrs, pieces, pieces)
+                finally:
+                    if prev > 1:
+                        setn(prev)
+        elif fast is not None and small:
             def call(a, b, out):
                 fast(params, a, b, out)
         elif py is not None:
