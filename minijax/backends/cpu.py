@@ -540,10 +540,13 @@ class CpuBackend(Backend):
         plan_key = None
         if os.environ.get("MINIJAX_CACHE_DIR") and debug < 4 and not dump_to:
             # A warm disk cache skips IR emission too: the plan lists the kernels' specs
-            # and the object file holding them.
-            from minijax.compiler.hlo.printer import module_to_text
-            plan_key = get_jit().key(f"plan-v1|{_DATA_OFFSET}|{fastcall.SUPPORTED}|"
-                                     + module_to_text(module))
+            # and the object file holding them. It is keyed on the persistent cache's
+            # digest of this exact module when there is one (printing it costs more).
+            digest = getattr(module, "cache_digest", None)
+            if digest is None:
+                from minijax.compiler.hlo.printer import module_to_text
+                digest = module_to_text(module)
+            plan_key = get_jit().key(f"plan-v1|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
             plan = get_jit().read_plan(plan_key)
             if plan is not None:
                 try:

@@ -21,6 +21,10 @@ stale or unreadable entry counts as `corrupt`, is ignored and gets rewritten aft
 recompile. Writes go to a temporary file in the same directory and are moved into place
 with os.replace, so concurrent processes only ever see complete entries (the last writer
 wins; all writers store equivalent content).
+
+A module stored or loaded here gets `module.cache_digest`, the SHA-256 of its payload: it
+names that exact optimized module, so a backend can key what it derives from the module
+(the CPU backend's compile plan) on it instead of printing the module.
 """
 
 from __future__ import annotations
@@ -166,7 +170,10 @@ class DiskCache:
             module = _loads(payload)
         except Exception:  # truncated or foreign payload: a miss, never a crash
             return None
-        return module if isinstance(module, Module) and module.entry is not None else None
+        if not isinstance(module, Module) or module.entry is None:
+            return None
+        module.cache_digest = digest.decode("ascii")
+        return module
 
     def store(self, fingerprint: str, module) -> bool:
         """Write `module` under `fingerprint` atomically; False if it could not be stored."""
@@ -184,8 +191,8 @@ class DiskCache:
         except Exception:
             self._count("write_errors")
             return False
-        data = (_MAGIC + fingerprint.encode() + b"\n"
-                + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+        digest = hashlib.sha256(payload).hexdigest()
+        data = _MAGIC + fingerprint.encode() + b"\n" + digest.encode() + b"\n" + payload
         try:
             os.makedirs(self.root, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-jit-", suffix=".bin")
@@ -200,6 +207,7 @@ class DiskCache:
             self._count("write_errors")
             return False
         self._count("writes")
+        module.cache_digest = digest
         return True
 
     def _count(self, field: str) -> None:
