@@ -78,6 +78,68 @@ def _gemm_step(instr, ops, s):
     return step
 
 
+def _unpacked(prog, returns_tuple: bool):
+    """A program over a tuple parameter with its `get-tuple-element(param, i)` steps (and,
+    if `returns_tuple`, its root tuple step) taken out: (template, param slot, [(slot, i)]
+    to seed from the tuple, remaining steps, root slots or root slot), or None when the
+    program does not have that shape."""
+    comp = prog.comp
+    params = comp.parameters
+    if len(params) != 1 or not params[0].shape.is_tuple:
+        return None
+    param = params[0]
+    instrs = [i for i in comp.instructions if i.opcode not in ("parameter", "constant")]
+    if len(instrs) != len(prog.steps):
+        return None  # steps are not one per instruction: leave the program as it is
+    seeds, steps = [], []
+    for instr, step in zip(instrs, prog.steps):
+        if instr.opcode == "get-tuple-element" and instr.operands[0] is param:
+            seeds.append((prog.slot[id(instr)], instr.attrs["index"]))
+        elif not (returns_tuple and instr is comp.root):
+            steps.append(step)
+    if returns_tuple:
+        root = comp.root
+        if root.opcode != "tuple" or root.shape != param.shape:
+            return None
+        out = [prog.slot[id(o)] for o in root.operands]
+    else:
+        out = prog.root_slot
+    return prog.template, prog.slot[id(param)], seeds, steps, out
+
+
+def _tuple_loop(cond, body, src, s):
+    """A while loop over a tuple state with the per-iteration work cut to the kernels: the
+    state's elements go straight into the slots of the get-tuple-elements that read them,
+    and the next state is read from the body's root tuple operands (no tuple is built)."""
+    c = _unpacked(cond, False)
+    b = _unpacked(body, True)
+    if c is None or b is None:
+        return None
+    c_template, c_param, c_seeds, c_steps, c_root = c
+    b_template, b_param, b_seeds, b_steps, b_out = b
+
+    def while_(env):
+        state = env[src]
+        while True:
+            e = c_template.copy()
+            e[c_param] = state
+            for slot, i in c_seeds:
+                e[slot] = state[i]
+            for step in c_steps:
+                step(e)
+            if not e[c_root]:
+                break
+            e = b_template.copy()
+            e[b_param] = state
+            for slot, i in b_seeds:
+                e[slot] = state[i]
+            for step in b_steps:
+                step(e)
+            state = [e[k] for k in b_out]
+        env[s] = state
+    return while_
+
+
 def control_step(compiler, instr, ops, s):
     """while / conditional / call over nested programs of the called computations."""
     op = instr.opcode
@@ -91,6 +153,9 @@ def control_step(compiler, instr, ops, s):
         cond = compiler.program(instr.called["condition"])
         body = compiler.program(instr.called["body"])
         src = ops[0]
+        fast = _tuple_loop(cond, body, src, s)
+        if fast is not None:
+            return fast
 
         def while_(env):
             state = env[src]
