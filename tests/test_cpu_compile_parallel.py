@@ -3,6 +3,7 @@ the multi-part object cache, and what a corrupted cache entry does."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from minijax.backends import cpu_runtime  # noqa: E402
 from minijax.backends.cpu import CpuBackend  # noqa: E402
-from minijax.backends.cpu_llvm_parts import ModuleText  # noqa: E402
+from minijax.backends.cpu_llvm_parts import COLD, HOT, ModuleText  # noqa: E402
 from minijax.backends.cpu_runtime import Jit, get_jit  # noqa: E402
 from minijax.compiler.evaluator import evaluate_module  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
@@ -60,19 +61,34 @@ def _compile(text, parallelism, monkeypatch):
 # --------------------------------------------------------------------------- splitting
 
 
-def _toy_module(n):
+def _toy_module(n, table_users=()):
+    """k{k}(x) = k{k}.body(x) = sqrt(x) * (k + 1); the functions named in table_users
+    also add a constant global (0.0) to it."""
     m = lir.Module(name="toy")
     f32 = lir.FloatType()
     fnty = lir.FunctionType(f32, [f32])
     sqrt = m.declare_intrinsic("llvm.sqrt", [f32])
+    table = None
+    if table_users:
+        table = lir.GlobalVariable(m, f32, "table")
+        table.initializer = lir.Constant(f32, 0.0)
+        table.linkage = "internal"
+        table.global_constant = True
+
+    def define(name, compute):
+        fn = lir.Function(m, fnty, name)
+        b = lir.IRBuilder(fn.append_basic_block("entry"))
+        value = compute(b, fn.args[0])
+        if name in table_users:
+            value = b.fadd(value, b.load(table))
+        b.ret(value)
+        return fn
+
     for k in range(n):
-        body = lir.Function(m, fnty, f"k{k}.body")
+        body = define(f"k{k}.body", lambda b, x, k=k: b.fmul(b.call(sqrt, [x]),
+                                                              lir.Constant(f32, k + 1.0)))
         body.linkage = "internal"
-        b = lir.IRBuilder(body.append_basic_block("entry"))
-        b.ret(b.fmul(b.call(sqrt, [body.args[0]]), lir.Constant(f32, k + 1.0)))
-        entry = lir.Function(m, fnty, f"k{k}")
-        b = lir.IRBuilder(entry.append_basic_block("entry"))
-        b.ret(b.call(body, [entry.args[0]]))
+        define(f"k{k}", lambda b, x, body=body: b.call(body, [x]))
     return m
 
 
@@ -81,18 +97,40 @@ def test_split_defines_every_global_once(n, parts):
     m = _toy_module(n)
     text = ModuleText(m)
     assert text.whole() == str(m)
-    pieces = text.split(parts)
-    assert len(pieces) == min(parts, n)
+    assert text.split(parts) == [(str(m), HOT)]  # nothing hot: one -O3 module
+    pieces = text.split(parts, hot=[f"k{k}.body" for k in range(n)] + ["llvm.sqrt.f32"])
+    assert [level for _, level in pieces] == [HOT] * min(parts, n) + [COLD]
     defined = []
-    for piece in pieces:
+    for piece, level in pieces:
         mod = llvm.parse_assembly(piece)  # each part is a valid module by itself
         mod.verify()
-        defined += [f.name for f in mod.functions if not f.is_declaration]
+        names = [f.name for f in mod.functions if not f.is_declaration]
+        # Loop bodies in the hot parts, the entry points that call them in the cold one.
+        assert all(name.endswith(".body") == (level == HOT) for name in names)
+        defined += names
     assert sorted(defined) == sorted(f"k{k}{s}" for k in range(n) for s in ("", ".body"))
-    # A kernel's functions stay together.
-    for piece in pieces:
-        for k in range(n):
-            assert (f'@"k{k}.body"(' in piece) == (f'define float @"k{k}"(' in piece)
+    # The whole module and the parts compile to the same functions.
+    jit = get_jit()
+    lib = llvm.JITLibraryBuilder()
+    for piece, level in pieces:
+        lib.add_object_img(jit.emit_object(piece, level))
+    for k in range(n):
+        lib.export_symbol(f"k{k}")
+    tracker = lib.link(jit.lljit, f"split_test_{n}_{parts}")
+    for k in range(n):
+        fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(tracker[f"k{k}"])
+        assert fn(2.25) == pytest.approx(1.5 * (k + 1))
+
+
+def test_split_keeps_globals_with_their_users():
+    """A constant used by a hot function goes with it; one also used by a cold function
+    cannot be split off, so the module stays whole."""
+    hot = ["k0.body", "k1.body"]
+    pieces = ModuleText(_toy_module(2, table_users={"k1.body"})).split(4, hot=hot)
+    owner = [p for p, _ in pieces if '@"table" = internal' in p]
+    assert len(owner) == 1 and 'define float @"k1.body"' in owner[0]
+    m = _toy_module(2, table_users={"k1.body", "k0"})
+    assert ModuleText(m).split(4, hot=hot) == [(str(m), HOT)]
 
 
 def test_object_cache_payload_round_trip_and_rejects_malformed():
@@ -130,7 +168,7 @@ def test_compile_splits_into_parts(monkeypatch):
     exe = _compile(many_kernels_text(6, (5, 4), scale=3.0), 3, monkeypatch)
     stats = get_jit().stats
     assert stats["compiled"] == before["compiled"] + 1
-    assert stats["parts"] == before["parts"] + 3
+    assert stats["parts"] == before["parts"] + 4  # 3 hot parts and the entry points
     # llvm_ir() is still one module, with each distinct kernel body once.
     mod = llvm.parse_assembly(exe.llvm_ir().replace(cpu_runtime.SYMBOL_PLACEHOLDER, "t_"))
     mod.verify()
@@ -142,6 +180,7 @@ def test_emit_object_is_thread_safe_and_deterministic():
     jit = get_jit()
     texts = [ModuleText(_toy_module(k + 2)).whole() for k in range(4)]
     serial = [jit.emit_object(t) for t in texts]
+    assert jit.emit_object(texts[0], 0) != serial[0]  # level 0: no optimization
     results: dict = {}
 
     def work(k):

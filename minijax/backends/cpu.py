@@ -422,8 +422,8 @@ class _Compiler:
             self._bind(addrs)
             return ""
         module_text = ModuleText(self.ir, self._texts)
-        parts = module_text.split(get_jit().parallelism())
-        text = parts[0] if len(parts) == 1 else module_text.whole()
+        parts = module_text.split(get_jit().parallelism(), hot=list(self._texts))
+        text = parts[0][0] if len(parts) == 1 else module_text.whole()
         self.ir_key = get_jit().key(parts)
         if self.debug >= 4:
             print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)

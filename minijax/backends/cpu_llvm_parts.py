@@ -1,10 +1,13 @@
 """The CPU backend's LLVM module as text, whole or split into independently compiled parts.
 
-A kernel's functions (its body, its entry points) and its constant globals refer only to
-each other and to declarations (intrinsics, libm), so the definitions fall into connected
-groups; a set of groups plus every declaration is a valid LLVM module by itself. Splitting
-lets cpu_runtime compile the parts on several threads (LLVM releases the GIL) and link their
-object files into one library.
+A kernel's loop-nest function (its "hot" body) and its constant globals refer only to each
+other and to declarations (intrinsics, libm), so the hot definitions fall into connected
+groups, and a set of groups plus every declaration is a valid LLVM module by itself. The
+entry points that call the bodies (ctypes, PyObject and fastcall wrappers: a few loads and
+a call) go into one more "cold" part, which declares the bodies it calls. cpu_runtime
+compiles the hot parts at -O3 on several threads and the cold part without optimization
+(the wrappers would otherwise cost LLVM about as much as the loop nests they call), and
+links the object files into one library.
 
 Printing an llvmlite module is slow Python, so `ModuleText` prints each global once and
 reuses the text (the backend hands in the bodies it already printed).
@@ -13,10 +16,14 @@ reuses the text (the backend hands in the bodies it already printed).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import llvmlite.ir as ir
 
 _REF = re.compile(r'@"([^"]+)"|@([-\w$.]+)')
+
+#: Optimization levels of the parts `split` returns.
+HOT, COLD = 3, 0
 
 
 class ModuleText:
@@ -46,17 +53,21 @@ class ModuleText:
             return str(m)
         return "\n".join(self._header() + [self._text(n, v) for n, v in m.globals.items()])
 
-    def split(self, max_parts: int) -> list[str]:
-        """The module as at most `max_parts` module texts that together define every
-        global once (one text when it cannot be split)."""
+    def split(self, max_parts: int, hot: Iterable[str] = ()) -> list[tuple[str, int]]:
+        """The module as (text, optimization level) parts that together define every
+        global once: at most `max_parts` HOT parts holding the functions named in `hot`
+        with the globals they use, and one COLD part with everything else. Without hot
+        functions, or when the definitions cannot be separated, the whole module is one
+        HOT part."""
         m = self.module
-        if max_parts <= 1 or m.namedmetadata or m.metadata:
-            return [self.whole()]
-        decls, groups = self._groups()
-        if len(groups) < 2:
-            return [self.whole()]
-        n = min(max_parts, len(groups))
-        # Longest groups first onto the lightest part; a part keeps module order.
+        hot = set(hot)  # (before printing: `hot` may be a view of the text cache)
+        if m.namedmetadata or m.metadata:
+            return [(self.whole(), HOT)]
+        decls, groups, cold = self._partition(hot)
+        if not groups:
+            return [(self.whole(), HOT)]
+        n = max(1, min(max_parts, len(groups)))
+        # Heaviest groups first onto the lightest part; a part keeps module order.
         weights = [sum(len(self._texts[g]) for g in group) for group in groups]
         load, members = [0] * n, [[] for _ in range(n)]
         for k in sorted(range(len(groups)), key=lambda k: -weights[k]):
@@ -64,12 +75,21 @@ class ModuleText:
             load[p] += weights[k]
             members[p].append(k)
         head = self._header() + decls
-        return ["\n".join(head + [self._texts[g] for k in sorted(ks) for g in groups[k]])
-                for ks in members]
+        hot_names = {g for group in groups for g in group}
+        parts = [("\n".join(head + [_visible(self._texts[g], g in hot_names)
+                                    for k in sorted(ks) for g in groups[k]]), HOT)
+                 for ks in members]
+        if cold:
+            called = [_declaration(self._texts[g]) for group in groups for g in group
+                      if g in hot_names and isinstance(m.globals[g], ir.Function)]
+            parts.append(("\n".join(head + called + [self._texts[g] for g in cold]), COLD))
+        return parts
 
-    def _groups(self):
-        """(declaration texts, groups of definition names): definitions that refer to
-        each other, directly or not, share a group; groups and names keep module order."""
+    def _partition(self, hot: set[str]):
+        """(declaration texts, hot groups, cold definition names), all in module order; hot
+        groups are the hot functions and the globals they use, connected through their
+        references. No groups when a cold definition uses a global of a hot group other
+        than a hot function (it could not be declared across parts)."""
         decls, defs = [], []
         for name, value in self.module.globals.items():
             if isinstance(value, ir.Function) and value.is_declaration:
@@ -77,7 +97,20 @@ class ModuleText:
             else:
                 self._text(name, value)
                 defs.append(name)
-        parent = {n: n for n in defs}
+        refs = {name: {q or b for q, b in _REF.findall(self._texts[name])} - {name}
+                for name in defs}
+        hot = {n for n in hot if n in refs}
+        in_hot = set(hot)
+        pending = list(hot)
+        while pending:  # everything a hot function uses (but declarations) is hot too
+            for other in refs[pending.pop()]:
+                if other in refs and other not in in_hot:
+                    in_hot.add(other)
+                    pending.append(other)
+        cold = [n for n in defs if n not in in_hot]
+        if any(other in in_hot and other not in hot for n in cold for other in refs[n]):
+            return decls, [], cold
+        parent = {n: n for n in in_hot}
 
         def find(n):
             while parent[n] != n:
@@ -85,14 +118,27 @@ class ModuleText:
                 n = parent[n]
             return n
 
-        for name in defs:
-            for quoted, bare in _REF.findall(self._texts[name]):
-                other = quoted or bare
-                if other in parent and other != name:
+        for name in in_hot:
+            for other in refs[name]:
+                if other in parent:
                     a, b = find(name), find(other)
                     if a != b:
                         parent[b] = a
-        order: dict[str, list[str]] = {}
+        groups: dict[str, list[str]] = {}
         for name in defs:
-            order.setdefault(find(name), []).append(name)
-        return decls, list(order.values())
+            if name in parent:
+                groups.setdefault(find(name), []).append(name)
+        return decls, list(groups.values()), cold
+
+
+def _visible(text: str, hot: bool) -> str:
+    """A hot function's definition with default linkage (the cold part calls it)."""
+    if hot and text.startswith("define internal "):
+        return "define " + text[len("define internal "):]
+    return text
+
+
+def _declaration(text: str) -> str:
+    """`declare` for the function whose definition is `text`."""
+    first = _visible(text, True).split("\n", 1)[0]
+    return "declare " + first[len("define "):]

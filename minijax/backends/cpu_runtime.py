@@ -1,8 +1,10 @@
 """The CPU backend's LLVM side: host target, -O3 pipeline, one JIT, object cache.
 
-`get_jit().compile(parts, symbols)` turns LLVM IR text (one module, or a list of modules
-that together define the symbols, see cpu_llvm_parts.py) into native code and returns the
-address of each named symbol. Several parts are optimized and code-generated in parallel on
+`get_jit().compile(parts, symbols)` turns LLVM IR text (one module, or a list of
+(module text, optimization level) parts that together define the symbols, see
+cpu_llvm_parts.py) into native code and returns the address of each named symbol. Level 3
+is the -O3 pipeline below; level 0 skips the optimizer and uses LLVM's fast code generator
+(for entry-point wrappers). Several parts are optimized and code-generated in parallel on
 the backend's thread pool: each in its own LLVM context with its own target machine, and
 through llvmlite's C functions called without llvmlite's process-wide lock (ctypes releases
 the GIL), so the work really runs on several cores. Their object files are linked into one
@@ -54,29 +56,30 @@ class Jit:
         self.lock = threading.RLock()
         self._loaded: dict[str, dict[str, int]] = {}
         self._keepalive: list = []
-        # Target machines for parallel code generation, one per thread at a time.
-        self._spare_tms: list = []
+        # Target machines (per optimization level) for parallel code generation, each
+        # used by one thread at a time.
+        self._spare_tms: dict[int, list] = {}
         self._tm_lock = threading.Lock()
         self.stats = {"compiled": 0, "cache_hits": 0, "llvm_seconds": 0.0, "parts": 0}
 
-    def _target_machine(self):
+    def _target_machine(self, opt: int = 3):
         target = llvm.Target.from_triple(self.triple)
-        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=opt,
                                             reloc="pic", codemodel="small", jit=True)
 
     def target_id(self) -> str:
         return (f"{self.triple}|{self.cpu}|{self.features}|llvmlite {llvmlite.__version__}|"
                 f"llvm {llvm.llvm_version_info}")
 
-    def key(self, ir_text: str | list[str]) -> str:
-        """The object-cache key of one module's text or a list of parts."""
+    def key(self, ir_text: str | list) -> str:
+        """The object-cache key of one module's text or a list of (text, level) parts."""
         h = hashlib.sha256()
         if isinstance(ir_text, str):
             h.update(ir_text.encode())
         else:
-            for part in ir_text:
-                h.update(b"%d\0" % len(part))
-                h.update(part.encode())
+            for text, level in _parts(ir_text):
+                h.update(b"%d|%d\0" % (level, len(text)))
+                h.update(text.encode())
         h.update(self.target_id().encode())
         return h.hexdigest()
 
@@ -86,9 +89,9 @@ class Jit:
         from minijax.backends.thread_pool import get_pool
         return get_pool().num_threads
 
-    def _tuning(self):
+    def _tuning(self, level: int = 3):
         """-O3 options: loop vectorizer on; SLP vectorizer and unroller off."""
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto = llvm.create_pipeline_tuning_options(speed_level=level)
         pto.loop_vectorization = True
         # Our kernels are loops the loop vectorizer handles (it still interleaves). The
         # unroller only grew code (MLP step: ~40% of -O3 + object emission) and SLP cost
@@ -107,14 +110,16 @@ class Jit:
         pb.getModulePassManager().run(mod, pb)
         return mod
 
-    def emit_object(self, ir_text: str) -> bytes:
+    def emit_object(self, ir_text: str, level: int = 3) -> bytes:
         """The object file of one module: parsed into a fresh context, verified, optimized
-        and code-generated with a target machine no other thread is using. Safe to call
-        from several threads at once; the long LLVM calls run without the GIL."""
+        at `level` (3 or 0) and code-generated with a target machine no other thread is
+        using. Safe to call from several threads at once; the long LLVM calls run without
+        the GIL."""
         with self._tm_lock:
-            tm = self._spare_tms.pop() if self._spare_tms else None
+            spare = self._spare_tms.setdefault(level, [])
+            tm = spare.pop() if spare else None
         if tm is None:
-            tm = self._target_machine()
+            tm = self._target_machine(level)
         ctx = llvm.create_context()
         mod = None
         try:
@@ -126,7 +131,7 @@ class Jit:
             mod.triple = self.triple
             mod.data_layout = str(tm.target_data)
             mod.verify()
-            pb = llvm.create_pass_builder(tm, self._tuning())
+            pb = llvm.create_pass_builder(tm, self._tuning(level))
             _raw("LLVMPY_RunNewModulePassManager")(pb.getModulePassManager(), mod, pb)
             with ffi.OutputString() as err:
                 buf = _raw("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
@@ -142,18 +147,18 @@ class Jit:
                 mod.close()
             ctx.close()
             with self._tm_lock:
-                self._spare_tms.append(tm)
+                self._spare_tms[level].append(tm)
 
-    def _emit_objects(self, texts: list[str]) -> list[bytes]:
-        if len(texts) == 1:
-            return [self.emit_object(texts[0])]
+    def _emit_objects(self, parts: list[tuple[str, int]]) -> list[bytes]:
+        if len(parts) == 1:
+            return [self.emit_object(*parts[0])]
         from minijax.backends.thread_pool import get_pool
-        objs: list = [None] * len(texts)
+        objs: list = [None] * len(parts)
 
         def work(_, start, end):
             for k in range(start, end):
-                objs[k] = self.emit_object(texts[k])
-        get_pool().parallel_for(work, None, len(texts), len(texts))
+                objs[k] = self.emit_object(*parts[k])
+        get_pool().parallel_for(work, None, len(parts), len(parts))
         return objs
 
     def load_key(self, key: str, symbols: list[str]) -> dict[str, int] | None:
@@ -164,10 +169,11 @@ class Jit:
                 return None
             return self.compile(None, symbols, key=key)
 
-    def compile(self, ir_text: str | list[str] | None, symbols: list[str],
+    def compile(self, ir_text: str | list | None, symbols: list[str],
                 key: str | None = None) -> dict[str, int]:
         """Native addresses of `symbols` (names with SYMBOL_PLACEHOLDER) defined by
-        ir_text: one module's text, or a list of modules compiled in parallel."""
+        ir_text: one module's text (-O3), or a list of (text, level) parts compiled in
+        parallel."""
         key = key or self.key(ir_text)
         prefix = "mj" + key[:16] + "_"
         with self.lock:
@@ -176,9 +182,9 @@ class Jit:
                 objs = self._cached_objects(key)
                 t0 = time.perf_counter()
                 if objs is None:
-                    parts = [ir_text] if isinstance(ir_text, str) else list(ir_text)
-                    objs = self._emit_objects([p.replace(SYMBOL_PLACEHOLDER, prefix)
-                                               for p in parts])
+                    parts = _parts(ir_text)
+                    objs = self._emit_objects([(text.replace(SYMBOL_PLACEHOLDER, prefix),
+                                                level) for text, level in parts])
                     self.stats["compiled"] += 1
                     self.stats["parts"] += len(parts)
                     self._store_objects(key, objs)
@@ -276,6 +282,13 @@ class Jit:
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+def _parts(ir_text: str | list) -> list[tuple[str, int]]:
+    """(text, level) parts of compile()'s argument (plain texts are -O3)."""
+    if isinstance(ir_text, str):
+        return [(ir_text, 3)]
+    return [(p, 3) if isinstance(p, str) else (p[0], int(p[1])) for p in ir_text]
 
 
 def _pack(objs: list[bytes]) -> bytes:
