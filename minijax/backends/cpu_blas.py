@@ -263,7 +263,9 @@ class _Entries:
                                                                  _DATA_OFFSET)
             symbols[dt] = entry
         wanted = [s for e in symbols.values() for s in e.values() if s]
-        addrs = get_jit().compile(str(module), wanted)
+        # Level 0 (no optimizer, fast code generator): a loop of gemm calls gains nothing
+        # from -O3, which would cost ~70 ms of LLVM time on the first jit call.
+        addrs = get_jit().compile([(str(module), 0)], wanted)
         self.by_dtype = {}
         self._keepalive = []
         for dt, e in symbols.items():
