@@ -281,18 +281,20 @@ ENTRY main {{
   f = (f32[300], f32[300,200]) fusion(x), kind=kInput, calls=fused
   s = f32[300] get-tuple-element(f), index=0
   e = f32[300,200] get-tuple-element(f), index=1
-  b = f32[300,200] broadcast(s), dimensions={{0}}
+  v = f32[300] reverse(s), dimensions={{0}}
+  b = f32[300,200] broadcast(v), dimensions={{0}}
   d = f32[300,200] divide(e, b)
   ROOT out = (f32[300,200]) tuple(d)
 }}
 """
+    # The reversed sums keep row fusion from merging the two kernels (e stays a temporary).
     from minijax.compiler.pipeline import CompileOptions, optimize
     module = optimize(parse_module(text), CompileOptions(backend="cpu"))
     exe = CpuBackend().compile(module)
     assert exe._pool_size > 0
     rng = np.random.default_rng(5)
     xs = [rng.normal(size=(300, 200)).astype(np.float32) for _ in range(6)]
-    want = [np.exp(x) / np.exp(x).sum(1, keepdims=True) for x in xs]
+    want = [np.exp(x) / np.exp(x).sum(1)[::-1, None] for x in xs]
     first = exe.execute([xs[0]])[0]
     second = exe.execute([xs[1]])[0]
     assert not np.shares_memory(first, second)
