@@ -6,7 +6,7 @@ pipeline for `options.opt_level`:
   0: call inlining, DCE, dot canonicalization, layout and buffer assignment (no fusion)
   1: + a fixed-point group of algebraic simplifier, transpose folding, constant folding,
      CSE and DCE, and a cleanup group after dot canonicalization
-  2: + fusion (unless options.fuse is False)
+  2: + fusion, then row fusion (unless options.fuse is False)
 
 and leaves `module.buffer_assignment`, `module.fusion_log` (empty without fusion) and
 `module.pass_timings` set.
@@ -38,7 +38,8 @@ _PASS_CLASSES = {
     "CallInliner": "call_inliner", "ConstantFolding": "constant_folding",
     "CommonSubexpressionElimination": "cse", "DeadCodeElimination": "dce",
     "DotCanonicalization": "dot_canonicalization", "Fusion": "fusion",
-    "LayoutAssignment": "layout_assignment", "TransposeFolding": "transpose_folding",
+    "LayoutAssignment": "layout_assignment", "RowFusion": "row_fusion",
+    "TransposeFolding": "transpose_folding",
 }
 
 
@@ -199,6 +200,7 @@ def default_passes(options: CompileOptions) -> list:
     from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
     from minijax.compiler.passes.fusion import Fusion
     from minijax.compiler.passes.layout_assignment import LayoutAssignment
+    from minijax.compiler.passes.row_fusion import RowFusion
     from minijax.compiler.passes.transpose_folding import TransposeFolding
     passes: list = [CallInliner(), DeadCodeElimination()]
     if options.opt_level >= 1:
@@ -210,7 +212,7 @@ def default_passes(options: CompileOptions) -> list:
         passes.append(FixedPoint([AlgebraicSimplifier(), CommonSubexpressionElimination(),
                                   DeadCodeElimination()], name="cleanup"))
     if options.opt_level >= 2 and options.fuse:
-        passes += [Fusion(), DeadCodeElimination()]
+        passes += [Fusion(), DeadCodeElimination(), RowFusion(), DeadCodeElimination()]
     passes += [LayoutAssignment(), BufferAssignmentPass()]
     return passes
 

@@ -20,6 +20,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from minijax.compiler.codegen import math_approx
+from minijax.compiler.codegen.int_arith import int_divide, int_power, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
     F32,
@@ -155,6 +156,7 @@ class ElementalEmitter:
         self.load_param = load_param
         self.param_values = param_values
         self.cache: dict = {}
+        self.bound: dict[int, object] = {}  # id(instr) -> its value at every index
         self._globals: dict[int, ir.GlobalVariable] = {}
 
     # ---------------------------------------------------------------- plumbing
@@ -168,8 +170,22 @@ class ElementalEmitter:
             for k in [k for k in self.cache if k not in before]:
                 del self.cache[k]
 
+    def bind(self, instr: Instruction, value) -> None:
+        """Use `value` for `instr` at every index until unbound (a row fusion's values for
+        the current row, see row_loops.py)."""
+        self.bound[id(instr)] = value
+
+    def unbind(self, *instrs: Instruction) -> None:
+        """Forget the bound values of `instrs` (of every instruction if none are given)."""
+        if not instrs:
+            self.bound.clear()
+        for instr in instrs:
+            self.bound.pop(id(instr), None)
+
     def emit(self, instr: Instruction, index: Index):
         """The value of `instr` at `index` (a list of values for a tuple-shaped reduce)."""
+        if self.bound and id(instr) in self.bound:
+            return self.bound[id(instr)]
         # A rank-0 value is the same at every index; keying it by instruction alone keeps
         # shared scalar subexpressions from being re-emitted once per use (exponential).
         key = (instr, None) if instr.shape.rank == 0 and not instr.shape.is_tuple else (
@@ -287,7 +303,7 @@ class ElementalEmitter:
         sym = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}[direction]
         if is_float(et):
             if instr.attrs.get("comparison_type") == "TOTALORDER":
-                x, y = _total_order_key(self.b, x), _total_order_key(self.b, y)
+                x, y = total_order_key(self.b, x), total_order_key(self.b, y)
                 return self.b.icmp_signed(sym, x, y)
             if sym == "!=":
                 return self.b.fcmp_unordered("!=", x, y)
@@ -364,7 +380,7 @@ class ElementalEmitter:
         if op in ("count-leading-zeros", "clz"):
             return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
         if op in ("divide", "remainder"):
-            return _int_divide(b, op, x, ops[1], signed)
+            return int_divide(b, op, x, ops[1], signed)
         if op.startswith("shift"):
             amt = ops[1]
             big = b.icmp_unsigned(">=", amt, const(ty, bits))
@@ -375,7 +391,7 @@ class ElementalEmitter:
                 return b.select(big, const(ty, 0), b.lshr(x, safe))
             return b.ashr(x, b.select(big, const(ty, bits - 1), safe))
         if op == "power":
-            return _int_power(b, x, ops[1], signed)
+            return int_power(b, x, ops[1], signed)
         raise NotImplementedError(f"elemental emitter: {op} on {et}")
 
     # ---------------------------------------------------------------- index arithmetic
@@ -561,58 +577,6 @@ class ElementalEmitter:
 
 def _row_major(shape: Shape) -> bool:
     return shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
-
-
-def _total_order_key(b, x):
-    """Map a float to an integer whose signed order is IEEE totalOrder."""
-    ity = ir.IntType(bit_width(x.type))
-    i = b.bitcast(x, ity)
-    flip = b.lshr(b.ashr(i, const(ity, bit_width(x.type) - 1)), const(ity, 1))
-    return b.xor(i, flip)
-
-
-def _int_divide(b, op, x, y, signed):
-    """Integer divide/remainder with XLA's results for /0 and INT_MIN/-1 (no traps)."""
-    ty = x.type
-    zero = b.icmp_signed("==", y, const(ty, 0))
-    bad = zero
-    if signed:
-        overflow = b.and_(b.icmp_signed("==", x, const(ty, 1 << (bit_width(ty) - 1))),
-                          b.icmp_signed("==", y, const(ty, -1)))
-        bad = b.or_(zero, overflow)
-    safe = b.select(bad, const(ty, 1), y)
-    if op == "divide":
-        q = b.sdiv(x, safe) if signed else b.udiv(x, safe)
-        if signed:
-            q = b.select(overflow, x, q)
-        return b.select(zero, const(ty, -1), q)
-    r = b.srem(x, safe) if signed else b.urem(x, safe)
-    if signed:
-        r = b.select(overflow, const(ty, 0), r)
-    return b.select(zero, x, r)
-
-
-def _int_power(b, x, y, signed):
-    """x**y by square-and-multiply over every exponent bit (branch-free)."""
-    ty = x.type
-    bits = bit_width(ty)
-    result = const(ty, 1)
-    base = x
-    e = y
-    for _ in range(bits):
-        odd = b.trunc(e, I1)
-        result = b.select(odd, b.mul(result, base), result)
-        base = b.mul(base, base)
-        e = b.lshr(e, const(ty, 1))
-    if not signed:
-        return result
-    neg = b.icmp_signed("<", y, const(ty, 0))
-    one = b.icmp_signed("==", x, const(ty, 1))
-    minus_one = b.icmp_signed("==", x, const(ty, -1))
-    odd_y = b.trunc(y, I1)
-    neg_val = b.select(one, const(ty, 1), b.select(
-        minus_one, b.select(odd_y, const(ty, -1), const(ty, 1)), const(ty, 0)))
-    return b.select(neg, neg_val, result)
 
 
 def convert(b: ir.IRBuilder, v, src: str, dst: str):

@@ -41,6 +41,9 @@ def split_roots(comp: Computation) -> list[Computation] | None:
         return None
     if reduce_roots(comp) is not None or mixed_reduce_roots(comp) is not None:
         return None
+    from minijax.compiler.passes.row_fusion import row_fusion_plan
+    if row_fusion_plan(comp) is not None:  # one "row_fused" kernel computes every root
+        return None
     roots = root.operands
     if all(r.opcode != "reduce" for r in roots) and len({r.shape.dims for r in roots}) == 1:
         return None

@@ -14,6 +14,7 @@ Kernel shapes (`KernelSpec.mode`):
   vector accumulators that LLVM combines pairwise) and accumulate the blocks in float64.
 - "col_reduce": a reduce that keeps the minor dimension: the outer loop runs over output
   rows, then over reduced positions, and the inner loop updates a whole output row at once.
+- "row_fused": a row fusion (passes/row_fusion.py), see row_loops.py.
 - "full_reduce" (only with emit_kernel(full_reduce=True)): a large reduction of every dim to
   scalars: [start, end) runs over FULL_CHUNKS fixed chunks whose partials go to a scratch
   buffer; a last call combines them in a fixed pairwise tree (deterministic, any threads).
@@ -273,6 +274,13 @@ class KernelEmitter:
     # ------------------------------------------------------------------ kernels
     def emit(self) -> KernelSpec:
         self.extras = []
+        from minijax.compiler.passes.row_fusion import row_fusion_plan
+        plan = row_fusion_plan(self.comp)
+        if plan is not None:
+            from minijax.compiler.codegen.row_loops import emit_row_fused
+            spec = emit_row_fused(self, plan)
+            self.b.ret_void()
+            return spec
         roots = reduce_roots(self.comp)
         mixed = None if roots is not None else mixed_reduce_roots(self.comp)
         if mixed is not None:

@@ -1,0 +1,414 @@
+"""Row fusion: a chain of row reductions and their consumers becomes one kernel per row.
+
+After the fusion pass, softmax over the rows of x is three kernels: the row maximum, a
+multi-output fusion computing e = exp(x - max) and its row sum, and e / sum. x is read from
+memory three times and e is written and read once. This pass merges such chains into one
+fusion whose fused computation holds the reductions internally. The CPU code generator
+(codegen/row_loops.py) runs it row by row: one inner loop per reduction stage (max, then the
+sum of exp(x - max), ...) while the row stays in cache, then one loop writing the outputs,
+so x is read from memory once and only the outputs are written.
+
+The merge is producer-consumer: a fusion Q absorbs a producer fusion P when Q reads a value
+of P that depends on a reduction inside P (a "row value" such as max, or a row-shaped value
+computed from one, such as exp(x - max)). Merges repeat until none applies, so whole chains
+(layer norm: mean, variance of x - mean, normalize; and their gradients) become one fusion.
+
+A merged computation is accepted only if it has the row structure `analyze_row_fusion`
+checks: every reduction reduces exactly the minor dimension of an array of dims
+rows + (cols,); every value that depends on a reduction is either a row-shaped value
+(dims rows + (cols,)) combined elementwise, or a per-row value (dims rows or rows + (1,))
+combined elementwise, reshaped between those two forms, or broadcast back along the row
+(broadcast dimensions = the leading dims). So each reduction's result is only ever read at
+its own row. Rows must fit in cache (MAX_ROW_BYTES of row-shaped parameters), and there are
+at most MAX_PASSES reduction stages. Values that do not depend on a reduction may be any
+elementwise/indexing expression; they are recomputed in each stage that needs them, as
+is every row-shaped value (never more often than the number of stages plus one).
+
+The result is a `fusion` with kind=kInput (plain HLO text: it prints, parses and runs on
+the evaluator like any fusion). Every decision is logged into `module.fusion_log`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.passes.cse import eliminate_common_subexpressions
+from minijax.compiler.passes.fusion_builder import (
+    fused_computation,
+    fusion_outputs,
+    is_multi_output,
+)
+from minijax.compiler.passes.opcodes import ELEMENTWISE
+from minijax.compiler.passes.utils import (
+    NameUniquer,
+    clone,
+    drop_unreachable_computations,
+    reaches,
+    remove_dead,
+    sequential_computations,
+)
+
+#: Largest row (bytes of one row of every row-shaped parameter) kept in cache across stages.
+MAX_ROW_BYTES = 64 * 1024
+#: Most reduction stages (inner loops before the output loop) one row fusion may have.
+MAX_PASSES = 8
+MAX_OPERANDS = 64
+
+
+@dataclass
+class RowPlan:
+    """How a row fusion runs: per row, pass p (1-based) computes the reductions in
+    passes[p-1], then the per-row values in row_values[p-1] (which depend on them); a last
+    loop over the row stores the row-shaped outputs."""
+
+    rows: tuple[int, ...]                  # the leading dims (one row per index)
+    cols: int                              # the reduced minor dim
+    passes: list[list[Instruction]]        # reductions, grouped by stage
+    row_values: list[list[Instruction]]    # dependent per-row values ready after each stage
+    outputs: list[Instruction]             # the computation's outputs, in root order
+
+    def is_full(self, instr: Instruction) -> bool:
+        """True for a row-shaped value (dims rows + (cols,))."""
+        return tuple(instr.shape.dims) == self.rows + (self.cols,)
+
+
+def _row_major(shape: Shape) -> bool:
+    return all(leaf.layout is None or leaf.minor_to_major == tuple(
+        range(leaf.rank - 1, -1, -1)) for leaf in shape.flat())
+
+
+def _check_reduce(r: Instruction, full: tuple) -> str | None:
+    if len(r.operands) != 2 or r.shape.is_tuple:
+        return f"{r.name} is a variadic reduction"
+    data, init = r.operands
+    if tuple(data.shape.dims) != full:
+        return f"{r.name} reduces dims {data.shape.dims}, not {full}"
+    if tuple(r.attrs.get("dimensions", ())) != (len(full) - 1,):
+        return f"{r.name} does not reduce exactly the minor dimension"
+    if init.shape.rank != 0:
+        return f"{r.name} has a non-scalar init value"
+    return None
+
+
+def _check_dependent(instr: Instruction, rows: tuple, full: tuple, root) -> str | None:
+    """Why `instr`, which depends on a reduction, breaks the row structure (None if not)."""
+    op = instr.opcode
+    dims = tuple(instr.shape.dims)
+    per_row = (rows, rows + (1,))
+    if op == "tuple":
+        return None if instr is root else f"{instr.name}: tuple inside the computation"
+    if op in ELEMENTWISE:
+        if dims != full and dims not in per_row:
+            return f"{instr.name} ({op}) has dims {dims}, neither a row nor a per-row value"
+        if any(o.shape.rank and tuple(o.shape.dims) != dims for o in instr.operands):
+            return f"{instr.name} ({op}) mixes operand dims"
+        return None
+    src = tuple(instr.operands[0].shape.dims) if instr.operands else None
+    if op == "broadcast":
+        if (src == rows and tuple(instr.attrs.get("dimensions", ())) == tuple(range(len(rows)))
+                and (dims == full or dims in per_row)):
+            return None
+    elif op in ("reshape", "bitcast"):
+        if src in per_row and dims in per_row:
+            return None
+    return (f"{instr.name} ({op}) reads a row reduction's result at positions other than "
+            "its own row")
+
+
+def _outputs(comp: Computation) -> list[Instruction]:
+    root = comp.root
+    return list(root.operands) if root.opcode == "tuple" else [root]
+
+
+def analyze_row_fusion(comp: Computation, max_row_bytes: int = MAX_ROW_BYTES) -> RowPlan | str:
+    """The RowPlan of fused computation `comp`, or the reason it lacks the row structure."""
+    reduces = [i for i in comp.instructions if i.opcode == "reduce"]
+    if not reduces:
+        return "no reduction"
+    data = reduces[0].operands[0]
+    if data.shape.rank == 0:
+        return "reduction of a scalar"
+    full = tuple(data.shape.dims)
+    rows, cols = full[:-1], full[-1]
+    if cols < 2:
+        return f"rows of {cols} element(s)"
+    root = comp.root
+    stage: dict[int, int] = {}  # id -> reduction stages needed before it can be computed
+    for instr in comp.instructions:
+        if not _row_major(instr.shape):
+            return f"{instr.name} has a non-row-major layout"
+        if instr.opcode == "reduce":
+            reason = _check_reduce(instr, full)
+            if reason is None and id(instr.operands[1]) in stage:
+                reason = f"{instr.name}'s init value depends on a reduction"
+            if reason:
+                return reason
+            stage[id(instr)] = stage.get(id(instr.operands[0]), 0) + 1
+            continue
+        deps = [stage[id(o)] for o in instr.operands if id(o) in stage]
+        if not deps:
+            continue
+        reason = _check_dependent(instr, rows, full, root)
+        if reason:
+            return reason
+        stage[id(instr)] = max(deps)
+    outputs = _outputs(comp)
+    for out in outputs:
+        dims = tuple(out.shape.dims) if not out.shape.is_tuple else None
+        if dims not in (full, rows, rows + (1,)):
+            return f"output {out.name} is neither a row nor a per-row value"
+    n_passes = max(stage[id(r)] for r in reduces)
+    if n_passes > MAX_PASSES:
+        return f"{n_passes} reduction stages (at most {MAX_PASSES})"
+    row_bytes = sum(cols * p.shape.dtype.itemsize for p in comp.parameters
+                    if tuple(p.shape.dims) == full)
+    if row_bytes > max_row_bytes:
+        return f"rows of {row_bytes} bytes do not stay in cache (limit {max_row_bytes})"
+    passes: list[list[Instruction]] = [[] for _ in range(n_passes)]
+    row_values: list[list[Instruction]] = [[] for _ in range(n_passes)]
+    for instr in comp.instructions:
+        s = stage.get(id(instr))
+        if s is None:
+            continue
+        if instr.opcode == "reduce":
+            passes[s - 1].append(instr)
+        elif instr.opcode != "tuple" and tuple(instr.shape.dims) in (rows, rows + (1,)):
+            row_values[s - 1].append(instr)
+    return RowPlan(rows, cols, passes, row_values, outputs)
+
+
+def _uses_reduction_inside(comp: Computation) -> bool:
+    root = comp.root
+    return any(op.opcode == "reduce" for i in comp.instructions
+               if not (i is root and i.opcode == "tuple") for op in i.operands)
+
+
+def row_fusion_plan(comp: Computation) -> RowPlan | None:
+    """The plan for a fused computation this pass built (a reduction's result is used inside
+    it and it has the row structure), else None: other fusions keep their usual kernels."""
+    if not _uses_reduction_inside(comp):
+        return None
+    plan = analyze_row_fusion(comp)
+    return plan if isinstance(plan, RowPlan) else None
+
+
+def _dependent_ids(comp: Computation) -> set[int]:
+    """ids of the instructions of `comp` that depend on one of its reductions."""
+    dep: set[int] = set()
+    for instr in comp.instructions:
+        if instr.opcode == "reduce" or any(id(o) in dep for o in instr.operands):
+            dep.add(id(instr))
+    return dep
+
+
+def _is_candidate(instr: Instruction) -> bool:
+    return instr.opcode == "fusion" and instr.attrs.get("kind") in ("kLoop", "kInput")
+
+
+class RowFusion:
+    """The row fusion pass (see the module docstring)."""
+
+    name = "row-fusion"
+
+    def __init__(self, max_row_bytes: int = MAX_ROW_BYTES):
+        self.max_row_bytes = max_row_bytes
+
+    def run(self, module: Module) -> bool:
+        if getattr(module, "fusion_log", None) is None:
+            module.fusion_log = []
+        self._log_list = module.fusion_log
+        self._logged = set(self._log_list)
+        self.names = NameUniquer(module)
+        self.module = module
+        self._tried: set[tuple[str, str]] = set()
+        changed = False
+        for comp in sequential_computations(module):
+            while self._merge_one(comp):
+                changed = True
+        if changed:
+            drop_unreachable_computations(module)
+        return changed
+
+    def _log(self, message: str) -> None:
+        if message not in self._logged:
+            self._logged.add(message)
+            self._log_list.append(message)
+
+    # -- choosing merges -----------------------------------------------------------------
+
+    def _merge_one(self, comp: Computation) -> bool:
+        users = comp.users()
+        for consumer in comp.instructions:
+            if not _is_candidate(consumer):
+                continue
+            for producer, read in self._row_producers(consumer):
+                key = (producer.name, consumer.name)
+                if key in self._tried:
+                    continue
+                self._tried.add(key)
+                if self._try_merge(comp, users, producer, consumer, read):
+                    return True
+        return False
+
+    def _row_producers(self, consumer: Instruction):
+        """(producer fusion, indices of its outputs read) for each fusion operand of
+        `consumer` that contains a reduction and hands `consumer` a value depending on it."""
+        read: dict[int, tuple[Instruction, set[int]]] = {}
+        for op in consumer.operands:
+            if op.opcode == "get-tuple-element" and _is_candidate(op.operands[0]):
+                producer, k = op.operands[0], op.attrs["index"]
+            elif _is_candidate(op) and not is_multi_output(op):
+                producer, k = op, 0
+            else:
+                continue
+            read.setdefault(id(producer), (producer, set()))[1].add(k)
+        for producer, indices in read.values():
+            body = fused_computation(producer)
+            dep = _dependent_ids(body)
+            outs = fusion_outputs(producer)
+            if any(id(outs[k]) in dep for k in indices):
+                yield producer, indices
+
+    def _try_merge(self, comp, users, producer, consumer, read) -> bool:
+        label = f"{producer.name} into {consumer.name}"
+        for op in consumer.operands:
+            via_producer = op is producer or (op.opcode == "get-tuple-element"
+                                              and op.operands[0] is producer)
+            if not via_producer and reaches(producer, op):
+                self._log(f"reject row fusion of {label}: {op.name} is between them")
+                return False
+        merged = self._merged_body(comp, users, producer, consumer)
+        body, operands = merged[0], merged[1]
+        if len(operands) > MAX_OPERANDS:
+            self._log(f"reject row fusion of {label}: more than {MAX_OPERANDS} operands")
+            return False
+        plan = analyze_row_fusion(body, self.max_row_bytes)
+        if isinstance(plan, str):
+            self._log(f"reject row fusion of {label}: {plan}")
+            return False
+        self._log(f"row-fuse {label}: {len(plan.passes)} reduction stage(s) over rows of "
+                  f"{plan.cols}, one kernel")
+        self._commit(comp, producer, consumer, *merged)
+        return True
+
+    # -- building the merged fusion ------------------------------------------------------
+
+    def _merged_body(self, comp, users, producer, consumer):
+        """A new fused computation computing `consumer`'s outputs and those of `producer`'s
+        outputs read outside `consumer`. Returns (body, operands, consumer's output values,
+        [(outer instruction reading a producer output elsewhere, that output's value)])."""
+        body = Computation(self.names.fresh("fused_row"))
+        params: dict[int, Instruction] = {}
+        operands: list[Instruction] = []
+        code: list[Instruction] = []
+
+        def param_for(outer):
+            p = params.get(id(outer))
+            if p is None:
+                p = Instruction("parameter", outer.shape, name=self.names.fresh(
+                    f"param_{len(operands)}"), parameter_number=len(operands))
+                params[id(outer)] = p
+                operands.append(outer)
+            return p
+
+        def copy_body(fusion, source):
+            inner = fused_computation(fusion)
+            mapping = {}
+            for instr in inner.instructions:
+                if instr.opcode == "parameter":
+                    mapping[id(instr)] = source(fusion.operands[instr.parameter_number])
+                elif not (instr is inner.root and instr.opcode == "tuple"):
+                    c = clone(instr, [mapping[id(o)] for o in instr.operands], instr.name)
+                    code.append(c)
+                    mapping[id(instr)] = c
+            return [mapping[id(o)] for o in fusion_outputs(fusion)]
+
+        p_outs = copy_body(producer, param_for)
+
+        def consumer_source(outer):
+            if outer is producer:
+                return p_outs[0]
+            if outer.opcode == "get-tuple-element" and outer.operands[0] is producer:
+                return p_outs[outer.attrs["index"]]
+            return param_for(outer)
+
+        q_outs = copy_body(consumer, consumer_source)
+        # Producer outputs that something other than the consumer still reads.
+        external: list[tuple[Instruction, Instruction]] = []
+        readers = [producer] if not is_multi_output(producer) else [
+            u for u in users.get(producer, []) if u.opcode == "get-tuple-element"]
+        for outer in readers:
+            if outer is comp.root or any(u is not consumer for u in users.get(outer, [])):
+                k = outer.attrs["index"] if outer is not producer else 0
+                external.append((outer, p_outs[k]))
+        values = list(dict.fromkeys(q_outs + [v for _, v in external]))
+        body.instructions = [params[id(o)] for o in operands] + code
+        tupled = len(values) > 1 or is_multi_output(consumer)
+        if tupled:
+            root = Instruction("tuple", Shape.tuple([v.shape for v in values]), values,
+                               name=self.names.fresh("tuple"))
+            body.instructions.append(root)
+        else:
+            root = values[0]
+        body.root = root
+        merged = eliminate_common_subexpressions(body)
+        remove_dead(body)
+        self._drop_unused_params(body, operands)
+        q_outs = [merged.get(id(v), v) for v in q_outs]
+        external = [(outer, merged.get(id(v), v)) for outer, v in external]
+        return body, operands, q_outs, external
+
+    @staticmethod
+    def _drop_unused_params(body: Computation, operands: list[Instruction]) -> None:
+        used = {id(o) for i in body.instructions for o in i.operands} | {id(body.root)}
+        keep = []
+        for p in body.parameters:
+            if id(p) in used:
+                keep.append((p, operands[p.parameter_number]))
+            else:
+                body.instructions.remove(p)
+        operands[:] = [outer for _, outer in keep]
+        for k, (p, _) in enumerate(keep):
+            p.parameter_number = k
+
+    def _commit(self, comp, producer, consumer, body, operands, q_outs, external) -> None:
+        root = body.root
+        fusion = Instruction("fusion", root.shape, list(operands), attrs={"kind": "kInput"},
+                             called={"calls": body}, name=self.names.fresh("row_fusion"),
+                             metadata=dict(consumer.metadata))
+        self.module.add_computation(body)
+        position = comp.instructions.index(consumer)
+        comp.instructions.insert(position, fusion)
+        values = list(root.operands) if root.opcode == "tuple" else [root]
+
+        def index_of(value):
+            # CSE may have merged an output into an earlier equal value.
+            return next(k for k, v in enumerate(values) if v is value)
+
+        def element(value):
+            if root.opcode != "tuple":
+                return fusion
+            gte = Instruction("get-tuple-element", value.shape, [fusion],
+                              attrs={"index": index_of(value)},
+                              name=self.names.fresh("get-tuple-element"))
+            comp.instructions.append(gte)
+            return gte
+
+        q_values = q_outs
+        if is_multi_output(consumer):
+            for u in [u for u in comp.instructions if consumer in u.operands]:
+                u.operands = [fusion]
+                u.attrs = dict(u.attrs, index=index_of(q_values[u.attrs["index"]]))
+        else:
+            comp.replace_all_uses(consumer, element(q_values[0]))
+        for outer, value in external:
+            if outer is producer:
+                comp.replace_all_uses(producer, element(value))
+            else:
+                outer.operands = [fusion]
+                outer.attrs = dict(outer.attrs, index=index_of(value))
+        gone = {id(producer), id(consumer)}
+        comp.instructions = [i for i in comp.instructions if id(i) not in gone and not (
+            i.opcode == "get-tuple-element" and id(i.operands[0]) in gone)]
+        comp.topological_sort()
