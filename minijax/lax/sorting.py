@@ -1,10 +1,10 @@
 """Sorting: sort (one or several operands, lexicographic on the first num_keys), sort_key_val
 and top_k, with JAX's total order for floats (-0.0 before 0.0, NaNs last, all NaNs equal).
 
-JVPs gather the tangents by the sorting permutation. The gather along one axis is the
-small linear primitive `take_along_axis` here, whose transpose is `scatter_add_along_axis`
-(and vice versa). Sorts lower to an XLA sort with a comparator computation; top_k lowers to
-a descending sort with an iota operand followed by slices.
+JVPs gather the tangents by the sorting permutation with `lax.gather` (one index per
+element, the other axes as batching dimensions), so reverse mode is gather's transpose,
+scatter-add. Sorts lower to an XLA sort with a comparator computation; top_k lowers to a
+descending sort with an iota operand followed by slices.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from minijax import dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
+from minijax.lax.structural import broadcasted_iota, reshape
 from minijax.lax.utils import bdim_at_front, canonical_axis, standard_primitive
 
 
@@ -93,20 +95,29 @@ def _sort_impl(*operands, dimension, is_stable, num_keys):
 sort_p = standard_primitive("sort", _sort_abstract_eval, _sort_impl, multiple_results=True)
 
 
-def _iota_like(shape, axis, dtype=np.int32):
-    from minijax.array import Array
-    from minijax.lax.structural import broadcast_in_dim
-    return broadcast_in_dim(Array(np.arange(shape[axis], dtype=dtype)), shape, (axis,))
+def _take_along(t, idx, axis):
+    """t[..., idx, ...] along `axis`: the gather behind the sort and top_k JVPs. `idx`
+    (in bounds, distinct along `axis`) matches t's shape except on `axis`."""
+    shape = get_aval(idx).shape
+    if get_aval(t).shape[axis] == 0:
+        return t  # idx is empty along axis too: nothing to gather (and no size-1 slice)
+    ndim = len(shape)
+    batch = tuple(d for d in range(ndim) if d != axis)
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    return gather(t, reshape(idx, shape + (1,)), dnums, (1,) * ndim, unique_indices=True,
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     shape = get_aval(primals[0]).shape
     index_dtype = np.int32 if shape[dimension] < 2**31 - 1 else np.int64
-    iota = _iota_like(shape, dimension, index_dtype)
+    iota = broadcasted_iota(index_dtype, shape, dimension)
     outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                        num_keys=num_keys)
     perm = outs[-1]
-    t_out = [t if type(t) is ad.Zero else take_along_axis_p.bind(t, perm, axis=dimension)
+    t_out = [t if type(t) is ad.Zero else _take_along(t, perm, dimension)
              for t in tangents]
     return outs[:-1], t_out
 
@@ -204,7 +215,7 @@ def _top_k_jvp(primals, tangents, *, k):
     if type(t) is ad.Zero or not dtypes.is_inexact(get_aval(x).dtype):
         return [values, indices], [ad.Zero.from_value(values), ad.Zero.from_value(indices)]
     ndim = get_aval(x).ndim
-    t_out = take_along_axis_p.bind(t, indices, axis=ndim - 1)
+    t_out = _take_along(t, indices, ndim - 1)
     return [values, indices], [t_out, ad.Zero.from_value(indices)]
 
 
@@ -232,117 +243,3 @@ def _top_k_lower(ctx, x, *, k):
 ad.primitive_jvps[top_k_p] = _top_k_jvp
 batching.primitive_batchers[top_k_p] = _top_k_batch
 register_lowering(top_k_p, _top_k_lower)
-
-# --------------------------------------------------------------------------- along one axis
-
-
-def _along_abstract_eval(name):
-    def rule(x, idx, *, axis, **extra):
-        if idx.dtype.kind not in "iu":
-            raise TypeError(f"{name}: indices must be integers, got {idx.str_short()}")
-        if x.ndim != idx.ndim or not 0 <= axis < max(x.ndim, 1):
-            raise TypeError(f"{name}: operand {x.str_short()} and indices {idx.str_short()} "
-                            f"must have equal rank, with axis {axis} in range")
-        if name == "take_along_axis":
-            shape = idx.shape
-            other = [d for i, d in enumerate(x.shape) if i != axis]
-        else:
-            shape = x.shape[:axis] + (extra["size"],) + x.shape[axis + 1:]
-            other = [d for i, d in enumerate(idx.shape) if i != axis]
-        if other != [d for i, d in enumerate(shape) if i != axis]:
-            raise TypeError(f"{name}: operand {x.str_short()} and indices {idx.str_short()} "
-                            f"must agree outside axis {axis}")
-        return ShapedArray(shape, x.dtype, x.weak_type)
-    return rule
-
-
-def _take_impl(x, idx, *, axis):
-    return np.take_along_axis(np.asarray(x), np.asarray(idx).astype(np.int64), axis=axis)
-
-
-def _scatter_impl(src, idx, *, axis, size):
-    src = np.asarray(src)
-    shape = src.shape[:axis] + (size,) + src.shape[axis + 1:]
-    out = np.zeros(shape, src.dtype)
-    index = list(np.indices(src.shape, sparse=True))
-    index[axis] = np.asarray(idx).astype(np.int64)
-    np.add.at(out, tuple(index), src)
-    return out
-
-
-take_along_axis_p = standard_primitive("take_along_axis", _along_abstract_eval(
-    "take_along_axis"), _take_impl)
-scatter_add_along_axis_p = standard_primitive("scatter_add_along_axis", _along_abstract_eval(
-    "scatter_add_along_axis"), _scatter_impl)
-
-
-def _take_transpose(ct, x, idx, *, axis):
-    if type(ct) is ad.Zero:
-        return [ad.Zero(x.aval), None]
-    return [scatter_add_along_axis_p.bind(ct, idx, axis=axis, size=x.aval.shape[axis]), None]
-
-
-def _scatter_transpose(ct, src, idx, *, axis, size):
-    if type(ct) is ad.Zero:
-        return [ad.Zero(src.aval), None]
-    return [take_along_axis_p.bind(ct, idx, axis=axis), None]
-
-
-def _linear_jvp(prim):
-    def rule(primals, tangents, **params):
-        (x, idx), (t, _) = primals, tangents
-        out = prim.bind(x, idx, **params)
-        if type(t) is ad.Zero:
-            return out, ad.Zero.from_value(out)
-        return out, prim.bind(t, idx, **params)
-    return rule
-
-
-def _along_batch(prim):
-    def rule(trace, vals, dims, *, axis, **params):
-        x, idx = (bdim_at_front(v, d, trace.axis_size) for v, d in zip(vals, dims,
-                                                                         strict=True))
-        return prim.bind(x, idx, axis=axis + 1, **params), 0
-    return rule
-
-
-def _along_dnums(ndim, axis):
-    return tuple(d for d in range(ndim) if d != axis)
-
-
-def _take_lower(ctx, x, idx, *, axis):
-    b = ctx.builder
-    shape = ctx.avals_in[1].shape
-    ndim = len(shape)
-    index = b.reshape(idx, shape + (1,))
-    batch = _along_dnums(ndim, axis)
-    return b.gather(x, index, offset_dims=(), collapsed_slice_dims=(axis,),
-                    start_index_map=(axis,), index_vector_dim=ndim,
-                    slice_sizes=(1,) * ndim, operand_batching_dims=batch,
-                    start_indices_batching_dims=batch, metadata=ctx.metadata)
-
-
-def _scatter_lower(ctx, src, idx, *, axis, size):
-    b = ctx.builder
-    shape = ctx.avals_in[1].shape
-    ndim = len(shape)
-    dtype = ctx.avals_out.dtype
-    et = ctx.element_type(dtype)
-    zeros = b.broadcast(b.constant(np.zeros((), dtype)), ctx.avals_out.shape, ())
-    index = b.reshape(idx, shape + (1,))
-    add = ctx.scalar_computation(f"add_{et}", "add", et)
-    batch = _along_dnums(ndim, axis)
-    return b.scatter(zeros, index, src, add, update_window_dims=(),
-                     inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
-                     index_vector_dim=ndim, input_batching_dims=batch,
-                     scatter_indices_batching_dims=batch, metadata=ctx.metadata)
-
-
-ad.primitive_jvps[take_along_axis_p] = _linear_jvp(take_along_axis_p)
-ad.primitive_transposes[take_along_axis_p] = _take_transpose
-batching.primitive_batchers[take_along_axis_p] = _along_batch(take_along_axis_p)
-register_lowering(take_along_axis_p, _take_lower)
-ad.primitive_jvps[scatter_add_along_axis_p] = _linear_jvp(scatter_add_along_axis_p)
-ad.primitive_transposes[scatter_add_along_axis_p] = _scatter_transpose
-batching.primitive_batchers[scatter_add_along_axis_p] = _along_batch(scatter_add_along_axis_p)
-register_lowering(scatter_add_along_axis_p, _scatter_lower)
