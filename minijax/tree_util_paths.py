@@ -9,7 +9,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from minijax.tree_util import PyTreeDef, _flatten_rest, _resolve, register_pytree_node
+from minijax.tree_util import PyTreeDef, _flatten_rest
+from minijax.tree_util_registry import _resolve, register_pytree_node
 
 
 def _flatten_path(x, path: tuple, out: list, is_leaf):
