@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 import threading
 import time
@@ -338,7 +339,6 @@ class Lowered:
 
     def _compile_entry(self, timings) -> _CompiledEntry:
         from minijax.backends import get_backend
-        from minijax.compiler import dumps
         from minijax.compiler.persistent_cache import get_disk_cache
         from minijax.compiler.pipeline import CompileOptions
         timings["lower"] = self.lower_seconds
@@ -348,7 +348,7 @@ class Lowered:
         fp = self.fingerprint(backend.name, options.opt_level)
         timings["fingerprint"] = time.perf_counter() - t0
         cached = cache_mod.executable_cache.get(fp)
-        flags = dumps.dump_flags()
+        flags = _dump_flags()
         if cached is not None and not flags.dump_to:
             executable, module = cached
         else:
@@ -365,6 +365,7 @@ class Lowered:
             timings["codegen"] = time.perf_counter() - t0
             cache_mod.executable_cache.put(fp, (executable, module), _module_bytes(module))
             if flags.dump_to:
+                from minijax.compiler import dumps
                 dumps.dump_module(flags, self._wrapped._name, self, module, executable,
                                   timings)
         out_avals = list(self.jaxpr.out_avals)
@@ -521,6 +522,19 @@ def _donated_leaf_indices(wrapped, signature, nargs) -> set:
     # Donation applies to leaves of donated positional arguments (flat order).
     nums = set(normalize_argnums(wrapped._donate_argnums, max(nargs, 1), "donate_argnums"))
     return {i for i in range(nargs) if i in nums}
+
+
+class _NoDumps:
+    dump_to = dump_pass_re = None
+    dump_as_dot = False
+
+
+def _dump_flags():
+    """The MINIJAX_FLAGS dump flags (dumps.py is imported only when flags are set)."""
+    if not (os.environ.get("MINIJAX_FLAGS", config.minijax_flags) or "").strip():
+        return _NoDumps
+    from minijax.compiler import dumps
+    return dumps.dump_flags()
 
 
 def _entry_bytes(entry) -> int:
