@@ -339,8 +339,8 @@ class Lowered:
 
     def _compile_entry(self, timings) -> _CompiledEntry:
         from minijax.backends import get_backend
+        from minijax.compiler.options import CompileOptions
         from minijax.compiler.persistent_cache import get_disk_cache
-        from minijax.compiler.pipeline import CompileOptions
         timings["lower"] = self.lower_seconds
         backend = get_backend(self._wrapped._backend or None)
         options = CompileOptions(opt_level=self._wrapped._opt_level, backend=backend.name)

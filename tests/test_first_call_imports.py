@@ -52,7 +52,10 @@ def test_warm_disk_cache_loads_no_passes(tmp_path):
     mods = loaded(tmp_path, MINIJAX_CACHE_DIR=str(cache))
     passes = {m for m in mods if m.startswith("minijax.compiler.passes.")}
     assert passes <= {"minijax.compiler.passes.buffer_assignment"}
-    assert not {"minijax.compiler.dumps", "minijax.compiler.hlo.printer"} & mods
+    assert not {"minijax.compiler.dumps", "minijax.compiler.hlo.printer",
+                "minijax.compiler.pipeline"} & mods
+    from minijax.compiler import options, pipeline
+    assert pipeline.CompileOptions is options.CompileOptions
 
 
 def test_dump_flags_still_dump(tmp_path):

@@ -27,9 +27,9 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from minijax.compiler.hlo.ir import Module
+from minijax.compiler.options import CompileOptions
 
 # The passes are imported when a pipeline is built (default_passes), so that importing
 # CompileOptions (a jit call served from the persistent cache) does not load them.
@@ -49,22 +49,6 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
     return getattr(importlib.import_module(f"minijax.compiler.passes.{module}"), name)
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """Options that change what the compiler produces (part of the compile cache key)."""
-
-    opt_level: int = 2
-    backend: str | None = None
-    dump_to: str | None = None
-    dump_pass_re: str | None = None
-    fuse: bool = True
-    verify: bool = True
-
-    def __post_init__(self):
-        if self.opt_level not in (0, 1, 2):
-            raise ValueError(f"opt_level must be 0, 1 or 2, got {self.opt_level!r}")
 
 
 class FixedPoint:
