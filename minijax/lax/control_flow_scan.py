@@ -5,7 +5,8 @@ the body jaxpr maps (consts, carry, x) -> (carry, y); xs are scanned along their
 axis and the ys stacked along a new leading axis of size `length`. Rules: eager impl (a
 Python loop), abstract eval, JVP, batching, partial evaluation (the known part saves its
 residuals as extra stacked outputs), transpose (a scan running the other way), and HLO
-lowering (a while loop with dynamic-slice / dynamic-update-slice).
+lowering (a while loop with dynamic-slice / dynamic-update-slice, `unroll` steps per
+iteration).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
     """Loop `carry, y = f(carry, x)` over the leading axis of xs; returns (carry, stacked ys).
 
     As jax.lax.scan: xs may be None (then `length` is required), any pytree of arrays with
-    equal leading sizes; `reverse` scans from the end; `unroll` is accepted (a hint).
+    equal leading sizes; `reverse` scans from the end. `unroll` (a positive int, or True for
+    all steps) is how many steps one iteration of the compiled loop runs; the length %
+    unroll steps left over run after the loop. Values do not depend on it.
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
@@ -69,6 +72,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
         length = lengths[0]
     if isinstance(unroll, bool):
         unroll = max(length, 1) if unroll else 1
+    elif isinstance(unroll, (int, np.integer)) and unroll >= 1:
+        unroll = int(unroll)
+    else:
+        raise ValueError(f"scan: `unroll` must be a bool or a positive int, got {unroll!r}.")
     init_flat, init_tree = tree_util.tree_flatten(init)
     init_avals = avals_of(init_flat)
     x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
@@ -391,56 +398,58 @@ ad.primitive_transposes[scan_p] = _scan_transpose
 
 
 def _scan_lower(ctx, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    """A while loop whose body runs `unroll` steps, then the remaining length % unroll steps
+    after the loop; no loop at all when unroll >= length (as XLA gets it from JAX)."""
     b = ctx.builder
     md = ctx.metadata
     consts, init, xs = split_list(args, [num_consts, num_carry])
+    x_avals = ctx.avals_in[num_consts + num_carry:]
     y_avals = jaxpr.out_avals[num_carry:]
-    ys_init = []
+    ys = []
     for a in y_avals:
         zero = b.constant(np.zeros((), a.dtype), a.dtype, metadata=md)
-        ys_init.append(b.broadcast(zero, (length,) + a.shape, (), metadata=md))
-    if length == 0:
-        return list(init) + ys_init
-    i0 = b.constant(np.int32(0), np.int32, metadata=md)
-    state = [i0, *consts, *init, *xs, *ys_init]
-    init_tuple = b.tuple(state, metadata=md)
-    shape = init_tuple.shape
-    n_x = len(xs)
+        ys.append(b.broadcast(zero, (length,) + a.shape, (), metadata=md))
+    unroll = max(int(unroll), 1)
+    looped = length - length % unroll if unroll < length else 0
 
-    cb = ctx.new_computation("scan_cond")
-    p = cb.parameter(0, shape)
-    i = cb.get_tuple_element(p, 0)
-    limit = cb.constant(np.int32(length), np.int32)
-    cb.set_root(cb.compare(i, limit, "LT"))
+    def step(bld, k, cs, carry, xv, yv):
+        """Scan step number k (an s32 instruction): (new carry, ys with step k written)."""
+        idx = bld.subtract(bld.constant(np.int32(length - 1), np.int32), k) if reverse else k
+        zero = bld.constant(np.int32(0), np.int32)
+        x_t = [bld.reshape(bld.dynamic_slice(x, [idx] + [zero] * (a.ndim - 1),
+                                             (1,) + a.shape[1:]), a.shape[1:])
+               for x, a in zip(xv, x_avals, strict=True)]
+        outs = ctx.lower_jaxpr(jaxpr, [*cs, *carry, *x_t], builder=bld)
+        new_ys = [bld.dynamic_update_slice(y, bld.reshape(yt, (1,) + a.shape),
+                                           [idx] + [zero] * a.ndim)
+                  for y, yt, a in zip(yv, outs[num_carry:], y_avals, strict=True)]
+        return outs[:num_carry], new_ys
 
-    bb = ctx.new_computation("scan_body")
-    p = bb.parameter(0, shape)
-    parts = [bb.get_tuple_element(p, k) for k in range(len(state))]
-    cs, carry, xv, yv = split_list(parts[1:], [num_consts, num_carry, n_x])
-    i = parts[0]
-    if reverse:
-        idx = bb.subtract(bb.constant(np.int32(length - 1), np.int32), i)
-    else:
-        idx = i
-    zero = bb.constant(np.int32(0), np.int32)
-    x_t = []
-    for x, a in zip(xv, ctx.avals_in[num_consts + num_carry:], strict=True):
-        sl = bb.dynamic_slice(x, [idx] + [zero] * (a.ndim - 1), (1,) + a.shape[1:])
-        x_t.append(bb.reshape(sl, a.shape[1:]))
-    outs = ctx.lower_jaxpr(jaxpr, [*cs, *carry, *x_t], builder=bb)
-    new_carry, y_t = outs[:num_carry], outs[num_carry:]
-    new_ys = []
-    for y, yt, a in zip(yv, y_t, y_avals, strict=True):
-        upd = bb.reshape(yt, (1,) + a.shape)
-        new_ys.append(bb.dynamic_update_slice(y, upd, [idx] + [zero] * a.ndim))
-    one = bb.constant(np.int32(1), np.int32)
-    bb.set_root(bb.tuple([bb.add(i, one), *cs, *new_carry, *xv, *new_ys]))
-    loop = b.while_loop(init_tuple, cb.computation, bb.computation, metadata=md)
-    first = 1 + num_consts
-    carry_out = [b.get_tuple_element(loop, first + k, metadata=md) for k in range(num_carry)]
-    first_y = 1 + num_consts + num_carry + n_x
-    ys = [b.get_tuple_element(loop, first_y + k, metadata=md) for k in range(len(y_avals))]
-    return carry_out + ys
+    carry = list(init)
+    if looped:
+        state = [b.constant(np.int32(0), np.int32, metadata=md), *consts, *carry, *xs, *ys]
+        init_tuple = b.tuple(state, metadata=md)
+        cb = ctx.new_computation("scan_cond")
+        k = cb.get_tuple_element(cb.parameter(0, init_tuple.shape), 0)
+        cb.set_root(cb.compare(k, cb.constant(np.int32(looped), np.int32), "LT"))
+        bb = ctx.new_computation("scan_body")
+        p = bb.parameter(0, init_tuple.shape)
+        parts = [bb.get_tuple_element(p, n) for n in range(len(state))]
+        k, cs, body_carry, xv, yv = split_list(parts, [1, num_consts, num_carry, len(xs)])
+        for j in range(unroll):
+            kj = bb.add(k[0], bb.constant(np.int32(j), np.int32)) if j else k[0]
+            body_carry, yv = step(bb, kj, cs, body_carry, xv, yv)
+        k_next = bb.add(k[0], bb.constant(np.int32(unroll), np.int32))
+        bb.set_root(bb.tuple([k_next, *cs, *body_carry, *xv, *yv]))
+        loop = b.while_loop(init_tuple, cb.computation, bb.computation, metadata=md)
+        first = 1 + num_consts
+        carry = [b.get_tuple_element(loop, first + n, metadata=md) for n in range(num_carry)]
+        first += num_carry + len(xs)
+        ys = [b.get_tuple_element(loop, first + n, metadata=md) for n in range(len(ys))]
+    for k in range(looped, length):
+        carry, ys = step(b, b.constant(np.int32(k), np.int32, metadata=md), consts, carry,
+                         xs, ys)
+    return list(carry) + ys
 
 
 register_lowering(scan_p, _scan_lower)
