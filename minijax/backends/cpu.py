@@ -64,6 +64,7 @@ _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
     (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
           "optimization-barrier"}
+_KERNEL_NAME = re.compile(re.escape(SYMBOL_PLACEHOLDER) + r"k\d+")
 class _Program:
     """A computation as a list of steps over an environment list (one slot per instruction)."""
 
@@ -152,7 +153,7 @@ class _Compiler:
         functions are dropped from the module: LLVM optimizes and emits each body once)."""
         body = str(self.ir.get_global(name + ".body"))
         self._texts[name + ".body"] = body  # printed once: finish() reuses it
-        text = re.sub(re.escape(name) + r"(?!\d)", "", body)
+        text = _KERNEL_NAME.sub("", body)
         key = (text, spec.mode, spec.outer, spec.work, spec.num_params,
                tuple(spec.output_shapes))
         twin = self._bodies.get(key)
