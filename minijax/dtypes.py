@@ -27,6 +27,9 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# JAX's dtype of the trivial tangents and gradients of integer and boolean values (zero bytes
+# per element); such gradients are NumPy arrays, never minijax Arrays.
+float0 = np.dtype([("float0", np.void, 0)])
 
 SUPPORTED_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                     float16, float32, float64, complex64, complex128)
