@@ -222,8 +222,7 @@ def vjp(fun, *primals, has_aux: bool = False):
     return primal_out, vjp_fn
 
 
-# JAX's dtype for the (trivial) tangents and gradients of integer and boolean values.
-float0 = np.dtype([("float0", np.void, 0)])
+float0 = dtypes.float0
 
 
 def _zeros_for(ct, primal):

@@ -22,7 +22,14 @@ import warnings
 import numpy as np
 
 from minijax import core, tree_util
-from minijax.api_util import fun_name, fun_source, leaf_arg_names, normalize_argnums
+from minijax.api_util import (
+    fun_name,
+    fun_source,
+    is_float0,
+    leaf_arg_names,
+    mark_float0,
+    normalize_argnums,
+)
 from minijax.array import Array
 from minijax.compiler import cache as cache_mod
 from minijax.config import config, debug_level
@@ -200,6 +207,9 @@ class JitWrapped:
                                                            self._name)))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_nums)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        if any(is_float0(x) for x in leaves):
+            dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))
+            leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_aval_key(x) for x in leaves)
         signature = cache_mod.CallSignature(
             in_tree, avals, tuple(static_items), self._backend or "", (self._opt_level,))
@@ -210,8 +220,7 @@ class JitWrapped:
             full = [args[i] if i in static_nums else next(it) for i in range(nargs)]
             return self._fun(*full, **d_kwargs, **{k: v for k, v in kwargs.items()
                                                     if k in self._static_argnames})
-        names = leaf_arg_names(self._fun, [a for i, a in enumerate(args)
-                                           if i not in static_nums]) \
+        names = leaf_arg_names(self._fun, list(dyn_args)) \
             if len(leaves) < 256 else [f"args[{i}]" for i in range(len(leaves))]
         names += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(names))]
         return signature, leaves, call_fun, names
@@ -224,6 +233,8 @@ class JitWrapped:
         def flat_fun(*flat):
             out = call_fun(*flat)
             leaves, out_tree = tree_util.tree_flatten(out)
+            if any(is_float0(x) for x in leaves):
+                leaves, out_tree = tree_util.tree_flatten(mark_float0(out))
             store["out_tree"] = out_tree
             return leaves
         closed, _ = trace_to_jaxpr(flat_fun, in_avals, arg_names=names, fun_name=self._name,
@@ -277,8 +288,10 @@ class JitWrapped:
         from minijax.api import ShapeDtypeStruct
         signature, _, call_fun, names = self._signature(args, kwargs)
         closed, out_tree = self._trace(signature, call_fun, names)
-        return tree_util.tree_unflatten(
+        out = tree_util.tree_unflatten(
             out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])
+        return tree_util.tree_map(
+            lambda x: ShapeDtypeStruct(x.shape, x.dtype) if is_float0(x) else x, out)
 
     def _cache_size(self) -> int:
         return len(self._cache.entries)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from minijax import tree_util
+from minijax.dtypes import float0
 
 
 def flatten_fun(fun, in_tree):
@@ -111,3 +114,29 @@ def broadcast_prefix(prefix, tree, is_leaf=None) -> list:
 
     walk(prefix, tree)
     return out
+
+
+class _Float0:
+    """Stands for a float0 array (an integer's trivial gradient) in jit's argument and result
+    trees: a node without leaves whose aux data is the shape, so the array is neither passed
+    to nor returned by the program; unflattening gives back np.zeros(shape, float0)."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+tree_util.register_pytree_node(_Float0, lambda m: ((), m.shape),
+                               lambda shape, _: np.zeros(shape, float0))
+
+
+def is_float0(x) -> bool:
+    """True for a NumPy array of dtype float0."""
+    return isinstance(x, np.ndarray) and x.dtype == float0
+
+
+def mark_float0(tree):
+    """`tree` with each float0 array replaced by a _Float0 node: flattening it then gives
+    no leaf there, and unflattening gives the float0 array back."""
+    return tree_util.tree_map(lambda x: _Float0(x.shape) if is_float0(x) else x, tree)
