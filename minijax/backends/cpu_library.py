@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -197,8 +199,46 @@ def _conv_labels(labels: str, nsp: int):
     return lperm, rperm, operm
 
 
+def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms):
+    """sum over k.., i of x[b, o*stride + k*rdil, i] * w[k.., i, o] as one gemm over an
+    explicit im2col copy [b, out.., k.., i] (filled by one strided copy per kernel offset,
+    or per output position when there are fewer of those). Writes into `out` ([b, out..,
+    o], C-contiguous) when given; returns the result."""
+    b, f = x.shape[0], x.shape[-1]
+    nsp = len(ksize)
+    osp = [(n - span) // st + 1 for n, span, st in zip(x.shape[1:-1], spans, stride)]
+    cols = np.empty((b, *osp, *ksize, f), x.dtype)
+    every = (slice(None),)
+    if math.prod(osp) <= math.prod(ksize):
+        for pos in np.ndindex(*osp):
+            win = tuple(slice(p * st, p * st + span, d)
+                        for p, st, span, d in zip(pos, stride, spans, rdil))
+            cols[every + pos] = x[every + win]
+    else:
+        for off in np.ndindex(*ksize):
+            win = tuple(slice(k * d, k * d + (n - 1) * st + 1, st)
+                        for k, d, n, st in zip(off, rdil, osp, stride))
+            cols[every * (nsp + 1) + off] = x[every + win]
+    rows, inner, o = b * math.prod(osp), math.prod(ksize) * f, w.shape[-1]
+    a = cols.reshape(rows, inner)
+    wm = np.ascontiguousarray(w).reshape(inner, o)
+    res = out if out is not None else np.empty((b, *osp, o), x.dtype)
+    from minijax.backends import cpu_blas
+    blas = cpu_blas.find_blas()
+    if blas is None:
+        np.matmul(a, wm, out=res.reshape(rows, o))
+        return res
+    key = (rows, o, inner)
+    call = gemms.get(key)
+    if call is None:
+        call = gemms[key] = cpu_blas.GemmCall(blas, (1, rows, o, inner, False, False),
+                                              x.dtype).call
+    call(a, wm, res.reshape(rows, o))
+    return res
+
+
 def conv_step(instr, ops, s):
-    """convolution as im2col (a strided window view) + one BLAS contraction, or None when
+    """convolution as im2col (an explicit strided copy) + one BLAS gemm, or None when
     the instruction needs something this path does not do (feature/batch groups, mixed or
     non-float dtypes): the caller then runs the evaluator's convolution."""
     lhs_shape, rhs_shape = (o.shape for o in instr.operands)
@@ -220,9 +260,8 @@ def conv_step(instr, ops, s):
     ldil = tuple(window.get("lhs_dilate", (1,) * nsp))
     rdil = tuple(window.get("rhs_dilate", (1,) * nsp))
     out_dims = instr.shape.dims
-    sliding = np.lib.stride_tricks.sliding_window_view
     l_src, r_src = ops
-    spatial_axes = tuple(range(1, nsp + 1))
+    gemms: dict = {}
 
     def step(env):
         x = np.transpose(env[l_src], lperm)          # b, spatial.., f
@@ -254,13 +293,10 @@ def conv_step(instr, ops, s):
             out[...] = 0
             env[s] = out
             return
-        win = sliding(x, spans, axis=spatial_axes)   # b, out.., f, span..
-        sel = (slice(None),) + tuple(slice(None, None, st) for st in stride) + (
-            slice(None),) + tuple(slice(None, None, d) for d in rdil)
-        win = win[sel]
-        # Contract f and the kernel window: (b, out.., f, k..) x (k.., i, o).
-        res = np.tensordot(win, w, axes=([nsp + 1] + list(range(nsp + 2, 2 * nsp + 2)),
-                                         [nsp] + list(range(nsp))))
-        out[...] = np.transpose(res, operm) if operm != list(range(nsp + 2)) else res
+        identity = operm == list(range(nsp + 2))
+        res = _im2col_contract(x, w, ksize, stride, rdil, spans, out if identity else None,
+                               gemms)
+        if not identity:
+            out[...] = np.transpose(res, operm)
         env[s] = out
     return step
