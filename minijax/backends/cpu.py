@@ -11,10 +11,12 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   then combine the partials in one more call;
 - large temporaries of the entry computation are written into per-thread pool buffers (the
   buffer assignment's slots), reused across calls; outputs are always fresh arrays;
-- dot runs NumPy's BLAS (np.matmul into a preallocated output); convolution runs as im2col
-  + one BLAS contraction (cpu_library.py);
+- dot calls the gemm of NumPy's BLAS directly (cpu_blas.py: transposed operands read through
+  trans flags, large products split over the thread pool; np.matmul when no gemm is found);
+  convolution runs as an im2col copy + one gemm (cpu_library.py);
 - while/conditional/call run their computations as nested programs (a Python loop over the
-  iterations, no per-iteration compilation);
+  iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
+  the body's slots);
 - everything else runs the evaluator's per-instruction function: EVALUATOR_THUNK_OPCODES
   lists those; `CpuExecutable.as_text()` marks each such thunk.
 With MINIJAX_CACHE_DIR set, the object file and a compile plan (kernel specs) are stored, so
@@ -366,7 +368,7 @@ class _Compiler:
         if op == "dot":
             from minijax.backends.cpu_library import dot_step
             prog.kernel_count += 1
-            prog.notes.append(f"{instr.name}: dot via NumPy BLAS")
+            prog.notes.append(f"{instr.name}: dot via BLAS gemm")
             prog.steps.append(dot_step(instr, ops, s))
             return
         if op == "convolution":
@@ -374,7 +376,7 @@ class _Compiler:
             step = conv_step(instr, ops, s)
             if step is not None:
                 prog.kernel_count += 1
-                prog.notes.append(f"{instr.name}: convolution via im2col + NumPy BLAS")
+                prog.notes.append(f"{instr.name}: convolution via im2col + BLAS gemm")
                 prog.steps.append(step)
                 return
         if op in ("while", "conditional", "call"):
