@@ -6,8 +6,8 @@ groups, and a set of groups plus every declaration is a valid LLVM module by its
 entry points that call the bodies (ctypes, PyObject and fastcall wrappers: a few loads and
 a call) go into one more "cold" part, which declares the bodies it calls. cpu_runtime
 compiles the hot parts at -O3 on several threads and the cold part without optimization
-(the wrappers would otherwise cost LLVM about as much as the loop nests they call), and
-links the object files into one library.
+(at -O3 the wrappers took a quarter of the MLP step's LLVM time), and links the object
+files into one library.
 
 Printing an llvmlite module is slow Python, so `ModuleText` prints each global once and
 reuses the text (the backend hands in the bodies it already printed).
