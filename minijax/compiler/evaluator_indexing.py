@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax.compiler.evaluator_ops import combine_into, pad_array
+from minijax.compiler.evaluator_take import fast_gather, fast_scatter
 
 
 def _compute_dtype(out_dtype: np.dtype) -> np.dtype:
@@ -152,6 +153,9 @@ def _gather(instr, ops, ctx):
     op_batch = [int(d) for d in a.get("operand_batching_dims", ())]
     idx_batch = [int(d) for d in a.get("start_indices_batching_dims", ())]
     vectors = _index_vectors(indices, ivd)
+    fast = fast_gather(operand, vectors, a, slice_sizes)
+    if fast is not None:
+        return fast
     bshape = vectors.shape[:-1]
     nb = len(bshape)
     window = [d for d in range(operand.ndim) if d not in collapsed and d not in op_batch]
@@ -200,6 +204,10 @@ def _scatter(instr, ops, ctx):
     # Reorder updates to (scatter/batch dims..., window dims...).
     ups = [np.transpose(u, scatter_dims + window_dims).reshape(bshape + tuple(wsizes))
            for u in updates]
+    if n == 1:
+        fast = fast_scatter(operand, vectors, ups[0], a, instr.called["to_apply"])
+        if fast is not None:
+            return fast
     full = bshape + tuple(wsizes)
     valid = np.ones(bshape, dtype=bool)
     coords = []

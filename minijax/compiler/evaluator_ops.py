@@ -1,4 +1,4 @@
-"""Shape, reduction, window and sort opcodes for the reference evaluator.
+"""Shape, reduction, window and random-number opcodes for the reference evaluator.
 
 Implementations take `(instr, operand_values, ctx)` where `ctx.call_elementwise(comp, arrays)`
 applies a scalar computation to whole arrays (see evaluator.py) and return a value that the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_elementwise import total_order_key
+from minijax.compiler.evaluator_sort import sort_opcode
 
 # Reducers whose computation is one binary op of its two parameters run as numpy ufuncs.
 _UFUNCS = {
@@ -295,83 +295,6 @@ def _select_and_scatter(instr, ops, ctx):
     return out.reshape(x.shape)
 
 
-# ---------------------------------------------------------------------------------- sort
-
-
-def _simple_sort_key(comp, operands):
-    """(key array, descending) when the comparator is `compare(p[2k], p[2k+1])` LT/GT."""
-    root = comp.root
-    params = comp.parameters
-    if root.opcode != "compare" or len(root.operands) != 2:
-        return None
-    direction = root.attrs.get("direction")
-    a, b = root.operands
-    if a.opcode != "parameter" or b.opcode != "parameter" or direction not in ("LT", "GT"):
-        return None
-    pa, pb = a.parameter_number, b.parameter_number
-    if pa // 2 != pb // 2 or pa == pb or pa >= len(params):
-        return None
-    descending = (direction == "GT") == (pa % 2 == 0)
-    key = operands[pa // 2]
-    if key.dtype.kind == "f" and root.attrs.get("comparison_type") == "TOTALORDER":
-        key = total_order_key(key)
-    elif key.dtype.kind == "c":
-        return None
-    return key, descending
-
-
-def _sort_permutation(moved, comp, ctx):
-    n = moved[0].shape[-1]
-    simple = _simple_sort_key(comp, moved)
-    if simple is not None:
-        key, descending = simple
-        if not descending:
-            return np.argsort(key, axis=-1, kind="stable")
-        rev = np.argsort(key[..., ::-1], axis=-1, kind="stable")
-        return (n - 1 - rev)[..., ::-1]
-    return _comparator_positions(moved, comp, ctx)
-
-
-def _comparator_positions(moved, comp, ctx, budget: int = 1 << 21):
-    """Stable sort permutation for any strict-weak-order comparator, fully vectorized.
-
-    Element i's position is the number of elements that compare before it plus the number of
-    earlier-indexed elements tied with it; comparisons run in blocks of about `budget` pairs.
-    """
-    n = moved[0].shape[-1]
-    lead = moved[0].shape[:-1]
-    flat = [m.reshape(-1, n) for m in moved]
-    position = np.empty(flat[0].shape, dtype=np.int64)
-    rows_per = max(1, budget // (n * n))
-    for r0 in range(0, flat[0].shape[0], rows_per):
-        rows = [f[r0:r0 + rows_per] for f in flat]
-        nr = rows[0].shape[0]
-        block = max(1, min(n, budget // max(1, nr * n)))
-        for i0 in range(0, n, block):
-            i1 = min(n, i0 + block)
-            xi = [r[:, i0:i1, None] for r in rows]
-            xj = [r[:, None, :] for r in rows]
-            less_ji = ctx.call_elementwise(comp, [v for p in zip(xj, xi) for v in p])[0]
-            less_ij = ctx.call_elementwise(comp, [v for p in zip(xi, xj) for v in p])[0]
-            less_ji, less_ij = less_ji.astype(bool), less_ij.astype(bool)
-            earlier = np.arange(n)[None, None, :] < np.arange(i0, i1)[None, :, None]
-            tie_earlier = (~less_ji & ~less_ij & earlier).sum(axis=-1)
-            position[r0:r0 + nr, i0:i1] = less_ji.sum(axis=-1) + tie_earlier
-    return np.argsort(position, axis=-1, kind="stable").reshape(lead + (n,))
-
-
-def _sort(instr, ops, ctx):
-    dims = instr.attrs.get("dimensions", (0,))
-    dim = int(dims[0] if isinstance(dims, (tuple, list)) else dims)
-    moved = [np.moveaxis(np.asarray(o), dim, -1) for o in ops]
-    if moved[0].shape[-1] <= 1:
-        outs = [np.asarray(o) for o in ops]
-    else:
-        perm = _sort_permutation(moved, instr.called["to_apply"], ctx)
-        outs = [np.moveaxis(np.take_along_axis(m, perm, axis=-1), -1, dim) for m in moved]
-    return outs[0] if len(outs) == 1 else tuple(outs)
-
-
 # --------------------------------------------------------------------------- random bits
 
 
@@ -417,7 +340,7 @@ OPCODES = {
     "reduce": _reduce,
     "reduce-window": _reduce_window,
     "select-and-scatter": _select_and_scatter,
-    "sort": _sort,
+    "sort": sort_opcode,
     "rng-bit-generator": _rng_bit_generator,
     "rng": _rng,
 }
