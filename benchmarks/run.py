@@ -7,6 +7,10 @@ and the ratios minijax/JAX (lower is better for minijax) and NumPy/minijax (high
 better). Workloads are float32, from issue 5; names for --only are the short keys that
 `--list` prints. minijax and JAX run the same program (benchmarks/workloads.py, written in
 `lax` terms); NumPy runs a hand-written equivalent (manual backward passes for training).
+
+First-call workloads (mlp_compile, mlp_disk) run minijax in child processes; those children
+drop PYTHONDONTWRITEBYTECODE from their environment so that, like a real install, they
+import minijax from .pyc files instead of recompiling its sources every time.
 """
 
 from __future__ import annotations
@@ -139,8 +143,10 @@ def _child_first_call(key, quick, env_update):
     cmd = [sys.executable, os.path.abspath(__file__), "--child-first-call", key]
     if quick:
         cmd.append("--quick")
-    out = subprocess.run(cmd, env=dict(os.environ, **env_update), capture_output=True,
-                         text=True, timeout=600)
+    env = dict(os.environ, **env_update)
+    # Real installs have .pyc files; without them every child recompiles minijax's sources.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         return "child failed: " + out.stderr[-200:]
     return float(out.stdout.strip().splitlines()[-1])
