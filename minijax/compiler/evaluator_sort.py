@@ -35,8 +35,8 @@ def _params_of(instr, memo: dict) -> frozenset:
 
 def _mirror(x, y, px: int, py: int, memo: dict) -> bool:
     """Whether `y` is the expression `x` with parameter px replaced by parameter py."""
-    if x is y:
-        return not _params_of(x, memo)
+    if x is y and (px == py or not _params_of(x, memo)):
+        return True
     if x.opcode == "parameter" or y.opcode == "parameter":
         return (x.opcode == y.opcode == "parameter" and x.parameter_number == px
                 and y.parameter_number == py)
