@@ -10,7 +10,8 @@ better). Workloads are float32, from issue 5; names for --only are the short key
 
 First-call workloads (mlp_compile, mlp_disk) run minijax in child processes; those children
 drop PYTHONDONTWRITEBYTECODE from their environment so that, like a real install, they
-import minijax from .pyc files instead of recompiling its sources every time.
+import minijax from .pyc files instead of recompiling its sources every time, and they do
+not import JAX (its objects would make every full garbage collection ~80 ms slower).
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ import workloads as W  # noqa: E402
 import minijax  # noqa: E402
 import minijax.lax as mj_lax  # noqa: E402
 
+# A first-call child runs minijax alone: JAX's ~70k extra Python objects would make each
+# full garbage collection in it cost ~80 ms more than in a minijax-only process.
 try:
+    if "--child-first-call" in sys.argv:
+        raise ImportError("not needed in a minijax first-call child")
     import jax as real_jax
     real_jax.config.update("jax_platforms", "cpu")
     import jax.lax as jax_lax
