@@ -396,3 +396,21 @@ def test_compile_plan_replays_in_a_new_process(tmp_path):
     x = np.random.default_rng(0).standard_normal((700, 513)).astype(np.float32)
     sm = np.frombuffer(bytes.fromhex(runs[1]["values"][0]), np.float32).reshape(x.shape)
     np.testing.assert_allclose(sm, np_softmax(x), rtol=1e-5, atol=1e-8)
+
+
+def test_inside_a_loop_body():
+    """Row fusion also runs on control-flow bodies (each iteration is one row kernel)."""
+    x = np.random.default_rng(16).standard_normal((9, 23)).astype(np.float32)
+
+    def f(x):
+        return lax.fori_loop(0, 3, lambda i, v: softmax(v * 3.0), x)
+    module, inputs = optimized(f, x)
+    bodies = [c for c in module.computations if c is not module.entry]
+    assert any(row_fusion_plan(i.called["calls"]) is not None for c in bodies
+               for i in c.instructions if i.opcode == "fusion")
+    got = CpuBackend().compile(module).execute(inputs)[0]
+    want = x
+    for _ in range(3):
+        want = np_softmax(want * 3.0)
+    np.testing.assert_allclose(got, evaluate_module(module, inputs)[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
