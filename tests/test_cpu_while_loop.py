@@ -150,3 +150,65 @@ def test_while_loop_with_pytree_state_and_data_dependent_trip_count():
         assert int(k) == kk
         np.testing.assert_allclose(np.asarray(v), vv, rtol=1e-6)
         np.testing.assert_array_equal(np.asarray(other), x)
+
+
+def _counter_loop(et, direction, limit, constant_first):
+    operands = "lim, i" if constant_first else "i, lim"
+    return f"""HloModule counter
+cond {{
+  p = ({et}[], f32[2]) parameter(0)
+  i = {et}[] get-tuple-element(p), index=0
+  lim = {et}[] constant({limit})
+  ROOT c = pred[] compare({operands}), direction={direction}
+}}
+body {{
+  p = ({et}[], f32[2]) parameter(0)
+  i = {et}[] get-tuple-element(p), index=0
+  v = f32[2] get-tuple-element(p), index=1
+  step = {et}[] constant(3)
+  j = {et}[] add(i, step)
+  half = f32[] constant(0.5)
+  hb = f32[2] broadcast(half), dimensions={{}}
+  w = f32[2] add(v, hb)
+  ROOT t = ({et}[], f32[2]) tuple(j, w)
+}}
+ENTRY main {{
+  i0 = {et}[] parameter(0)
+  v0 = f32[2] parameter(1)
+  init = ({et}[], f32[2]) tuple(i0, v0)
+  loop = ({et}[], f32[2]) while(init), condition=cond, body=body
+  a = {et}[] get-tuple-element(loop), index=0
+  b = f32[2] get-tuple-element(loop), index=1
+  ROOT r = ({et}[], f32[2]) tuple(a, b)
+}}
+"""
+
+
+_PY_COMPARE = {"LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
+               "GE": lambda a, b: a >= b, "EQ": lambda a, b: a == b,
+               "NE": lambda a, b: a != b}
+
+
+@pytest.mark.parametrize("constant_first", [False, True])
+@pytest.mark.parametrize("direction", sorted(_PY_COMPARE))
+@pytest.mark.parametrize("et", ["s32", "s64", "u32", "f32"])
+def test_counter_condition_in_every_direction(et, direction, constant_first):
+    """Loops whose condition compares the counter with a constant (tested in Python on the
+    CPU backend when the counter is an integer) match the evaluator and a Python loop."""
+    limit = 10
+    text = _counter_loop(et, direction, limit, constant_first)
+    dtype = {"s32": np.int32, "s64": np.int64, "u32": np.uint32, "f32": np.float32}[et]
+    test = _PY_COMPARE[direction]
+    ran = 0
+    for start in (0, 1, 7, 10, 11, 25):
+        i, v, n = start, np.zeros(2, np.float32), 0
+        while (test(limit, i) if constant_first else test(i, limit)) and n < 50:
+            i, v, n = i + 3, v + np.float32(0.5), n + 1
+        if n == 50:
+            continue  # this start never ends the loop
+        got, want = _run_both(text, [dtype(start), np.zeros(2, np.float32)])
+        assert int(got[0]) == int(want[0]) == i
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[1], v)
+        ran += 1
+    assert ran >= 2

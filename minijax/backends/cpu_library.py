@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -109,6 +110,38 @@ def _unpacked(prog, returns_tuple: bool):
     return prog.template, prog.slot[id(param)], seeds, steps, out
 
 
+_INT_COMPARES = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt,
+                  "GE": operator.ge, "EQ": operator.eq, "NE": operator.ne}
+_SWAPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+
+
+def _counter_test(comp):
+    """(i, test, limit) when condition `comp` is `compare(get-tuple-element(param, i),
+    integer constant)` (either order, possibly as a one-instruction fusion): the loop then
+    tests `test(int(state[i]), limit)` in Python instead of running a kernel."""
+    root, operands = comp.root, None
+    if root.opcode == "fusion":
+        inner = root.called["calls"]
+        if len(inner.instructions) != 3 or len(root.operands) != 1:
+            return None
+        operands = root.operands
+        root = inner.root
+    if root.opcode != "compare" or root.shape.rank != 0:
+        return None
+    a, b = root.operands
+    direction = root.attrs.get("direction", "EQ")
+    if a.opcode == "constant":
+        a, b, direction = b, a, _SWAPPED.get(direction)
+    if operands is not None and a.opcode == "parameter":
+        a = operands[a.parameter_number]
+    if (b.opcode != "constant" or a.opcode != "get-tuple-element"
+            or a.operands[0] is not comp.parameters[0] or direction not in _INT_COMPARES
+            or a.shape.rank != 0 or b.shape.rank != 0
+            or not np.issubdtype(a.shape.dtype, np.integer) or b.shape.dtype != a.shape.dtype):
+        return None
+    return a.attrs["index"], _INT_COMPARES[direction], int(np.asarray(b.literal))
+
+
 def _tuple_loop(cond, body, src, s):
     """A while loop over a tuple state with the per-iteration work cut to the kernels: the
     state's elements go straight into the slots of the get-tuple-elements that read them,
@@ -119,6 +152,22 @@ def _tuple_loop(cond, body, src, s):
         return None
     c_template, c_param, c_seeds, c_steps, c_root = c
     b_template, b_param, b_seeds, b_steps, b_out = b
+    counter = _counter_test(cond.comp)
+    if counter is not None:
+        index, test, limit = counter
+
+        def counted(env):
+            state = env[src]
+            while test(int(state[index]), limit):
+                e = b_template.copy()
+                e[b_param] = state
+                for slot, i in b_seeds:
+                    e[slot] = state[i]
+                for step in b_steps:
+                    step(e)
+                state = [e[k] for k in b_out]
+            env[s] = state
+        return counted
 
     def while_(env):
         state = env[src]
