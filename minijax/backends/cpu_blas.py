@@ -239,33 +239,29 @@ def _emit_pyobject_entry(module, name: str, data_offset: int) -> None:
 
 
 class _Entries:
-    """The compiled helper: per dtype a ctypes function, a PyObject entry and a builtin."""
+    """The compiled helper: per dtype a ctypes function, a PyObject entry and a builtin.
+
+    Its object code is looked up by `driver_key` first (memory, then MINIJAX_CACHE_DIR), so
+    a process with a warm cache directory neither builds nor compiles the IR."""
 
     def __init__(self, blas: Blas):
-        import llvmlite.ir as ir
-
         from minijax.backends import cpu_fastcall as fastcall
         from minijax.backends.cpu_kernel import _DATA_OFFSET, _KernelFn
         from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
-        from minijax.compiler.codegen.llvm_types import F32, F64, I32, I64
-        module = ir.Module(name="minijax_gemm")
-        ity = I64 if blas.int_bits == 64 else I32
         symbols = {}
-        for dt, fty in (("f32", F32), ("f64", F64)):
+        for dt in ("f32", "f64"):
             name = f"{SYMBOL_PLACEHOLDER}gemm_{dt}"
-            _emit_gemm(module, name, fty, ity)
-            entry = {"fn": name, "py": None, "fast": None}
-            if _DATA_OFFSET is not None:
-                _emit_pyobject_entry(module, name, _DATA_OFFSET)
-                entry["py"] = name + "_py"
-                if fastcall.SUPPORTED:
-                    entry["fast"] = fastcall.emit_fastcall_entry(module, name, 4, 1,
-                                                                 _DATA_OFFSET)
-            symbols[dt] = entry
+            py = name + "_py" if _DATA_OFFSET is not None else None
+            fast = name + "_fc" if py and fastcall.SUPPORTED else None
+            symbols[dt] = {"fn": name, "py": py, "fast": fast}
         wanted = [s for e in symbols.values() for s in e.values() if s]
-        # Level 0 (no optimizer, fast code generator): a loop of gemm calls gains nothing
-        # from -O3, which would cost ~70 ms of LLVM time on the first jit call.
-        addrs = get_jit().compile([(str(module), 0)], wanted)
+        jit = get_jit()
+        key = driver_key(blas)
+        addrs = jit.load_key(key, wanted)
+        if addrs is None:
+            # Level 0 (no optimizer, fast code generator): a loop of gemm calls gains
+            # nothing from -O3, which would cost ~70 ms of LLVM time.
+            addrs = jit.compile([(_driver_ir(blas, symbols), 0)], wanted, key=key)
         self.by_dtype = {}
         self._keepalive = []
         for dt, e in symbols.items():
@@ -276,6 +272,50 @@ class _Entries:
                 fast, keep = fastcall.make_builtin(addrs[e["fast"]], f"minijax_gemm_{dt}")
                 self._keepalive.append(keep)
             self.by_dtype[np.dtype(np.float32 if dt == "f32" else np.float64)] = (fn, py, fast)
+
+
+def _driver_ir(blas: Blas, symbols: dict) -> str:
+    """The driver module's LLVM IR text, defining the names in `symbols`."""
+    import llvmlite.ir as ir
+
+    from minijax.backends import cpu_fastcall as fastcall
+    from minijax.backends.cpu_kernel import _DATA_OFFSET
+    from minijax.compiler.codegen.llvm_types import F32, F64, I32, I64
+    module = ir.Module(name="minijax_gemm")
+    ity = I64 if blas.int_bits == 64 else I32
+    for dt, fty in (("f32", F32), ("f64", F64)):
+        entry = symbols[dt]
+        _emit_gemm(module, entry["fn"], fty, ity)
+        if entry["py"]:
+            _emit_pyobject_entry(module, entry["fn"], _DATA_OFFSET)
+        if entry["fast"] and fastcall.emit_fastcall_entry(
+                module, entry["fn"], 4, 1, _DATA_OFFSET) != entry["fast"]:
+            raise RuntimeError("gemm driver: unexpected fastcall entry name")
+    return str(module)
+
+
+#: Sources whose code shapes the driver's IR (part of its cache key).
+_DRIVER_SOURCES = ("cpu_blas.py", "cpu_fastcall.py", "cpu_kernel.py",
+                   os.path.join("..", "compiler", "codegen", "llvm_types.py"))
+
+
+def driver_key(blas: Blas) -> str:
+    """The object-cache key of the gemm driver: a hash of the sources that generate its IR,
+    the BLAS integer width, the PyObject layout and the JIT's target (so it is known
+    without building the IR)."""
+    import hashlib
+
+    from minijax.backends import cpu_fastcall as fastcall
+    from minijax.backends.cpu_kernel import _DATA_OFFSET
+    from minijax.backends.cpu_runtime import get_jit
+    h = hashlib.sha256(b"minijax-gemm-driver-1\0")
+    here = os.path.dirname(os.path.abspath(__file__))
+    for rel in _DRIVER_SOURCES:
+        with open(os.path.join(here, rel), "rb") as f:
+            h.update(f.read())
+    h.update(f"{blas.int_bits}|{_DATA_OFFSET}|{fastcall.SUPPORTED}|".encode())
+    h.update(get_jit().target_id().encode())
+    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=1)
