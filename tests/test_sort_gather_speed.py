@@ -247,7 +247,7 @@ def _loop_scatter(x, idx, upd, op):
 
 
 @INDEX_SETTINGS
-@given(data=st.data(), shape=st.sampled_from([(1, 2), (5, 3), (6,), (40, 4)]),
+@given(data=st.data(), shape=st.sampled_from([(1, 2), (5, 3), (6,), (40, 4), (4, 0)]),
        k=st.sampled_from([0, 1, 4, 50]), op=st.sampled_from(["set", "add", "mul", "min", "max"]),
        dtype=st.sampled_from(["float32", "int32"]))
 def test_scatters_vs_python_loop(data, shape, k, op, dtype):

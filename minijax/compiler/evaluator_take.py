@@ -131,7 +131,8 @@ def fast_scatter(operand, vectors, update, attrs, comp):
     g0 = gdims[0] if gdims else 0
     g1 = gdims[-1] + 1 if gdims else 0
     # Rows: (batch, dims before g0, dims from g1); the indexed window dims are all 1 wide.
-    rows = update.reshape((-1,) + tuple(shape[:g0]) + tuple(shape[g1:]))
+    rows = update.reshape((int(np.prod(bshape, dtype=np.int64)),) + tuple(shape[:g0])
+                          + tuple(shape[g1:]))
     flat, valid = flat.reshape(-1), valid.reshape(-1)
     if not valid.all():
         rows, flat = rows[valid], flat[valid]
@@ -146,11 +147,12 @@ def fast_scatter(operand, vectors, update, attrs, comp):
         ends = np.concatenate([starts[1:], [len(order)]]) - 1
         merged[targets] = rows[order[ends]]
     elif len(starts) == len(flat):  # distinct targets
-        merged[flat] = reducer(merged[flat], rows.astype(out.dtype))
+        merged[flat] = reducer(merged[flat], rows.astype(out.dtype, copy=False))
     elif reducer in (np.add, np.multiply) and out.dtype.kind in "fc":
-        _apply_in_rounds(merged, flat, rows.astype(out.dtype), order, starts, reducer)
+        rows = rows.astype(out.dtype, copy=False)
+        _apply_in_rounds(merged, flat, rows, order, starts, reducer)
     else:  # exact in any order: integer wrap-around, min/max, bitwise
-        grouped = rows[order].astype(out.dtype)
+        grouped = rows[order].astype(out.dtype, copy=False)
         combined = reducer.reduceat(grouped, starts, axis=0, dtype=out.dtype)
         merged[targets] = reducer(merged[targets], combined)
     return out
