@@ -146,6 +146,29 @@ def test_pattern_becomes_one_row_fused_kernel(name, f, ref, nargs):
         np.testing.assert_allclose(got[0], ref(*args), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("f,nargs", [(softmax, 1), (jax.nn.log_softmax, 1), (layernorm, 3),
+                                     (softmax_grad, 2), (layernorm_grad, 3)])
+def test_each_reduction_is_computed_once_per_row(f, nargs):
+    """The kernel has one loop per stage plus the output loop, and no reduction re-emitted
+    inside a loop (an elemental inline reduce there would cost cols^2 per row)."""
+    import llvmlite.ir as ir
+
+    from minijax.compiler.codegen.loops import emit_kernel
+    args = _ln_args(16, 64)[:nargs]
+    if nargs == 2:
+        args = (args[0], args[0] * 2)
+    module, _ = optimized(f, *args)
+    (fusion,) = row_fusions(module)
+    plan = row_fusion_plan(fusion.called["calls"])
+    m = ir.Module("t")
+    spec = emit_kernel(m, "k", fusion.called["calls"])
+    blocks = [blk.name for fn in m.functions for blk in fn.blocks]
+    assert spec.mode == "row_fused"
+    assert not [b for b in blocks if b.startswith("loop.")]
+    loops = {b.split(".")[0] for b in blocks if b.startswith("cols")}
+    assert len(loops) == len(plan.passes) + 1
+
+
 def test_layernorm_gradient_matches_finite_differences_through_jit():
     x, g, b = _ln_args(5, 33, seed=3, dtype=np.float64)
     with enable_x64():

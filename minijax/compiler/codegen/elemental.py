@@ -175,10 +175,8 @@ class ElementalEmitter:
         the current row, see row_loops.py)."""
         self.bound[id(instr)] = value
 
-    def unbind(self, *instrs: Instruction) -> None:
-        """Forget the bound values of `instrs` (of every instruction if none are given)."""
-        if not instrs:
-            self.bound.clear()
+    def unbind(self, instrs) -> None:
+        """Forget the bound values of the instructions in `instrs`."""
         for instr in instrs:
             self.bound.pop(id(instr), None)
 

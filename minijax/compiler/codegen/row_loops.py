@@ -112,7 +112,7 @@ class _RowKernel:
             for v, first in self.cached.values():
                 if first == n:
                     b.store(em.emit(v, index), self._scratch_ptr(v, j))
-            em.unbind(*loaded)
+            em.unbind(loaded)
 
     def _pass(self, n, reduces) -> None:
         """Loop `n`: accumulate `reduces` over the current row; bind their results."""
@@ -214,7 +214,7 @@ class _RowKernel:
             if full:
                 self._column_loop(len(plan.passes), const(I64, 0), const(I64, plan.cols),
                                   store_outputs)
-            em.unbind()
+            em.bound.clear()
         return ke._spec("row_fused", n_rows, plan.cols * (len(plan.passes) + 1))
 
 
