@@ -105,16 +105,36 @@ class _CompiledEntry:
             aval, dt = out_avals[0], dtypes[0]
 
             def call(args):
-                return wrap(execute([x._value for x in args] + hoisted)[0], aval, dt)
+                return wrap(execute([x._value if type(x) is Array else _numpy_value(x)
+                                     for x in args] + hoisted)[0], aval, dt)
         else:
             def call(args):
-                outs = execute([x._value for x in args] + hoisted)
+                outs = execute([x._value if type(x) is Array else _numpy_value(x)
+                                for x in args] + hoisted)
                 return unflatten(out_tree, [wrap(o, a, d) for o, a, d in
                                             zip(outs, out_avals, dtypes, strict=True)])
         return call
 
 
 _NOT_FAST = object()
+#: NumPy dtypes that are canonical whatever jax_enable_x64 says, so a NumPy argument of one
+#: of them maps to the same compiled entry in both modes (float64 does not).
+_MODE_FREE_DTYPES = frozenset(np.dtype(t) for t in (
+    np.float32, np.float16, np.int32, np.uint32, np.int16, np.uint16, np.int8, np.uint8,
+    np.bool_, np.complex64))
+
+
+def _numpy_fast_key(x):
+    """The fast-path key of a NumPy array argument (not weakly typed), or _NOT_FAST."""
+    if type(x) is np.ndarray and x.dtype in _MODE_FREE_DTYPES:
+        return (x.shape, x.dtype, False, np.ndarray)
+    return _NOT_FAST
+
+
+def _numpy_value(x):
+    # A private copy, as device_put makes: an output may alias an input buffer, and the
+    # caller may mutate its NumPy array after the call.
+    return np.array(x, order="C", copy=True)
 _FAST_MAX = 32
 _current_trace = core.current_trace
 
@@ -164,7 +184,7 @@ class JitWrapped:
         if not kwargs and self._fast_ok:
             try:
                 key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type) if type(x) is Array
-                             else _NOT_FAST for x in args])
+                             else _numpy_fast_key(x) for x in args])
                 call = self._cache.fast.get(key)
             except TypeError:
                 call = None
@@ -177,13 +197,14 @@ class JitWrapped:
         signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
         entry = self._cache.entries.get(signature)
         if entry is None:
-            entry = self._compile(signature, dyn_leaves, call_fun, names)
+            entry = self._compile(signature, dyn_leaves, call_fun, names())
         else:
             self._cache.stats.hits += 1
-        if (not kwargs and self._fast_ok and args and len(self._cache.fast) < _FAST_MAX
-                and all(type(x) is Array for x in args)):
-            self._cache.fast[tuple((x.aval.shape, x.aval.dtype, x.aval.weak_type)
-                                   for x in args)] = entry.fast_caller()
+        if not kwargs and self._fast_ok and args and len(self._cache.fast) < _FAST_MAX:
+            key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type) if type(x) is Array
+                         else _numpy_fast_key(x) for x in args])
+            if _NOT_FAST not in key:
+                self._cache.fast[key] = entry.fast_caller()
         return entry.call([_host_value(x) for x in dyn_leaves])
 
     def _signature(self, args, kwargs):
@@ -199,7 +220,7 @@ class JitWrapped:
                 static_items.append((k, _check_hashable(v, f"argument '{k}'", self._name)))
             else:
                 dyn_kwargs[k] = v
-        for i in range(nargs):
+        for i in range(nargs if self._static_argnames else 0):
             name = _positional_name(self._fun, i)
             if name is not None and name in self._static_argnames and i not in static_nums:
                 static_nums.add(i)
@@ -220,9 +241,14 @@ class JitWrapped:
             full = [args[i] if i in static_nums else next(it) for i in range(nargs)]
             return self._fun(*full, **d_kwargs, **{k: v for k, v in kwargs.items()
                                                     if k in self._static_argnames})
-        names = leaf_arg_names(self._fun, list(dyn_args)) \
-            if len(leaves) < 256 else [f"args[{i}]" for i in range(len(leaves))]
-        names += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(names))]
+
+        def names():
+            # Argument names only matter on a cache miss (errors, miss explanations), so
+            # they are computed then: inspect.signature costs tens of microseconds.
+            found = leaf_arg_names(self._fun, list(dyn_args)) \
+                if len(leaves) < 256 else [f"args[{i}]" for i in range(len(leaves))]
+            found += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(found))]
+            return found
         return signature, leaves, call_fun, names
 
     # ----------------------------------------------------------------- compiling
@@ -274,6 +300,7 @@ class JitWrapped:
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and lower for these arguments; returns a Lowered (HLO before passes)."""
         signature, _, call_fun, names = self._signature(args, kwargs)
+        names = names()
         closed, out_tree = self._trace(signature, call_fun, names)
         lowered = Lowered(self, closed, out_tree, signature, names)
         lowered._keep_text = True
@@ -282,11 +309,13 @@ class JitWrapped:
     def trace(self, *args, **kwargs):
         """The ClosedJaxpr jit traces for these arguments."""
         signature, _, call_fun, names = self._signature(args, kwargs)
+        names = names()
         return self._trace(signature, call_fun, names)[0]
 
     def eval_shape(self, *args, **kwargs):
         from minijax.api import ShapeDtypeStruct
         signature, _, call_fun, names = self._signature(args, kwargs)
+        names = names()
         closed, out_tree = self._trace(signature, call_fun, names)
         out = tree_util.tree_unflatten(
             out_tree, [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals])

@@ -164,3 +164,36 @@ def test_scalar_chain_with_shared_subexpressions_compiles_quickly():
         return x
     out = jax.jit(f)(np.float32(0.0))
     assert float(out) == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_, np.float64])
+def test_numpy_arguments_take_the_cached_fast_path_and_are_copied(dtype):
+    """NumPy arguments of mode-independent dtypes hit the fast path (one compile, later
+    calls are hits); results match NumPy; mutating the argument afterwards changes neither
+    an earlier result nor one aliasing the input (jit(identity))."""
+    f = jax.jit(lambda x, y: lax.add(x, y) if x.dtype != np.bool_ else lax.bitwise_or(x, y))
+    identity = jax.jit(lambda x: x)
+    a = (np.arange(6) % 3).astype(dtype).reshape(2, 3)
+    b = np.ones((2, 3), dtype)
+    expected = (a | b) if dtype is np.bool_ else a + b
+    for _ in range(3):
+        out = f(a, b)
+        np.testing.assert_array_equal(np.asarray(out), expected.astype(out.dtype))
+    assert f.cache_stats.compiles == 1 and f.cache_stats.hits == 2
+    if np.dtype(dtype) != np.float64:
+        assert len(f._cache.fast) == 1
+    same = identity(a)
+    before = np.asarray(same).copy()
+    a[0, 0] = 2
+    np.testing.assert_array_equal(np.asarray(same), before)
+    np.testing.assert_array_equal(np.asarray(out), expected.astype(out.dtype))
+
+
+def test_numpy_float64_argument_follows_the_x64_mode(x64):
+    """float64 NumPy arguments stay off the fast path: their canonical dtype depends on
+    jax_enable_x64, so toggling the mode must not reuse an entry of the other mode."""
+    f = jax.jit(lambda x: x * 2)
+    a = np.full(3, 1.0 + 2.0 ** -40)
+    assert f(a).dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(f(a)), a * 2)
+    assert len(f._cache.fast) == 0
