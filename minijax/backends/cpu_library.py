@@ -142,6 +142,18 @@ def _counter_test(comp):
     return a.attrs["index"], _INT_COMPARES[direction], int(np.asarray(b.literal))
 
 
+def _run_unpacked(unpacked, state):
+    """Run one computation unpacked by `_unpacked` on the tuple `state`; its slots."""
+    template, param, seeds, steps, _ = unpacked
+    e = template.copy()
+    e[param] = state
+    for slot, i in seeds:
+        e[slot] = state[i]
+    for step in steps:
+        step(e)
+    return e
+
+
 def _tuple_loop(cond, body, src, s):
     """A while loop over a tuple state with the per-iteration work cut to the kernels: the
     state's elements go straight into the slots of the get-tuple-elements that read them,
@@ -150,8 +162,7 @@ def _tuple_loop(cond, body, src, s):
     b = _unpacked(body, True)
     if c is None or b is None:
         return None
-    c_template, c_param, c_seeds, c_steps, c_root = c
-    b_template, b_param, b_seeds, b_steps, b_out = b
+    c_root, b_out = c[4], b[4]
     counter = _counter_test(cond.comp)
     if counter is not None:
         index, test, limit = counter
@@ -159,12 +170,7 @@ def _tuple_loop(cond, body, src, s):
         def counted(env):
             state = env[src]
             while test(int(state[index]), limit):
-                e = b_template.copy()
-                e[b_param] = state
-                for slot, i in b_seeds:
-                    e[slot] = state[i]
-                for step in b_steps:
-                    step(e)
+                e = _run_unpacked(b, state)
                 state = [e[k] for k in b_out]
             env[s] = state
         return counted
@@ -172,20 +178,9 @@ def _tuple_loop(cond, body, src, s):
     def while_(env):
         state = env[src]
         while True:
-            e = c_template.copy()
-            e[c_param] = state
-            for slot, i in c_seeds:
-                e[slot] = state[i]
-            for step in c_steps:
-                step(e)
-            if not e[c_root]:
+            if not _run_unpacked(c, state)[c_root]:
                 break
-            e = b_template.copy()
-            e[b_param] = state
-            for slot, i in b_seeds:
-                e[slot] = state[i]
-            for step in b_steps:
-                step(e)
+            e = _run_unpacked(b, state)
             state = [e[k] for k in b_out]
         env[s] = state
     return while_
