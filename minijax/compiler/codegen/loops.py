@@ -72,6 +72,13 @@ class KernelSpec:
     output_shapes: list
 
 
+def block_bounds(b: ir.IRBuilder, blk, length: int):
+    """[lo, hi) of block `blk` of BLOCK elements within [0, length)."""
+    lo = b.mul(blk, const(I64, BLOCK))
+    hi = b.add(lo, const(I64, BLOCK))
+    return lo, b.select(b.icmp_signed("<", hi, const(I64, length)), hi, const(I64, length))
+
+
 @contextlib.contextmanager
 def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
     """`for (i = start; i < end; ++i) { body }`; yields i; the builder ends after the loop."""
@@ -408,9 +415,7 @@ class KernelEmitter:
                 ro_multi = _delinearize(b, ro, red_outer)
                 n_blocks = (last + BLOCK - 1) // BLOCK
                 with emit_counted_loop(b, const(I64, 0), const(I64, n_blocks), "blk") as blk:
-                    lo = b.mul(blk, const(I64, BLOCK))
-                    hi = b.add(lo, const(I64, BLOCK))
-                    hi = b.select(b.icmp_signed("<", hi, const(I64, last)), hi, const(I64, last))
+                    lo, hi = block_bounds(b, blk, last)
                     partial = []
                     for r, (slot, blocked) in zip(roots, slots):
                         if blocked:
@@ -529,9 +534,7 @@ class KernelEmitter:
                 b.store(_identity(ty, kind, et), s)
                 slots.append(s)
             with self.em.scope(), emit_counted_loop(b, lo_blk, hi_blk, "blk") as blk:
-                lo = b.mul(blk, const(I64, BLOCK))
-                hi = b.add(lo, const(I64, BLOCK))
-                hi = b.select(b.icmp_signed("<", hi, const(I64, size)), hi, const(I64, size))
+                lo, hi = block_bounds(b, blk, size)
                 partial = []
                 for s, bl, et in zip(slots, blocked, ets):
                     if bl:

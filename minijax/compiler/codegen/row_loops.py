@@ -28,7 +28,12 @@ import llvmlite.ir as ir
 
 from minijax.compiler.codegen.elemental import ELEMENTWISE, Index
 from minijax.compiler.codegen.llvm_types import F64, I64, const, is_float, value_type
-from minijax.compiler.codegen.loops import BLOCK, emit_counted_loop, reducer_kind
+from minijax.compiler.codegen.loops import (
+    BLOCK,
+    block_bounds,
+    emit_counted_loop,
+    reducer_kind,
+)
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.passes.opcodes import EXPENSIVE
 
@@ -131,9 +136,7 @@ class _RowKernel:
         n_blocks = (cols + BLOCK - 1) // BLOCK
         with self.em.scope(), emit_counted_loop(b, const(I64, 0), const(I64, n_blocks),
                                                 f"blk{n}") as blk:
-            lo = b.mul(blk, const(I64, BLOCK))
-            hi = b.add(lo, const(I64, BLOCK))
-            hi = b.select(b.icmp_signed("<", hi, const(I64, cols)), hi, const(I64, cols))
+            lo, hi = block_bounds(b, blk, cols)
             partial = []
             for r, (slot, blocked) in zip(reduces, accs):
                 if blocked:
