@@ -35,17 +35,17 @@ partial_eval_rules: dict = {}
 class JaxprTracer(Tracer):
     """A value recorded in a JaxprTrace: a jaxpr variable plus the arguments it depends on."""
 
-    __slots__ = ("var", "deps", "_created_at")
+    __slots__ = ("jaxpr_var", "deps", "_created_at")
 
     def __init__(self, trace: JaxprTrace, var: Var, deps: frozenset, created_at=None):
         self._trace = trace
-        self.var = var
+        self.jaxpr_var = var
         self.deps = deps
         self._created_at = created_at
 
     @property
     def aval(self) -> ShapedArray:
-        return self.var.aval
+        return self.jaxpr_var.aval
 
     def origin_description(self) -> str | None:
         trace = self._trace
@@ -89,7 +89,7 @@ class JaxprTrace(core.Trace):
     def to_var(self, x):
         """The jaxpr atom for a value: its variable, a Literal, or a hoisted constant."""
         if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+            return x.jaxpr_var
         if type(x) in (bool, int, float, complex):
             return Literal(x, get_aval(x))
         if type(x) is Array and x.aval.ndim == 0:

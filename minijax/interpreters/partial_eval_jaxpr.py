@@ -74,7 +74,7 @@ def partial_eval_jaxpr_fwd(closed: ClosedJaxpr, unknowns, instantiate=False,
         if isinstance(value, JaxprTracer) and value._trace is known_trace:
             res_vars.append(var)
             res_avals.append(var.aval)
-            pos = known_invars.index(value.var) if value.var in known_invars else None
+            pos = known_invars.index(value.jaxpr_var) if value.jaxpr_var in known_invars else None
             if pos is not None and forwardable[pos]:
                 res_spec.append(pos)
             else:
