@@ -3,17 +3,26 @@
 Comparators JAX and our lowering emit are lexicographic chains of per-key comparisons,
 `or(lt(T(k0), T(k0')), and(eq(T(k0), T(k0')), <rest of the chain>))`, where T is any elementwise
 expression of one parameter (e.g. the NaN canonicalization `select(x != x, nan, x)`). Those
-are recognized structurally: T runs once over each whole key operand, and one stable
-lexsort orders the transformed keys. Any other comparator sorts with a vectorized bottom-up
-merge sort whose merges binary-search the partner run, calling the comparator on whole
-arrays of pairs: O(n log^2 n) comparisons in O(log^2 n) batched calls, stable.
+are recognized structurally: T runs once over each whole key operand, the keys become
+unsigned integers (evaluator_sort_keys.py) and one np.sort orders them: sorted keys decoded
+back to values, or keys packed with the element index for a stable permutation. Any other
+comparator sorts with a vectorized bottom-up merge sort whose merges binary-search the
+partner run, calling the comparator on whole arrays of pairs: O(n log^2 n) comparisons in
+O(log^2 n) batched calls, stable.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_elementwise import total_order_key
+from minijax.compiler.evaluator_sort_keys import (
+    differing,
+    is_iota,
+    packed_permutation,
+    sorted_values,
+    take_rows,
+    unsigned_key,
+)
 
 _LESS = {"LT": False, "GT": True}  # direction -> descending when compare(p[2k], p[2k+1])
 
@@ -115,9 +124,30 @@ def comparator_keys(comp):
 # ----------------------------------------------------------------------- fast key sorting
 
 
+def _nan_replacement(expr, param: int):
+    """The NaN constant c when `expr` is `select(p != p, c, p)` of parameter `param` (the
+    NaN canonicalization in sort comparators), else None."""
+    if expr.opcode != "select" or len(expr.operands) != 3:
+        return None
+    test, const, other = expr.operands
+    literal = const.literal if const.opcode == "constant" else None
+    if (test.opcode != "compare" or test.attrs.get("direction") != "NE"
+            or len(test.operands) != 2 or literal is None or literal.ndim != 0
+            or literal.dtype.kind != "f" or not np.isnan(literal)):
+        return None
+    same = [o.opcode == "parameter" and o.parameter_number == param
+            for o in (*test.operands, other)]
+    return literal if all(same) and const.shape == other.shape else None
+
+
 def _transform(expr, param: int, value: np.ndarray) -> np.ndarray:
     """Evaluate the scalar expression `expr` of one parameter elementwise over `value`."""
     from minijax.compiler import evaluator as ev  # the evaluator imports this module
+
+    nan = _nan_replacement(expr, param)
+    if nan is not None and value.dtype == nan.dtype:
+        mask = np.isnan(value)
+        return np.where(mask, nan, value) if mask.any() else value
 
     ctx = ev._Context(True)
     env: dict[int, object] = {}
@@ -134,34 +164,67 @@ def _transform(expr, param: int, value: np.ndarray) -> np.ndarray:
     return np.broadcast_to(visit(expr), value.shape)
 
 
-def _sortable(key: np.ndarray, descending: bool, ctype) -> np.ndarray | None:
-    """An array whose ascending stable order is the comparison's order (None: unsupported)."""
-    kind = key.dtype.kind
-    if kind == "c":
-        return None
-    if kind == "f":
-        if ctype == "TOTALORDER":
-            key = total_order_key(key)
-        elif descending:
-            return -key.astype(np.float64)  # IEEE: -0 and 0 tie; NaNs stay last
-        else:
-            return key
-    elif kind == "b":
-        key = key.astype(np.uint8)
-    return ~key if descending else key
-
-
-def _keyed_permutation(moved, keys):
-    sortables = []
+def _key_arrays(flat, keys):
+    """Each comparator key as an UnsignedKey (None when a key type is unsupported)."""
+    ukeys = []
     for k, expr, param, descending, ctype in keys:
-        key = moved[k] if expr.opcode == "parameter" else _transform(expr, param, moved[k])
-        key = _sortable(np.asarray(key), descending, ctype)
-        if key is None:
+        key = flat[k] if expr.opcode == "parameter" else _transform(expr, param, flat[k])
+        ukey = unsigned_key(np.asarray(key), descending, ctype)
+        if ukey is None:
             return None
-        sortables.append(key)
-    if len(sortables) == 1:
-        return np.argsort(sortables[0], axis=-1, kind="stable")
-    return np.lexsort(sortables[::-1], axis=-1)
+        ukeys.append(ukey)
+    return ukeys
+
+
+def _stable_permutation(ukeys, n):
+    """(permutation, sorted keys of a one-key sort or None) for rows of length n."""
+    packed = packed_permutation(ukeys, n)
+    if packed is not None:
+        return packed
+    if len(ukeys) == 1:
+        return np.argsort(ukeys[0].u, axis=-1, kind="stable"), None  # 64-bit keys
+    return np.lexsort([k.u for k in ukeys[::-1]], axis=-1), None
+
+
+def keyed_sort(moved, keys):
+    """The sorted operands (sort axis last) for a recognized comparator, or None.
+
+    One key: operands of the key's dtype are decoded from the sorted keys (np.sort, no
+    permutation); the others, and any sort with several keys, are gathered along a stable
+    permutation from one sort of keys packed with the element index.
+    """
+    n = moved[0].shape[-1]
+    lead = moved[0].shape[:-1]
+    flat = [m.reshape(-1, n) for m in moved]
+    ukeys = _key_arrays(flat, keys)
+    if ukeys is None:
+        return None
+    outs: list = [None] * len(flat)
+    perm = None
+    if len(ukeys) == 1:
+        key = ukeys[0]
+        reference = key.decode(key.u)
+        differs = {j: differing(f, reference) for j, f in enumerate(flat)
+                   if f.dtype == reference.dtype}
+        # Too many elements not recoverable from their keys: gather those operands instead.
+        by_value = [j for j, d in differs.items() if np.count_nonzero(d) * 4 <= d.size]
+        keys_u = key.u
+        if len(by_value) < len(flat):
+            perm, sorted_u = _stable_permutation(ukeys, n)
+        elif key.owned and not any(differs[j].any() for j in by_value):
+            keys_u = None  # not needed for tie groups: sort in place
+            key.u.sort(axis=-1)
+            sorted_u = key.u
+        else:
+            sorted_u = np.sort(key.u, axis=-1)
+        for j in by_value:
+            outs[j] = sorted_values(flat[j], key, sorted_u, differs[j], keys_u)
+    for j, out in enumerate(outs):
+        if out is None:
+            if perm is None:
+                perm, _ = _stable_permutation(ukeys, n)
+            outs[j] = perm.astype(flat[j].dtype) if is_iota(flat[j]) else take_rows(flat[j], perm)
+    return [o.reshape(lead + (n,)) for o in outs]
 
 
 # ------------------------------------------------------------------ general merge sort
@@ -217,26 +280,21 @@ def merge_sort_permutation(moved, comp, ctx):
 # --------------------------------------------------------------------------------- opcode
 
 
-def sort_permutation(moved, comp, ctx):
-    """Stable permutation sorting `moved` (operands with the sort axis last) by `comp`."""
-    from minijax.compiler import evaluator as ev  # the evaluator imports this module
-
-    keys = comparator_keys(comp) if ev._is_batchable(comp) else None
-    if keys is not None:
-        perm = _keyed_permutation(moved, keys)
-        if perm is not None:
-            return perm
-    return merge_sort_permutation(moved, comp, ctx)
-
-
 def sort_opcode(instr, ops, ctx):
     """XLA sort along `dimensions[0]`; every operand is permuted like the keys."""
+    from minijax.compiler import evaluator as ev  # the evaluator imports this module
+
     dims = instr.attrs.get("dimensions", (0,))
     dim = int(dims[0] if isinstance(dims, (tuple, list)) else dims)
     moved = [np.moveaxis(np.asarray(o), dim, -1) for o in ops]
     if moved[0].shape[-1] <= 1 or moved[0].size == 0:
         outs = [np.asarray(o) for o in ops]
     else:
-        perm = sort_permutation(moved, instr.called["to_apply"], ctx)
-        outs = [np.moveaxis(np.take_along_axis(m, perm, axis=-1), -1, dim) for m in moved]
+        comp = instr.called["to_apply"]
+        keys = comparator_keys(comp) if ev._is_batchable(comp) else None
+        sorted_moved = keyed_sort(moved, keys) if keys is not None else None
+        if sorted_moved is None:
+            perm = merge_sort_permutation(moved, comp, ctx)
+            sorted_moved = [np.take_along_axis(m, perm, axis=-1) for m in moved]
+        outs = [np.moveaxis(m, -1, dim) for m in sorted_moved]
     return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,185 @@
+"""Unsigned integer sort keys for the evaluator's recognized sort comparators.
+
+A recognized comparator key (one operand, its elementwise transform, a direction and a
+comparison type) becomes an unsigned integer array whose ascending order is the comparator's
+order and whose equal entries are exactly the comparator's ties. Integer keys let the sort
+use NumPy's fast (non-stable, SIMD) np.sort:
+
+- a stable permutation comes from sorting keys packed with the element index into one
+  wider integer (`packed_permutation`): all packed values differ, so any sort is stable;
+- a sorted operand comes from sorting the keys alone and decoding them back to values
+  (`sorted_values`); the few tie groups whose members are not all the decoded value (the
+  -0.0/+0.0 and NaN groups of jnp.sort's keys) are refilled with their members in input
+  order, which is what a stable sort leaves there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+class UnsignedKey:
+    """`u`: unsigned keys (same shape as the operand; `owned`: a fresh array that may be
+    sorted in place); `decode(u)`: a fresh array of one value per key."""
+
+    def __init__(self, u: np.ndarray, decode, owned: bool):
+        self.u = u
+        self.decode = decode
+        self.owned = owned
+        self.bits = u.dtype.itemsize * 8
+
+
+# Large temporaries cost page faults on every call, so these work in place on one array.
+def _float_order(x: np.ndarray) -> np.ndarray:
+    """Unsigned integers in XLA's TOTALORDER of the floats x (a bijection on bit patterns):
+    the sign bit flips for positives, every bit for negatives."""
+    size = x.dtype.itemsize
+    signed = x.view(f"i{size}")
+    out = signed >> (size * 8 - 1)  # -1 for negatives, else 0
+    out |= signed.dtype.type(-1 << (size * 8 - 1))
+    out ^= signed
+    return out.view(_UINT[size])
+
+
+def _float_from_order(u: np.ndarray, dtype) -> np.ndarray:
+    size = u.dtype.itemsize
+    out = ~u.view(f"i{size}")
+    out >>= size * 8 - 1  # -1 where the key's top bit is clear (a negative float)
+    out |= out.dtype.type(-1 << (size * 8 - 1))
+    out ^= u.view(f"i{size}")
+    return out.view(dtype)
+
+
+def unsigned_key(key: np.ndarray, descending: bool, ctype) -> UnsignedKey | None:
+    """The comparator's order of `key` as unsigned integers, or None for unsupported types.
+
+    Floats compared with TOTALORDER: -NaN < -inf < ... < -0 < +0 < ... < +NaN. Other float
+    comparisons order as the lexsort fallback does: -0 ties with +0 and NaNs (any sign)
+    tie and go last in both directions.
+    """
+    key = np.asarray(key)
+    kind, size, dtype = key.dtype.kind, key.dtype.itemsize, key.dtype
+    if kind not in "fiub" or size not in _UINT:
+        return None
+    width = _UINT[size]
+    if kind == "f" and ctype != "TOTALORDER":
+        flip = -key if descending else key
+        canon = np.where(np.isnan(flip), np.array(np.nan, dtype), flip)
+        canon = np.where(canon == 0, np.zeros((), dtype), canon)
+        sign = -1 if descending else 1
+
+        def decode_float(v):
+            return (_float_from_order(v, dtype) * sign).astype(dtype)
+        return UnsignedKey(_float_order(np.ascontiguousarray(canon, dtype)), decode_float, True)
+    top = width(1 << (size * 8 - 1))
+    if kind == "f":
+        u, owned = _float_order(key), True
+    elif kind == "i":
+        u, owned = key.view(width) ^ top, True
+    else:
+        u, owned = key.view(width), False
+    if descending:
+        if owned:
+            np.invert(u, out=u)
+        else:
+            u, owned = ~u, True
+
+    def decode(v):
+        if descending:
+            v = ~v
+        if kind == "f":
+            return _float_from_order(v, dtype)
+        if kind == "i":
+            return (v ^ top).view(dtype)
+        return v.view(dtype) if descending else v.copy().view(dtype)
+    return UnsignedKey(u, decode, owned)
+
+
+def _pack(ukeys: list[UnsignedKey], n: int, index_bits: int, wide):
+    if (len(ukeys) == 1 and ukeys[0].bits == 32 and wide is np.uint64 and np.little_endian
+            and ukeys[0].u.ndim == 2):
+        # Two 32-bit halves written in place: cheaper than widening, shifting and or-ing.
+        packed = np.empty(ukeys[0].u.shape, np.uint64)
+        halves = packed.view(np.uint32).reshape(packed.shape + (2,))
+        halves[..., 0] = np.arange(n, dtype=np.uint32)
+        halves[..., 1] = ukeys[0].u
+        return packed
+    packed = np.arange(n, dtype=wide)
+    shift = index_bits
+    for k in reversed(ukeys):
+        packed = packed | (k.u.astype(wide) << wide(shift))
+        shift += k.bits
+    return packed
+
+
+def packed_permutation(ukeys: list[UnsignedKey], n: int):
+    """(stable permutation, the sorted keys of a one-key sort) ordering rows of length n by
+    the keys (most significant first), or None when keys and index exceed 64 bits. The
+    permutation is an unsigned integer array (convert it before indexing with it)."""
+    key_bits = sum(k.bits for k in ukeys)
+    need = max(1, (n - 1).bit_length())
+    if key_bits + need > 64:
+        return None
+    wide = np.uint32 if key_bits + need <= 32 else np.uint64
+    index_bits = wide(0).itemsize * 8 - key_bits  # the spare low bits hold the index
+    packed = _pack(ukeys, n, index_bits, wide)
+    packed.sort(axis=-1)
+    if index_bits == 32 and np.little_endian:  # the halves as strided views: no shifts
+        halves = packed.view(np.uint32)
+        perm, keys = halves[..., 0::2], halves[..., 1::2]
+    else:
+        perm = packed & wide((1 << index_bits) - 1)
+        keys = packed >> wide(index_bits)
+        keys = keys.astype(ukeys[0].u.dtype)
+    return perm, (keys if len(ukeys) == 1 else None)
+
+
+def take_rows(a: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """np.take_along_axis(a, perm, -1) for 2-D arrays, as one flat take (faster)."""
+    rows, n = a.shape
+    flat = (perm.astype(np.intp) + (np.arange(rows, dtype=np.intp) * n)[:, None]).reshape(-1)
+    return np.ascontiguousarray(a).reshape(-1).take(flat).reshape(rows, n)
+
+
+def is_iota(a: np.ndarray) -> bool:
+    """Whether every row of the 2-D integer array `a` is 0, 1, ..., n-1."""
+    n = a.shape[-1]
+    return a.dtype.kind in "iu" and n - 1 <= np.iinfo(a.dtype).max and bool(
+        (a == np.arange(n, dtype=a.dtype)).all())
+
+
+def _tie_groups(u: np.ndarray, touched: np.ndarray) -> np.ndarray:
+    if touched.size <= 4:
+        mask = u == touched[0]
+        for t in touched[1:]:
+            mask |= u == t
+        return mask
+    return np.isin(u, touched)
+
+
+def differing(op: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Where `op` differs bit for bit from `reference` (the keys' decoded values)."""
+    width = _UINT[op.dtype.itemsize]
+    return op.view(width) != reference.view(width)
+
+
+def sorted_values(op: np.ndarray, key: UnsignedKey, sorted_u: np.ndarray,
+                  differs: np.ndarray, keys_u: np.ndarray) -> np.ndarray:
+    """`op` (2-D, rows along the last axis) stably sorted by its keys `keys_u`, given the
+    sorted keys and where op differs from the decoded keys: the decoded sorted keys, with
+    each tie group that holds a differing element refilled with its members in input order.
+    """
+    out = key.decode(sorted_u)
+    if not differs.any():
+        return out
+    touched = np.unique(keys_u[differs])
+    members = _tie_groups(keys_u, touched)
+    targets = _tie_groups(sorted_u, touched)
+    values = op[members]
+    if touched.size > 1:
+        rows = np.nonzero(members)[0]
+        values = values[np.lexsort((keys_u[members], rows))]
+    out[targets] = values
+    return out
