@@ -203,6 +203,129 @@ def test_large_sorts_finish():
     assert time.perf_counter() - start < 20.0
 
 
+# ------------------------------------------------------- integer-key sorts (np.sort paths)
+
+KEY_DTYPES = ["float32", "float16", "int8", "int32", "uint16", "uint32", "bool"]
+
+
+def draw_mixed(data, dtype, shape):
+    """Mostly ordinary values with a drawn share of specials: +-0, NaNs of both signs (one
+    with a payload), infinities, and (for all dtypes) many ties."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    share = data.draw(st.sampled_from([0.0, 0.02, 0.3, 1.0]))
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype[0] in "iu":
+        info = np.iinfo(dtype)
+        wide = rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(dtype)
+        return np.where(rng.random(shape) < share, rng.integers(0, 3, shape).astype(dtype), wide)
+    payload = np.array([0x7FC00001 if dtype == "float32" else 0x7E01],
+                       f"u{np.dtype(dtype).itemsize}").view(dtype)
+    pool = np.concatenate([np.array(FLOAT_SPECIALS, dtype), payload, -payload])
+    ordinary = (rng.standard_normal(shape) * 4).round(1).astype(dtype)
+    special = pool[rng.integers(0, len(pool), shape)]
+    return np.where(rng.random(shape) < share, special, ordinary)
+
+
+def ref_order(x, descending=False, zeros_tie=False):
+    """Stable permutation of each row in lax.sort's order, from Python sorted(); jnp.sort
+    and argsort also tie -0 with +0 (they canonicalize the keys)."""
+    rows, n = x.shape
+    out = np.empty((rows, n), np.int64)
+    for r in range(rows):
+        key = [ref_key(v.item() if x.dtype.kind != "b" else int(v)) for v in x[r]]
+        if zeros_tie:
+            key = [(a, b, 0) for a, b, _ in key]
+        if descending:  # descending total order; ties still keep the lower index first
+            key = [(-a, -b, -c) for a, b, c in key]
+        out[r] = sorted(range(n), key=lambda i: key[i])
+    return out
+
+
+def _spy_fast_path(monkeypatch):
+    """Record whether each recognized sort ran the integer-key path (not the merge sort)."""
+    taken = []
+    real = evaluator_sort.keyed_sort
+
+    def spy(moved, keys):
+        out = real(moved, keys)
+        taken.append(out is not None)
+        return out
+    monkeypatch.setattr(evaluator_sort, "keyed_sort", spy)
+    return taken
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(KEY_DTYPES), rows=st.integers(0, 3),
+       n=st.sampled_from([0, 1, 2, 3, 7, 33, 130]), descending=st.booleans())
+def test_integer_key_sorts_match_general_path_and_python(data, dtype, rows, n, descending):
+    x = draw_mixed(data, dtype, (rows, n))
+    other = draw_mixed(data, dtype, (rows, n))  # values that mostly differ from the keys
+    k = data.draw(st.sampled_from(sorted({0, min(1, n), n // 2, n})))
+    fns = [
+        (minijax.jit(lambda a, b: jnp.sort(a, axis=-1, descending=descending)), "sort"),
+        (minijax.jit(lambda a, b: jnp.argsort(a, axis=-1, descending=descending)), "argsort"),
+        (minijax.jit(lambda a, b: lax.top_k(a, k)), "top_k"),
+        (minijax.jit(lambda a, b: lax.sort((a, b), num_keys=1)), "pair"),
+        (minijax.jit(lambda a, b: lax.sort((a, b), num_keys=2)), "lex"),
+    ]
+    for fn, name in fns:
+        mp = pytest.MonkeyPatch()
+        try:
+            taken = _spy_fast_path(mp)
+            fast, slow = _fast_and_slow(fn, (x, other), mp)
+        finally:
+            mp.undo()
+        assert rows * n <= 1 or n <= 1 or all(taken), name
+        for f, s in zip(fast, slow):
+            same_bits(f, s)
+        if name == "sort":  # JAX's order: -0 before +0, NaNs last; descending reverses it
+            want = ref_order(x, descending, zeros_tie=True)
+            same_bits(fast[0], np.take_along_axis(x, want, -1))
+        elif name == "argsort":
+            np.testing.assert_array_equal(fast[0], ref_order(x, descending, zeros_tie=True))
+        elif name == "top_k":  # largest first (NaN largest), ties by lower index
+            order = ref_order(x, True)[:, :k]
+            np.testing.assert_array_equal(fast[1], order)
+            same_bits(fast[0], np.take_along_axis(x, order, -1))
+        elif name == "pair":
+            order = ref_order(x)
+            same_bits(fast[1], np.take_along_axis(other, order, -1))
+
+
+def _hlo_sort_one(dtype: str, n: int, rows: int, direction: str):
+    t = {"float16": "f16", "float64": "f64", "int64": "s64", "uint8": "u8"}[dtype]
+    comparator = (f"cmp {{\n  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n"
+                  f"  i = s32[] parameter(2)\n  j = s32[] parameter(3)\n"
+                  f"  ROOT r = pred[] compare(a, b), direction={direction}, type=TOTALORDER\n}}\n")
+    return comparator, f"({t}[{rows},{n}], s32[{rows},{n}])"
+
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(["float16", "float64", "int64", "uint8"]),
+       n=st.sampled_from([5, 300, 70000]), direction=st.sampled_from(["LT", "GT"]))
+def test_key_widths_and_packings_vs_python(data, dtype, n, direction):
+    """8-bit and 16-bit keys pack with the index into 32 bits (or 64 past 2^16 elements),
+    64-bit keys take a stable argsort; all agree with Python's sorted()."""
+    rows = 2
+    x = draw_mixed(data, dtype, (rows, n)) if dtype != "float64" else \
+        draw_mixed(data, "float32", (rows, n)).astype(np.float64)
+    iota = np.broadcast_to(np.arange(n, dtype=np.int32), (rows, n)).copy()
+    comparator, types = _hlo_sort_one(dtype, n, rows, direction)
+    values, perm = hlo_sort(comparator, [x, iota], types)
+    # TOTALORDER without canonicalization: -NaN first, +NaN last, NaN payloads ordered.
+    bits = x.view(f"u{x.dtype.itemsize}").astype(object)
+    top = 1 << (x.dtype.itemsize * 8 - 1)
+    if x.dtype.kind == "f":
+        key = [[(~b & (2 * top - 1)) if b & top else b | top for b in row] for row in bits]
+    else:
+        key = [[int(v) for v in row] for row in x]
+    sign = -1 if direction == "GT" else 1
+    want = np.array([sorted(range(n), key=lambda i: sign * row[i]) for row in key])
+    np.testing.assert_array_equal(perm, want)
+    same_bits(values, np.take_along_axis(x, want, -1))
+
+
 # -------------------------------------------------------------------- gather / scatter
 
 

@@ -211,6 +211,8 @@ def keyed_sort(moved, keys):
         keys_u = key.u
         if len(by_value) < len(flat):
             perm, sorted_u = _stable_permutation(ukeys, n)
+            if sorted_u is None:  # no packing (64-bit keys)
+                sorted_u = np.sort(key.u, axis=-1)
         elif key.owned and not any(differs[j].any() for j in by_value):
             keys_u = None  # not needed for tie groups: sort in place
             key.u.sort(axis=-1)
