@@ -6,7 +6,7 @@ here use only arithmetic, bit casts, selects and the rounding/fma intrinsics, so
 call them vectorize.
 
 Accuracy (tested against float64 NumPy in tests/test_cpu_codegen.py):
-- float32 exp, log, log1p, expm1, tanh, logistic: computed in float32 with Taylor/atanh
+- float32 exp, log, log1p, expm1: computed in float32 with Taylor/atanh
   series after a Cody-Waite range reduction; a few ulps over the whole float32 range.
 - float32 sin, cos, tan, erf, atan2, pow, cbrt: computed in float64 with the float64 routines
   below and rounded once, so within about one ulp. sin/cos/tan reduce the argument with a
@@ -179,22 +179,110 @@ def expm1(b: ir.IRBuilder, x):
 
 
 def tanh(b: ir.IRBuilder, x):
-    """Hyperbolic tangent via expm1(2|x|)."""
+    """Hyperbolic tangent (float32: see _tanh_f32; float64 via expm1(2|x|))."""
+    if _is_f32(x):
+        return _tanh_f32(b, x)
     ax = call_intrinsic(b, "llvm.fabs", [x])
-    cutoff = 9.5 if _is_f32(x) else 19.5
     e = expm1(b, b.fadd(ax, ax))
     t = b.fdiv(e, b.fadd(e, _c(x, 2.0)))
-    t = b.select(b.fcmp_ordered(">", ax, _c(x, cutoff)), _c(x, 1.0), t)
+    t = b.select(b.fcmp_ordered(">", ax, _c(x, 19.5)), _c(x, 1.0), t)
     return call_intrinsic(b, "llvm.copysign", [t, x])
 
 
 def logistic(b: ir.IRBuilder, x):
     """1 / (1 + e**-x), accurate for large negative x too."""
+    if _is_f32(x):
+        return _logistic_f32(b, x)
     ax = call_intrinsic(b, "llvm.fabs", [x])
     e = exp(b, b.fneg(ax))
     inv = b.fdiv(_c(x, 1.0), b.fadd(e, _c(x, 1.0)))
     neg = b.fmul(e, inv)
     return b.select(b.fcmp_ordered("<", x, _c(x, 0.0)), neg, inv)
+
+
+# ---------------------------------------------------------------------- float32 tanh, logistic
+#
+# Each evaluates one exp polynomial and one division per element and no libm call (the float64
+# forms above evaluate expm1's series and exp, or exp with its overflow and NaN handling). The
+# polynomial coefficients were fitted at development time in float64 with NumPy: Lawson's
+# iteratively reweighted least squares (which converges to the minimax fit) over 4000
+# Chebyshev points, minimising the maximum relative error of the approximated function, then
+# rounded to float32. tests/test_cpu_codegen.py re-checks each polynomial's error.
+
+# e**r = 1 + r + r*r*Q(r) on |r| <= ln2/2; relative error 2**-28.3 before rounding.
+EXP_F32_COEFFS = (1.0, 1.0, 0.49999994, 0.16666521, 0.04166839, 0.00836871, 0.0013814613)
+# tanh(x) = x + x**3 * P(x*x) for |x| < TANH_F32_CUT; relative error 2**-29.2 before rounding.
+TANH_F32_CUT = 0.75
+TANH_F32_COEFFS = (-0.33333316, 0.13332695, -0.053892724, 0.021452034, -0.007657255,
+                   0.0017369357)
+# Adding 1.5 * 2**23 rounds a float32 of magnitude below 2**22 to an integer k (to nearest
+# even) and leaves k in the low mantissa bits of the sum.
+_SHIFTER = 12582912.0
+
+
+def _exp_f32_parts(b: ir.IRBuilder, y, scale: float, split_ln2: bool):
+    """(p, two_k) with e**(scale * y) = p * 2**k, where two_k is the int32 bit pattern k << 23.
+
+    scale is +-2**j, |scale * y| must stay below about 2**21 (callers clamp y first). Taking
+    scale out of the reduction costs nothing: r = scale * r', and the polynomial in r' has
+    the coefficients times scale**i, exactly, so it rounds exactly as the one in r would.
+    split_ln2 subtracts k * ln2 in two parts (needed when k * 2**-23 is not negligible).
+    """
+    s = call_intrinsic(b, "llvm.fmuladd", [y, _c(y, scale / LN2), _c(y, _SHIFTER)])
+    nk = b.fsub(_c(y, _SHIFTER), s)
+    if split_ln2:
+        r = call_intrinsic(b, "llvm.fmuladd", [nk, _c(y, LN2_HI_F32 / scale), y])
+        r = call_intrinsic(b, "llvm.fmuladd", [nk, _c(y, LN2_LO_F32 / scale), r])
+    else:
+        r = call_intrinsic(b, "llvm.fmuladd", [nk, _c(y, LN2 / scale), y])
+    p = _poly(b, r, [c * scale ** i for i, c in enumerate(EXP_F32_COEFFS)])
+    ity = int_type_like(y.type)
+    return p, b.shl(b.bitcast(s, ity), const(ity, 23))
+
+
+def _pow2_f32(b: ir.IRBuilder, two_k, like, offset: int = 0):
+    """2**(k + offset), of like's type, from k << 23; k + offset must lie in [-126, 127]."""
+    return b.bitcast(b.add(two_k, const(two_k.type, (127 + offset) << 23)), like.type)
+
+
+def _clamp_above(b: ir.IRBuilder, x, limit: float):
+    """min(x, limit), NaN kept (one minps on x86)."""
+    return b.select(b.fcmp_ordered(">", x, _c(x, limit)), _c(x, limit), x)
+
+
+def _tanh_f32(b: ir.IRBuilder, x):
+    """tanh: an odd polynomial below TANH_F32_CUT, 1 - 2 / (e**2|x| + 1) from there on.
+
+    From the cut on tanh >= 0.63, so the subtraction cancels nothing, and the error of the
+    exp reaches the result damped by 2 / (e**2|x| + 1) / tanh <= 0.57. |x| is clamped to 10
+    (tanh rounds to 1 from 9.01 on). Both branches work on |x| and the sign bit of x is put
+    back last, so tanh(-0) is -0; NaN fails the `>= cut` test and the polynomial keeps it.
+    """
+    ity = int_type_like(x.type)
+    ax = call_intrinsic(b, "llvm.fabs", [x])
+    p, two_k = _exp_f32_parts(b, _clamp_above(b, ax, 10.0), 2.0, split_ln2=False)
+    e = b.fmul(p, _pow2_f32(b, two_k, x))
+    big = b.fsub(_c(x, 1.0), b.fdiv(_c(x, 2.0), b.fadd(e, _c(x, 1.0))))
+    z = b.fmul(ax, ax)
+    small = call_intrinsic(b, "llvm.fmuladd", [b.fmul(ax, z), _poly(b, z, TANH_F32_COEFFS), ax])
+    t = b.select(b.fcmp_ordered(">=", ax, _c(x, TANH_F32_CUT)), big, small)
+    sign = b.and_(b.bitcast(x, ity), const(ity, 1 << 31))
+    return b.bitcast(b.xor(b.bitcast(t, ity), sign), x.type)
+
+
+def _logistic_f32(b: ir.IRBuilder, x):
+    """logistic as (x < 0 ? e : 1) / (1 + e) with e = e**-|x|, one division.
+
+    e is carried scaled by 2**64 so that it stays a normal number down to e**-104 (below
+    which the result rounds to 0); the final scaling rounds once, into the subnormals.
+    |x| is clamped to 104; NaN passes through every step.
+    """
+    ax = call_intrinsic(b, "llvm.fabs", [x])
+    p, two_k = _exp_f32_parts(b, _clamp_above(b, ax, 104.0), -1.0, split_ln2=True)
+    e_scaled = b.fmul(p, _pow2_f32(b, two_k, x, 64))
+    denom = call_intrinsic(b, "llvm.fmuladd", [e_scaled, _c(x, 2.0 ** -64), _c(x, 1.0)])
+    num = b.select(b.fcmp_ordered("<", x, _c(x, 0.0)), e_scaled, _c(x, 2.0 ** 64))
+    return b.fmul(b.fdiv(num, denom), _c(x, 2.0 ** -64))
 
 
 # ---------------------------------------------------------------------- float32 via float64
