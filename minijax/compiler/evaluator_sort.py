@@ -19,6 +19,8 @@ from minijax.compiler.evaluator_sort_keys import (
     differing,
     is_iota,
     packed_permutation,
+    reference_values,
+    scratch,
     sorted_values,
     take_rows,
     unsigned_key,
@@ -146,7 +148,7 @@ def _transform(expr, param: int, value: np.ndarray) -> np.ndarray:
 
     nan = _nan_replacement(expr, param)
     if nan is not None and value.dtype == nan.dtype:
-        mask = np.isnan(value)
+        mask = np.isnan(value, out=scratch("nan", value.shape, np.bool_))
         return np.where(mask, nan, value) if mask.any() else value
 
     ctx = ev._Context(True)
@@ -167,9 +169,9 @@ def _transform(expr, param: int, value: np.ndarray) -> np.ndarray:
 def _key_arrays(flat, keys):
     """Each comparator key as an UnsignedKey (None when a key type is unsupported)."""
     ukeys = []
-    for k, expr, param, descending, ctype in keys:
+    for slot, (k, expr, param, descending, ctype) in enumerate(keys):
         key = flat[k] if expr.opcode == "parameter" else _transform(expr, param, flat[k])
-        ukey = unsigned_key(np.asarray(key), descending, ctype)
+        ukey = unsigned_key(np.asarray(key), descending, ctype, f"key{slot}")
         if ukey is None:
             return None
         ukeys.append(ukey)
@@ -203,8 +205,8 @@ def keyed_sort(moved, keys):
     perm = None
     if len(ukeys) == 1:
         key = ukeys[0]
-        reference = key.decode(key.u)
-        differs = {j: differing(f, reference) for j, f in enumerate(flat)
+        reference = reference_values(key)
+        differs = {j: differing(f, reference, f"differs{j}") for j, f in enumerate(flat)
                    if f.dtype == reference.dtype}
         # Too many elements not recoverable from their keys: gather those operands instead.
         by_value = [j for j, d in differs.items() if np.count_nonzero(d) * 4 <= d.size]

@@ -15,49 +15,74 @@ use NumPy's fast (non-stable, SIMD) np.sort:
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 class UnsignedKey:
-    """`u`: unsigned keys (same shape as the operand; `owned`: a fresh array that may be
-    sorted in place); `decode(u)`: a fresh array of one value per key."""
+    """`u`: unsigned keys (same shape as the operand; `owned`: ours, may be sorted in place);
+    `decode(u)`: a fresh array of one value per key; `decode_into(u, out)` the same into an
+    unsigned array `out` of u's shape and width (None where unsupported)."""
 
-    def __init__(self, u: np.ndarray, decode, owned: bool):
+    def __init__(self, u: np.ndarray, decode, owned: bool, decode_into=None):
         self.u = u
         self.decode = decode
+        self.decode_into = decode_into
         self.owned = owned
         self.bits = u.dtype.itemsize * 8
 
 
-# Large temporaries cost page faults on every call, so these work in place on one array.
-def _float_order(x: np.ndarray) -> np.ndarray:
+# A fresh large array costs a page fault per page on first touch (more than the sort of
+# it on a virtual machine), so temporaries that never leave a sort live in per-thread
+# scratch arrays reused across calls, and the conversions work in place.
+_SCRATCH_MAX_BYTES = 1 << 23
+_scratch = threading.local()
+
+
+def scratch(slot: str, shape: tuple, dtype) -> np.ndarray:
+    """An uninitialized array for a temporary that is dead once the sort returns."""
+    arrays = getattr(_scratch, "arrays", None)
+    if arrays is None:
+        arrays = _scratch.arrays = {}
+    hit = arrays.get(slot)
+    if hit is not None and hit.shape == shape and hit.dtype == dtype:
+        return hit
+    out = np.empty(shape, dtype)
+    if out.nbytes <= _SCRATCH_MAX_BYTES:
+        arrays[slot] = out
+    return out
+
+
+def _float_order(x: np.ndarray, slot: str) -> np.ndarray:
     """Unsigned integers in XLA's TOTALORDER of the floats x (a bijection on bit patterns):
     the sign bit flips for positives, every bit for negatives."""
     size = x.dtype.itemsize
     signed = x.view(f"i{size}")
-    out = signed >> (size * 8 - 1)  # -1 for negatives, else 0
+    out = np.right_shift(signed, size * 8 - 1, out=scratch(slot, x.shape, signed.dtype))
     out |= signed.dtype.type(-1 << (size * 8 - 1))
     out ^= signed
     return out.view(_UINT[size])
 
 
-def _float_from_order(u: np.ndarray, dtype) -> np.ndarray:
+def _float_from_order(u: np.ndarray, dtype, out=None) -> np.ndarray:
     size = u.dtype.itemsize
-    out = ~u.view(f"i{size}")
+    out = np.invert(u.view(f"i{size}"), out=out)
     out >>= size * 8 - 1  # -1 where the key's top bit is clear (a negative float)
     out |= out.dtype.type(-1 << (size * 8 - 1))
     out ^= u.view(f"i{size}")
     return out.view(dtype)
 
 
-def unsigned_key(key: np.ndarray, descending: bool, ctype) -> UnsignedKey | None:
+def unsigned_key(key: np.ndarray, descending: bool, ctype, slot: str) -> UnsignedKey | None:
     """The comparator's order of `key` as unsigned integers, or None for unsupported types.
 
     Floats compared with TOTALORDER: -NaN < -inf < ... < -0 < +0 < ... < +NaN. Other float
     comparisons order as the lexsort fallback does: -0 ties with +0 and NaNs (any sign)
-    tie and go last in both directions.
+    tie and go last in both directions. The keys of floats and signed integers live in the
+    scratch array `slot`.
     """
     key = np.asarray(key)
     kind, size, dtype = key.dtype.kind, key.dtype.itemsize, key.dtype
@@ -72,12 +97,13 @@ def unsigned_key(key: np.ndarray, descending: bool, ctype) -> UnsignedKey | None
 
         def decode_float(v):
             return (_float_from_order(v, dtype) * sign).astype(dtype)
-        return UnsignedKey(_float_order(np.ascontiguousarray(canon, dtype)), decode_float, True)
+        return UnsignedKey(_float_order(np.ascontiguousarray(canon, dtype), slot),
+                           decode_float, True)
     top = width(1 << (size * 8 - 1))
     if kind == "f":
-        u, owned = _float_order(key), True
+        u, owned = _float_order(key, slot), True
     elif kind == "i":
-        u, owned = key.view(width) ^ top, True
+        u, owned = np.bitwise_xor(key.view(width), top, out=scratch(slot, key.shape, width)), True
     else:
         u, owned = key.view(width), False
     if descending:
@@ -86,22 +112,26 @@ def unsigned_key(key: np.ndarray, descending: bool, ctype) -> UnsignedKey | None
         else:
             u, owned = ~u, True
 
-    def decode(v):
+    def decode_into(v, out):
         if descending:
-            v = ~v
+            v = np.invert(v, out=scratch("inverted", v.shape, v.dtype))
         if kind == "f":
-            return _float_from_order(v, dtype)
+            return _float_from_order(v, dtype, out=out.view(f"i{size}"))
         if kind == "i":
-            return (v ^ top).view(dtype)
-        return v.view(dtype) if descending else v.copy().view(dtype)
-    return UnsignedKey(u, decode, owned)
+            return np.bitwise_xor(v, top, out=out).view(dtype)
+        np.copyto(out, v)
+        return out.view(dtype)
+
+    def decode(v):
+        return decode_into(v, np.empty(v.shape, width))
+    return UnsignedKey(u, decode, owned, decode_into)
 
 
 def _pack(ukeys: list[UnsignedKey], n: int, index_bits: int, wide):
     if (len(ukeys) == 1 and ukeys[0].bits == 32 and wide is np.uint64 and np.little_endian
             and ukeys[0].u.ndim == 2):
         # Two 32-bit halves written in place: cheaper than widening, shifting and or-ing.
-        packed = np.empty(ukeys[0].u.shape, np.uint64)
+        packed = scratch("packed", ukeys[0].u.shape, np.uint64)
         halves = packed.view(np.uint32).reshape(packed.shape + (2,))
         halves[..., 0] = np.arange(n, dtype=np.uint32)
         halves[..., 1] = ukeys[0].u
@@ -159,10 +189,18 @@ def _tie_groups(u: np.ndarray, touched: np.ndarray) -> np.ndarray:
     return np.isin(u, touched)
 
 
-def differing(op: np.ndarray, reference: np.ndarray) -> np.ndarray:
+def reference_values(key: UnsignedKey) -> np.ndarray:
+    """key.decode(key.u) in a scratch array (compared against, never returned)."""
+    if key.decode_into is None:
+        return key.decode(key.u)
+    return key.decode_into(key.u, scratch("reference", key.u.shape, key.u.dtype))
+
+
+def differing(op: np.ndarray, reference: np.ndarray, slot: str) -> np.ndarray:
     """Where `op` differs bit for bit from `reference` (the keys' decoded values)."""
     width = _UINT[op.dtype.itemsize]
-    return op.view(width) != reference.view(width)
+    return np.not_equal(op.view(width), reference.view(width),
+                        out=scratch(slot, op.shape, np.bool_))
 
 
 def sorted_values(op: np.ndarray, key: UnsignedKey, sorted_u: np.ndarray,
