@@ -206,6 +206,9 @@ def test_large_sorts_finish():
 # ------------------------------------------------------- integer-key sorts (np.sort paths)
 
 KEY_DTYPES = ["float32", "float16", "int8", "int32", "uint16", "uint32", "bool"]
+# Hypothesis favours the first choice: a non-trivial shape first, the edge cases after.
+ROWS = st.sampled_from([2, 0, 1, 3])
+NS = st.sampled_from([33, 0, 1, 2, 3, 7, 130])
 
 
 def draw_mixed(data, dtype, shape):
@@ -256,8 +259,8 @@ def _spy_fast_path(monkeypatch):
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from(KEY_DTYPES), rows=st.integers(0, 3),
-       n=st.sampled_from([0, 1, 2, 3, 7, 33, 130]), descending=st.booleans())
+@given(data=st.data(), dtype=st.sampled_from(KEY_DTYPES), rows=ROWS, n=NS,
+       descending=st.booleans())
 def test_integer_key_sorts_match_general_path_and_python(data, dtype, rows, n, descending):
     x = draw_mixed(data, dtype, (rows, n))
     other = draw_mixed(data, dtype, (rows, n))  # values that mostly differ from the keys
@@ -324,6 +327,44 @@ def test_key_widths_and_packings_vs_python(data, dtype, n, direction):
     want = np.array([sorted(range(n), key=lambda i: sign * row[i]) for row in key])
     np.testing.assert_array_equal(perm, want)
     same_bits(values, np.take_along_axis(x, want, -1))
+
+
+TOPK_HLO = """HloModule jit_top_k
+
+ENTRY main {{
+  x = {t}[{rows},{n}]{{1,0}} parameter(0)
+  r = ({t}[{rows},{k}]{{1,0}}, s32[{rows},{k}]{{1,0}}) topk(x), k={k}, largest={largest}
+  v = {t}[{rows},{k}]{{1,0}} get-tuple-element(r), index=0
+  i = s32[{rows},{k}]{{1,0}} get-tuple-element(r), index=1
+  ROOT out = ({t}[{rows},{k}]{{1,0}}, s32[{rows},{k}]{{1,0}}) tuple(v, i)
+}}
+"""
+HLO_TYPES = {"float32": "f32", "float16": "f16", "int8": "s8", "int32": "s32", "uint16": "u16",
+             "uint32": "u32", "bool": "pred"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from(KEY_DTYPES), rows=ROWS, n=NS,
+       largest=st.booleans())
+def test_topk_opcode_as_jax_emits_it(data, dtype, rows, n, largest):
+    """XLA's `topk` (JAX's HLO for lax.top_k) by partition: Python sorted() as reference,
+    and the same results as minijax's lowering (a sort, then slices) for largest=true."""
+    x = draw_mixed(data, dtype, (rows, n))
+    for k in sorted({0, min(1, n), min(2, n), n // 2, n}):
+        _check_topk_opcode(x, dtype, rows, n, k, largest)
+
+
+def _check_topk_opcode(x, dtype, rows, n, k, largest):
+    text = TOPK_HLO.format(t=HLO_TYPES[dtype], rows=rows, n=n, k=k,
+                           largest=str(largest).lower())
+    values, indices = evaluate_module(parse_module(text), [x])
+    order = ref_order(x, descending=largest)[:, :k]
+    np.testing.assert_array_equal(indices, order)
+    same_bits(values, np.take_along_axis(x, order, -1))
+    if largest:
+        via_sort = minijax.jit(lambda a: lax.top_k(a, k))(x)
+        same_bits(values, via_sort[0])
+        np.testing.assert_array_equal(indices, via_sort[1])
 
 
 # -------------------------------------------------------------------- gather / scatter

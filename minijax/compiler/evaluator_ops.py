@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_sort import sort_opcode
+from minijax.compiler.evaluator_sort import sort_opcode, topk_opcode
 
 # Reducers whose computation is one binary op of its two parameters run as numpy ufuncs.
 _UFUNCS = {
@@ -341,6 +341,7 @@ OPCODES = {
     "reduce-window": _reduce_window,
     "select-and-scatter": _select_and_scatter,
     "sort": sort_opcode,
+    "topk": topk_opcode,
     "rng-bit-generator": _rng_bit_generator,
     "rng": _rng,
 }

@@ -302,3 +302,53 @@ def sort_opcode(instr, ops, ctx):
             sorted_moved = [np.take_along_axis(m, perm, axis=-1) for m in moved]
         outs = [np.moveaxis(m, -1, dim) for m in sorted_moved]
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def top_k_rows(x: np.ndarray, k: int, largest: bool = True):
+    """(values, int32 indices) of the k largest (or smallest) entries along the last axis,
+    ordered as a stable sort in that direction (ties: lower index first; NaNs, any sign,
+    count as larger than everything and as equal to each other; -0 is smaller than +0)."""
+    x = np.asarray(x)
+    n = x.shape[-1]
+    lead = x.shape[:-1]
+    if x.dtype.kind == "c":
+        raise ValueError(f"top_k does not accept complex operands, got {x.dtype}")
+    if not 0 <= k <= n:
+        raise ValueError(f"top_k needs 0 <= k <= {n} (the last dimension), got k={k}")
+    flat = x.reshape(int(np.prod(lead, dtype=np.int64)), n)
+    key = flat
+    if x.dtype.kind == "f":
+        nans = np.isnan(flat)
+        if nans.any():
+            key = np.where(nans, np.array(np.nan, x.dtype), flat)
+    ukey = unsigned_key(key, largest, "TOTALORDER", "topk")
+    if ukey is None:
+        raise ValueError(f"top_k does not support element type {x.dtype}")
+    if k == 0 or flat.shape[0] == 0:
+        perm = np.zeros((flat.shape[0], k), np.intp)
+    elif ukey.bits + max(1, (n - 1).bit_length()) > 64:  # 64-bit keys
+        perm = np.argsort(ukey.u, axis=-1, kind="stable")[:, :k]
+    else:
+        perm = _partial_permutation(ukey, n, k)
+    values = take_rows(flat, perm) if k else flat[:, :0].copy()
+    return values.reshape(lead + (k,)), perm.astype(np.int32).reshape(lead + (k,))
+
+
+def _partial_permutation(ukey, n: int, k: int) -> np.ndarray:
+    """The first k entries of the stable permutation: keys packed with the index are all
+    distinct, so a partition then a sort of the k smallest is exact."""
+    need = max(1, (n - 1).bit_length())
+    wide = np.uint32 if ukey.bits + need <= 32 else np.uint64
+    index_bits = wide(0).itemsize * 8 - ukey.bits
+    packed = np.arange(n, dtype=wide) | (ukey.u.astype(wide) << wide(index_bits))
+    if k < n:
+        packed = np.partition(packed, k - 1, axis=-1)[:, :k]
+    packed = np.sort(packed, axis=-1)
+    return (packed & wide((1 << index_bits) - 1)).astype(np.intp)
+
+
+def topk_opcode(instr, ops, ctx):
+    """XLA's topk (what JAX emits for lax.top_k): `k=`, `largest=` attributes."""
+    k = int(instr.attrs.get("k", 0))
+    largest = str(instr.attrs.get("largest", "true")).lower() in ("true", "1")
+    return top_k_rows(ops[0], k, largest)

@@ -170,7 +170,7 @@ def take_rows(a: np.ndarray, perm: np.ndarray) -> np.ndarray:
     """np.take_along_axis(a, perm, -1) for 2-D arrays, as one flat take (faster)."""
     rows, n = a.shape
     flat = (perm.astype(np.intp) + (np.arange(rows, dtype=np.intp) * n)[:, None]).reshape(-1)
-    return np.ascontiguousarray(a).reshape(-1).take(flat).reshape(rows, n)
+    return np.ascontiguousarray(a).reshape(-1).take(flat).reshape(perm.shape)
 
 
 def is_iota(a: np.ndarray) -> bool:
