@@ -339,6 +339,27 @@ ENTRY main {{
   ROOT out = ({t}[{rows},{k}]{{1,0}}, s32[{rows},{k}]{{1,0}}) tuple(v, i)
 }}
 """
+SORT_DESC = """cmp {{
+  a = {t}[] parameter(0)
+  b = {t}[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  nan = {t}[] constant(nan)
+  an = pred[] compare(a, a), direction=NE
+  ca = {t}[] select(an, nan, a)
+  bn = pred[] compare(b, b), direction=NE
+  cb = {t}[] select(bn, nan, b)
+  ROOT r = pred[] compare(ca, cb), direction=GT, type=TOTALORDER
+}}
+"""
+SORT_DESC_INT = """cmp {{
+  a = {t}[] parameter(0)
+  b = {t}[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=GT
+}}
+"""
 HLO_TYPES = {"float32": "f32", "float16": "f16", "int8": "s8", "int32": "s32", "uint16": "u16",
              "uint32": "u32", "bool": "pred"}
 
@@ -347,8 +368,9 @@ HLO_TYPES = {"float32": "f32", "float16": "f16", "int8": "s8", "int32": "s32", "
 @given(data=st.data(), dtype=st.sampled_from(KEY_DTYPES), rows=ROWS, n=NS,
        largest=st.booleans())
 def test_topk_opcode_as_jax_emits_it(data, dtype, rows, n, largest):
-    """XLA's `topk` (JAX's HLO for lax.top_k) by partition: Python sorted() as reference,
-    and the same results as minijax's lowering (a sort, then slices) for largest=true."""
+    """XLA's `topk` (JAX's HLO for lax.top_k, and minijax's lowering) by partition: Python
+    sorted() as reference; for largest=true also jitted lax.top_k and a full descending
+    sort with the NaN-canonicalizing comparator, sliced."""
     x = draw_mixed(data, dtype, (rows, n))
     for k in sorted({0, min(1, n), min(2, n), n // 2, n}):
         _check_topk_opcode(x, dtype, rows, n, k, largest)
@@ -361,10 +383,18 @@ def _check_topk_opcode(x, dtype, rows, n, k, largest):
     order = ref_order(x, descending=largest)[:, :k]
     np.testing.assert_array_equal(indices, order)
     same_bits(values, np.take_along_axis(x, order, -1))
-    if largest:
-        via_sort = minijax.jit(lambda a: lax.top_k(a, k))(x)
-        same_bits(values, via_sort[0])
-        np.testing.assert_array_equal(indices, via_sort[1])
+    if not largest:
+        return
+    jitted = minijax.jit(lambda a: lax.top_k(a, k))(x)  # CPU backend: an evaluator thunk
+    same_bits(values, jitted[0])
+    np.testing.assert_array_equal(indices, jitted[1])
+    if n:  # the full descending sort (the previous lowering of top_k), then the first k
+        t = HLO_TYPES[dtype]
+        iota = np.broadcast_to(np.arange(n, dtype=np.int32), (rows, n)).copy()
+        comparator = SORT_DESC if x.dtype.kind == "f" else SORT_DESC_INT
+        full = hlo_sort(comparator.format(t=t), [x, iota], f"({t}[{rows},{n}], s32[{rows},{n}])")
+        same_bits(values, full[0][:, :k])
+        np.testing.assert_array_equal(indices, full[1][:, :k])
 
 
 # -------------------------------------------------------------------- gather / scatter
