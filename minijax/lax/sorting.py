@@ -3,8 +3,8 @@ and top_k, with JAX's total order for floats (-0.0 before 0.0, NaNs last, all Na
 
 JVPs gather the tangents by the sorting permutation with `lax.gather` (one index per
 element, the other axes as batching dimensions), so reverse mode is gather's transpose,
-scatter-add. Sorts lower to an XLA sort with a comparator computation; top_k lowers to a
-descending sort with an iota operand followed by slices.
+scatter-add. Sorts lower to an XLA sort with a comparator computation; top_k lowers to XLA's
+topk instruction (k=, largest=true), as JAX does.
 """
 
 from __future__ import annotations
