@@ -18,6 +18,7 @@ import numpy as np
 from minijax.compiler.evaluator_sort_keys import (
     differing,
     is_iota,
+    pack_keys,
     packed_permutation,
     reference_values,
     scratch,
@@ -340,10 +341,10 @@ def _partial_permutation(ukey, n: int, k: int) -> np.ndarray:
     need = max(1, (n - 1).bit_length())
     wide = np.uint32 if ukey.bits + need <= 32 else np.uint64
     index_bits = wide(0).itemsize * 8 - ukey.bits
-    packed = np.arange(n, dtype=wide) | (ukey.u.astype(wide) << wide(index_bits))
+    packed = pack_keys([ukey], n, index_bits, wide)  # a scratch array: partition in place
     if k < n:
-        packed = np.partition(packed, k - 1, axis=-1)[:, :k]
-    packed = np.sort(packed, axis=-1)
+        packed.partition(k - 1, axis=-1)
+    packed = np.sort(packed[:, :k], axis=-1)
     return (packed & wide((1 << index_bits) - 1)).astype(np.intp)
 
 

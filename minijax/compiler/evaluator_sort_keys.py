@@ -127,7 +127,9 @@ def unsigned_key(key: np.ndarray, descending: bool, ctype, slot: str) -> Unsigne
     return UnsignedKey(u, decode, owned, decode_into)
 
 
-def _pack(ukeys: list[UnsignedKey], n: int, index_bits: int, wide):
+def pack_keys(ukeys: list[UnsignedKey], n: int, index_bits: int, wide) -> np.ndarray:
+    """The keys (most significant first) above the element index in `index_bits` low bits,
+    as `wide` integers: all distinct, ordered as a stable sort by the keys."""
     if (len(ukeys) == 1 and ukeys[0].bits == 32 and wide is np.uint64 and np.little_endian
             and ukeys[0].u.ndim == 2):
         # Two 32-bit halves written in place: cheaper than widening, shifting and or-ing.
@@ -154,7 +156,7 @@ def packed_permutation(ukeys: list[UnsignedKey], n: int):
         return None
     wide = np.uint32 if key_bits + need <= 32 else np.uint64
     index_bits = wide(0).itemsize * 8 - key_bits  # the spare low bits hold the index
-    packed = _pack(ukeys, n, index_bits, wide)
+    packed = pack_keys(ukeys, n, index_bits, wide)
     packed.sort(axis=-1)
     if index_bits == 32 and np.little_endian:  # the halves as strided views: no shifts
         halves = packed.view(np.uint32)
