@@ -25,7 +25,7 @@ from minijax.backends.cpu import CpuBackend  # noqa: E402
 from minijax.compiler.codegen import math_approx  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 
-# Max errors measured over all 2**32 float32 inputs: tanh 1.03 ulp, logistic 2.40 ulp.
+# Max errors measured over all 2**32 float32 inputs: tanh 1.067 ulp, logistic 2.402 ulp.
 BOUNDS = {"tanh": 1.1, "logistic": 2.5}
 
 

@@ -8,6 +8,8 @@ call them vectorize.
 Accuracy (tested against float64 NumPy in tests/test_cpu_codegen.py):
 - float32 exp, log, log1p, expm1: computed in float32 with Taylor/atanh
   series after a Cody-Waite range reduction; a few ulps over the whole float32 range.
+- float32 tanh, logistic: one minimax exp polynomial and one division each (tanh: an odd
+  polynomial near 0); at most 1.07 and 2.40 ulp over all 2**32 inputs.
 - float32 sin, cos, tan, erf, atan2, pow, cbrt: computed in float64 with the float64 routines
   below and rounded once, so within about one ulp. sin/cos/tan reduce the argument with a
   three-part pi/2 in two rounds, accurate for |x| up to about 1e20 (no Payne-Hanek reduction).
