@@ -136,3 +136,15 @@ def evaluate_lowered(f, *args) -> list:
     module, hoisted = lower_jaxpr_to_module(make_jaxpr(f)(*args))
     return evaluate_module(module, [np.asarray(a) for a in args] +
                            [np.asarray(c) for c in hoisted])
+
+
+def float32_ulp_error(got, ref64):
+    """Elementwise |got - ref64| in units of float32 spacing at the rounded reference
+    (subnormal spacing below); 0 where got is the rounded reference or both are NaN, inf
+    where only one is NaN. `got` is float32, `ref64` the float64 reference."""
+    ref32 = ref64.astype(np.float32)
+    spacing = np.abs(np.spacing(ref32)).astype(np.float64)
+    spacing = np.where(spacing == 0, np.float64(np.spacing(np.float32(0))), spacing)
+    same = (got == ref32) | (np.isnan(got) & np.isnan(ref64))
+    err = np.where(same, 0.0, np.abs(got.astype(np.float64) - ref64) / spacing)
+    return np.where(np.isnan(err), np.inf, err)

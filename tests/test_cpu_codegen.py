@@ -13,6 +13,7 @@ pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 from minijax.backends.cpu import CpuBackend  # noqa: E402
 from minijax.compiler.evaluator import evaluate_module  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
+from minijax.test_util import float32_ulp_error  # noqa: E402
 
 N = 1003  # odd: leaves vector remainders
 
@@ -142,14 +143,6 @@ ENTRY main {{
 
 # ----------------------------------------------------------------------- ulp tests
 
-def _ulp_error(got, ref64):
-    ref32 = ref64.astype(np.float32)
-    spacing = np.abs(np.spacing(ref32)).astype(np.float64)
-    spacing = np.where(spacing == 0, np.float64(np.spacing(np.float32(0))), spacing)
-    same = (got == ref32) | (np.isnan(got) & np.isnan(ref64))
-    err = np.where(same, 0.0, np.abs(got.astype(np.float64) - ref64) / spacing)
-    return np.where(np.isnan(err), np.inf, err)
-
 
 def _all_float32(rng, n):
     x = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
@@ -189,10 +182,10 @@ def test_math_ulp_float32():
     got = CpuBackend().compile(module).execute(args)
     with np.errstate(all="ignore"):
         for (op, (fn, a, bound)), g in zip(cases.items(), got):
-            err = _ulp_error(g, fn(a.astype(np.float64)))
+            err = float32_ulp_error(g, fn(a.astype(np.float64)))
             worst = int(np.argmax(err))
             assert err[worst] <= bound, f"{op}({a[worst]!r}) = {g[worst]!r}: {err[worst]} ulp"
-        err = _ulp_error(got[-1], erf(small.astype(np.float64)))
+        err = float32_ulp_error(got[-1], erf(small.astype(np.float64)))
         assert err.max() <= 1.0
 
 
@@ -216,8 +209,8 @@ ENTRY main {{
 """
     got = CpuBackend().compile(parse_module(text)).execute([x, y, a, b])
     with np.errstate(all="ignore"):
-        assert _ulp_error(got[0], np.power(x.astype(np.float64), y)).max() <= 1.0
-        assert _ulp_error(got[1], np.arctan2(a.astype(np.float64), b)).max() <= 1.0
+        assert float32_ulp_error(got[0], np.power(x.astype(np.float64), y)).max() <= 1.0
+        assert float32_ulp_error(got[1], np.arctan2(a.astype(np.float64), b)).max() <= 1.0
 
 
 def test_math_float64_relative_error():

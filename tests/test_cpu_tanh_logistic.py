@@ -24,6 +24,7 @@ import minijax.numpy as jnp  # noqa: E402
 from minijax.backends.cpu import CpuBackend  # noqa: E402
 from minijax.compiler.codegen import math_approx  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
+from minijax.test_util import float32_ulp_error
 
 # Max errors measured over all 2**32 float32 inputs: tanh 1.067 ulp, logistic 2.402 ulp.
 BOUNDS = {"tanh": 1.1, "logistic": 2.5}
@@ -36,14 +37,6 @@ def _logistic64(v):
 REFS = {"tanh": np.tanh, "logistic": _logistic64}
 
 
-def _ulp_error(got, ref64):
-    """|got - ref| in units of the spacing of float32 at ref (subnormal spacing below)."""
-    ref32 = ref64.astype(np.float32)
-    spacing = np.abs(np.spacing(ref32)).astype(np.float64)
-    spacing = np.where(spacing == 0, np.float64(np.spacing(np.float32(0))), spacing)
-    same = (got == ref32) | (np.isnan(got) & np.isnan(ref64))
-    err = np.where(same, 0.0, np.abs(got.astype(np.float64) - ref64) / spacing)
-    return np.where(np.isnan(err), np.inf, err)
 
 
 def _run(op, x):
@@ -62,7 +55,7 @@ def _bits(lo: float, hi: float, stride: int) -> np.ndarray:
 
 def _assert_within(op, x, got):
     with np.errstate(all="ignore"):
-        err = _ulp_error(got, REFS[op](x.astype(np.float64)))
+        err = float32_ulp_error(got, REFS[op](x.astype(np.float64)))
     if err.size == 0:
         return
     k = int(np.argmax(err))
