@@ -17,13 +17,7 @@ from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.interpreters.partial_eval_jaxpr import partial_eval_jaxpr
 from minijax.test_util import check_grads, check_vmap
 
-
-@pytest.fixture(autouse=True)
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")  # conftest's fixture, for every test here
 
 
 def _hlo_run(f, *args):

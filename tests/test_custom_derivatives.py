@@ -13,13 +13,7 @@ import minijax
 from minijax import lax
 from minijax.test_util import check_grads, check_vmap
 
-
-@pytest.fixture(autouse=True)
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")  # conftest's fixture, for every test here
 
 
 def _close(a, b, **kw):

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import minijax
 from minijax import lax
 
 F = (np.float16, np.float32, np.float64)
@@ -31,12 +30,7 @@ UI = (np.uint8, np.uint16, np.uint32, np.uint64)
 I = SI + UI
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    old = minijax.config.jax_enable_x64
-    minijax.config.update("jax_enable_x64", True)
-    yield
-    minijax.config.update("jax_enable_x64", old)
+pytestmark = pytest.mark.usefixtures("x64")  # conftest's fixture, for every test here
 
 
 # --------------------------------------------------------------------------- domains
