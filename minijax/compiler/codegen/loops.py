@@ -79,6 +79,14 @@ def block_bounds(b: ir.IRBuilder, blk, length: int):
     return lo, b.select(b.icmp_signed("<", hi, const(I64, length)), hi, const(I64, length))
 
 
+def block_partial(b: ir.IRBuilder, alloca, reduce):
+    """A fresh slot, set to -0.0 in `reduce`'s element type, for one block's float sum."""
+    ty = value_type(reduce.shape.element_type)
+    p = alloca(ty)
+    b.store(ir.Constant(ty, -0.0), p)
+    return p
+
+
 @contextlib.contextmanager
 def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
     """`for (i = start; i < end; ++i) { body }`; yields i; the builder ends after the loop."""
@@ -418,13 +426,8 @@ class KernelEmitter:
                     lo, hi = block_bounds(b, blk, last)
                     partial = []
                     for r, (slot, blocked) in zip(roots, slots):
-                        if blocked:
-                            ty = value_type(r.shape.element_type)
-                            p = self.alloca(ty)
-                            b.store(ir.Constant(ty, -0.0), p)
-                            partial.append([p])
-                        else:
-                            partial.append(slot)
+                        partial.append([block_partial(b, self.alloca, r)] if blocked
+                                       else slot)
                     with self.em.scope(), emit_counted_loop(b, lo, hi, "inner") as j:
                         multi = [None] * in_shape.rank
                         for d, m in zip(kept, out_multi):

@@ -31,6 +31,7 @@ from minijax.compiler.codegen.llvm_types import F64, I64, const, is_float, value
 from minijax.compiler.codegen.loops import (
     BLOCK,
     block_bounds,
+    block_partial,
     emit_counted_loop,
     reducer_kind,
 )
@@ -139,13 +140,7 @@ class _RowKernel:
             lo, hi = block_bounds(b, blk, cols)
             partial = []
             for r, (slot, blocked) in zip(reduces, accs):
-                if blocked:
-                    ty = value_type(r.shape.element_type)
-                    p = ke.alloca(ty)
-                    b.store(ir.Constant(ty, -0.0), p)
-                    partial.append(p)
-                else:
-                    partial.append(slot)
+                partial.append(block_partial(b, ke.alloca, r) if blocked else slot)
 
             def body(index, lin):
                 for r, kind, p in zip(reduces, kinds, partial):
