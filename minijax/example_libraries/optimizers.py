@@ -121,13 +121,17 @@ def nesterov(step_size, mass: float):
     return (lambda x0: (x0, jnp.zeros_like(x0))), update, (lambda s: s[0])
 
 
+def _with_two_zero_slots(x0):
+    """Initial state (x0, zeros, zeros) of optimizers that keep two per-parameter slots."""
+    return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+
+
 @optimizer
 def adagrad(step_size, momentum=0.9):
     """Adagrad with momentum on the normalized gradient."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _with_two_zero_slots
 
     def update(i, g, state):
         x, g_sq, m = state
@@ -155,8 +159,7 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
     """RMSProp with momentum."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _with_two_zero_slots
 
     def update(i, g, state):
         x, avg_sq_grad, mom = state
@@ -179,8 +182,7 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """Adam (Kingma and Ba) with bias-corrected moment estimates."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _with_two_zero_slots
 
     def update(i, g, state):
         x, m, v = state
@@ -195,8 +197,7 @@ def adamw(step_size, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4):
     x -= step_size (mhat / (sqrt(vhat) + eps) + weight_decay x)."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _with_two_zero_slots
 
     def update(i, g, state):
         x, m, v = state
@@ -210,8 +211,7 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """Adamax: Adam with the infinity norm."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _with_two_zero_slots
 
     def update(i, g, state):
         x, m, u = state
