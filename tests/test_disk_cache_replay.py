@@ -5,20 +5,13 @@ it was made for."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from child_process import run_child_json
 
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 
 from minijax.compiler.persistent_cache import DiskCache  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # SCALE picks the program; TRACE_WORK records which compile stages ran.
 SCRIPT = r"""
@@ -52,13 +45,7 @@ print(json.dumps({"out": out.tolist(), "printed": printed, "compiled": s["compil
 
 
 def run(cache_dir, **env):
-    full = dict(os.environ, MINIJAX_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT), **env)
-    full.pop("MINIJAX_FLAGS", None)
-    full.pop("MINIJAX_DEBUG", None)
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=full, capture_output=True,
-                         text=True, cwd=str(ROOT), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child_json(SCRIPT, MINIJAX_CACHE_DIR=cache_dir, **env)
 
 
 def reference(scale):

@@ -4,11 +4,12 @@ MINIJAX_FLAGS or config asks for it."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from child_process import run_child_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,15 +30,8 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 
 
 def loaded(tmp_path, **env):
-    full = dict(os.environ, PYTHONPATH=str(ROOT), **env)
-    for k in ("MINIJAX_FLAGS", "MINIJAX_DEBUG"):
-        if k not in env:
-            full.pop(k, None)
-    full.setdefault("MINIJAX_CACHE_DIR", "")
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=full, capture_output=True,
-                         text=True, cwd=str(tmp_path), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+    env.setdefault("MINIJAX_CACHE_DIR", os.environ.get("MINIJAX_CACHE_DIR", ""))
+    return set(run_child_json(SCRIPT, cwd=tmp_path, **env))
 
 
 def test_first_call_loads_no_dump_or_printing_code(tmp_path):

@@ -4,18 +4,13 @@ rewritten. Values are checked against NumPy's matmul in every process."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from child_process import run_child, run_child_json
 
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 from minijax.backends import cpu_blas  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = r"""
 import json, os, sys
@@ -48,13 +43,7 @@ print(json.dumps({"ok": errors, "path": path, "blas": blas is not None}))
 
 
 def run(cache_dir, **env):
-    full_env = dict(os.environ, MINIJAX_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT),
-                    MINIJAX_BACKEND="cpu", **env)
-    full_env.pop("MINIJAX_FLAGS", None)
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=full_env, capture_output=True,
-                         text=True, cwd=str(ROOT), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child_json(SCRIPT, MINIJAX_CACHE_DIR=cache_dir, MINIJAX_BACKEND="cpu", **env)
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +64,8 @@ def test_second_process_loads_the_driver_without_building_ir(tmp_path, has_blas)
 def test_without_a_cache_the_driver_ir_is_built(tmp_path, has_blas):
     # The forbidding hook must really bite when nothing is cached (else the test above
     # would pass without any cache).
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT), MINIJAX_BACKEND="cpu",
-                    FORBID_DRIVER_IR="1", MINIJAX_CACHE_DIR=str(tmp_path / "empty"))
-    full_env.pop("MINIJAX_FLAGS", None)
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=full_env, capture_output=True,
-                         text=True, cwd=str(ROOT), timeout=300)
+    out = run_child(SCRIPT, MINIJAX_BACKEND="cpu", FORBID_DRIVER_IR="1",
+                    MINIJAX_CACHE_DIR=tmp_path / "empty")
     assert out.returncode != 0
     assert "IR was built despite a warm cache" in out.stderr
 

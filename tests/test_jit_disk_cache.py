@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from child_process import run_child_json
 
 import minijax as jax
 import minijax.numpy as jnp
@@ -71,13 +72,7 @@ print(json.dumps({"stats": stats, "values": values}))
 
 
 def run_script(cache_dir, script=SCRIPT, **env):
-    full_env = dict(os.environ, MINIJAX_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT),
-                    **env)
-    full_env.pop("MINIJAX_FLAGS", None)
-    out = subprocess.run([sys.executable, "-c", script], env=full_env, capture_output=True,
-                         text=True, cwd=str(ROOT), timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child_json(script, MINIJAX_CACHE_DIR=cache_dir, **env)
 
 
 def jit_entries(cache_dir):
