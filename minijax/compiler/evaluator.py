@@ -149,12 +149,20 @@ def _is_batchable(comp: Computation) -> bool:
 
 
 def _needed(comp: Computation) -> list[Instruction]:
-    """Instructions the root depends on, in the computation's order."""
+    """Instructions the root depends on, in the computation's order (plus custom-calls
+    with no result: they exist for their effect, e.g. minijax.debug.print)."""
     live = {id(comp.root)}
+    live.update(id(i) for i in comp.instructions if _is_effect(i))
     for instr in reversed(comp.instructions):
         if id(instr) in live:
             live.update(id(op) for op in instr.operands)
     return [i for i in comp.instructions if id(i) in live]
+
+
+def _is_effect(instr: Instruction) -> bool:
+    if instr.opcode == "custom-call":
+        return instr.shape.is_tuple and not instr.shape.tuple_shapes
+    return any(_is_effect(i) for c in instr.called_computations() for i in c.instructions)
 
 
 def _evaluate(comp: Computation, args: list, batched: bool):

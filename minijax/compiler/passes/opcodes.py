@@ -46,6 +46,15 @@ SIDE_EFFECTING = frozenset({
     "send", "recv", "send-done", "recv-done", "after-all", "all-reduce", "all-gather",
 })
 
+def has_side_effects(instr) -> bool:
+    """True for a side-effecting op and for control flow / calls whose computations hold one
+    (a while loop running minijax.debug.print stays even when its result is unused)."""
+    if instr.opcode in SIDE_EFFECTING:
+        return True
+    return any(has_side_effects(i) for c in instr.called_computations()
+               for i in c.instructions)
+
+
 COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
 
 
