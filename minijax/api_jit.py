@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, float_checks, tree_util
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -137,6 +137,7 @@ def _numpy_value(x):
     return np.array(x, order="C", copy=True)
 _FAST_MAX = 32
 _current_trace = core.current_trace
+_float_checks_enabled = float_checks.enabled
 
 
 class _FunctionCacheWithFastPath(cache_mod.FunctionCache):
@@ -189,7 +190,8 @@ class JitWrapped:
             except TypeError:
                 call = None
             if call is not None and type(_current_trace()) is EvalTrace and not (
-                    _disable_jit.__dict__.get("value") or config._values["jax_disable_jit"]):
+                    _disable_jit.__dict__.get("value") or config._values["jax_disable_jit"]
+                    or _float_checks_enabled()):
                 self._cache.stats.hits += 1
                 return call(args)
         if _jit_disabled() or type(core.current_trace()) is not EvalTrace:
@@ -205,7 +207,10 @@ class JitWrapped:
                          else _numpy_fast_key(x) for x in args])
             if _NOT_FAST not in key:
                 self._cache.fast[key] = entry.fast_caller()
-        return entry.call([_host_value(x) for x in dyn_leaves])
+        values = [_host_value(x) for x in dyn_leaves]
+        if _float_checks_enabled():
+            return float_checks.checked_call(self._name, entry, values)
+        return entry.call(values)
 
     def _signature(self, args, kwargs):
         nargs = len(args)

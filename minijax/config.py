@@ -26,6 +26,7 @@ class Config:
             "jax_log_compiles": _env_bool("JAX_LOG_COMPILES"),
             "jax_explain_cache_misses": _env_bool("JAX_EXPLAIN_CACHE_MISSES"),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS"),
+            "jax_debug_infs": _env_bool("JAX_DEBUG_INFS"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", ""),
             "minijax_debug": int(os.environ.get("MINIJAX_DEBUG", "0") or 0),
             "minijax_backend": os.environ.get("MINIJAX_BACKEND", ""),

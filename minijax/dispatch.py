@@ -15,6 +15,9 @@ from minijax.array import Array
 from minijax.core import ShapedArray
 
 numpy_impls: dict = {}
+#: Called as post_check(primitive, out) after each eager primitive when set (the
+#: jax_debug_nans / jax_debug_infs checks of minijax/float_checks.py).
+post_check = None
 
 
 def _to_numpy(x):
@@ -77,8 +80,12 @@ def apply_primitive(primitive, *args, **params):
     with np.errstate(all="ignore"):
         out = impl(*map(_to_numpy, args), **params)
     if primitive.multiple_results:
-        return [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
-    return wrap_output(out, out_aval)
+        out = [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
+    else:
+        out = wrap_output(out, out_aval)
+    if post_check is not None:
+        post_check(primitive, out)
+    return out
 
 
 def register_impl(primitive, numpy_fn):
