@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from minijax import core, float_checks, tree_util
+from minijax import core, float_checks, trace_events, tree_util
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -280,12 +280,17 @@ class JitWrapped:
             stats = self._cache.stats
             reason = cache_mod.explain_miss(signature, self._cache.entries.keys(), names)
             stats.misses += 1
-            timings = {}
+            timings = trace_events.StageTimings(self._name) if trace_events.ACTIVE else {}
             t0 = time.perf_counter()
             closed, out_tree = self._trace(signature, call_fun, names)
             timings["trace"] = time.perf_counter() - t0
             lowered = Lowered(self, closed, out_tree, signature, names)
+            timings["lower"] = lowered.lower_seconds
             entry = lowered._compile_entry(timings)
+            if trace_events.ACTIVE:
+                trace_events.add(f"jit compile {self._name}", "compile", t0,
+                                 time.perf_counter() - t0, {"reason": reason,
+                                                            "signature": _sig_text(signature)})
             stats.compiles += 1
             stats.compile_seconds += sum(timings.values())
             stats.history.append(reason)

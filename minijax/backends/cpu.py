@@ -35,6 +35,7 @@ import time
 import llvmlite.ir as ir
 import numpy as np
 
+from minijax import trace_events
 from minijax.backends import cpu_fastcall as fastcall
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu_kernel import (
@@ -46,6 +47,7 @@ from minijax.backends.cpu_kernel import (
 )
 from minijax.backends.cpu_llvm_parts import ModuleText
 from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.profiled_run import run_profiled
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
@@ -81,6 +83,7 @@ class _Program:
         self.root_operand_slots = None
         self.notes: list[str] = []
         self.kernel_count = 0
+        self.step_instrs: list[Instruction] = []  # the instruction of each step (profiler)
 
     def run(self, args):
         env = self.template.copy()
@@ -316,7 +319,9 @@ class _Compiler:
         prog = _Program(comp)
         self.programs[id(comp)] = prog
         for instr in comp.instructions:
+            n = len(prog.steps)
             self._instruction(prog, instr)
+            prog.step_instrs.extend([instr] * (len(prog.steps) - n))
         return prog
 
     def _instruction(self, prog: _Program, instr: Instruction) -> None:
@@ -480,8 +485,9 @@ class CpuExecutable(Executable):
         asarray = np.asarray
         args = [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
         out_slots = self._out_slots
-        if out_slots is None:
-            out = self.program.run(args)
+        if out_slots is None or trace_events.ACTIVE:
+            out = self.program.run(args) if not trace_events.ACTIVE else run_profiled(
+                self.program, args, self.module.name, "cpu")
             if not self._tuple_root:
                 return [out]
             if self._flatten:
