@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from minijax import core, float_checks, trace_events, tree_util
+from minijax import core, display, float_checks, trace_events, tree_util
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -461,6 +461,9 @@ class Lowered:
         from minijax.compiler.analysis import cost_analysis
         return cost_analysis(self.module)
 
+    def _repr_html_(self) -> str:
+        return display.lowered_html(self)
+
 
 class Compiled:
     """A compiled program (`jit(f).lower(*args).compile()`): callable and inspectable."""
@@ -487,6 +490,10 @@ class Compiled:
     @property
     def kernel_count(self) -> int:
         return getattr(self._entry.executable, "kernel_count", 0)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the fused graph (SVG with Graphviz) and the highlighted HLO."""
+        return display.compiled_html(self)
 
     def __call__(self, *args, **kwargs):
         signature, leaves, _, _ = self._lowered._wrapped._signature(args, kwargs)
