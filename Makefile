@@ -35,7 +35,6 @@ bench: $(STAMP)
 
 # Re-execute every notebook in place at full size, saving its outputs.
 notebooks: $(STAMP)
-	$(PY) -m ipykernel install --user --name python3 >/dev/null
 	$(PY) notebooks/execute.py
 
 # Best effort, for the AArch64 AOT test: as root with apt-get, install Debian's cross gcc and
