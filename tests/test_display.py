@@ -114,3 +114,21 @@ def test_without_dot_the_html_graph_is_used(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     compiled = jax.jit(_elementwise).lower(*MODULES[1][1]).compile()
     assert "<table" in compiled._repr_html_() and "<svg" not in compiled._repr_html_()
+
+
+@pytest.mark.parametrize("make,want", [
+    # JAX 0.10.2's reprs of the same arrays
+    (lambda: jnp.arange(3.0), "Array([0., 1., 2.], dtype=float32)"),
+    (lambda: jnp.arange(3), "Array([0, 1, 2], dtype=int32)"),
+    (lambda: jnp.asarray(2.0), "Array(2., dtype=float32, weak_type=True)"),
+    (lambda: jnp.array([True, False]), "Array([ True, False], dtype=bool)"),
+    (lambda: jnp.zeros((0, 3)), "Array([], shape=(0, 3), dtype=float32)"),
+    (lambda: jnp.arange(2000.0), "Array([0.000e+00, 1.000e+00, 2.000e+00, ..., 1.997e+03, "
+                                 "1.998e+03,\n       1.999e+03], dtype=float32)"),
+    (lambda: jnp.arange(17), "Array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, "
+                             "14, 15, 16],      dtype=int32)"),
+    (lambda: jnp.zeros(0), "Array([], shape=(0,), dtype=float32)"),
+    (lambda: jnp.ones((2, 2), jnp.int32), "Array([[1, 1],\n       [1, 1]], dtype=int32)"),
+])
+def test_array_repr_matches_jax(make, want):
+    assert repr(make()) == want
