@@ -25,12 +25,13 @@ _INT_LIST_KEYS = frozenset((
     "rhs_batch_dims", "rhs_contracting_dims", "offset_dims", "collapsed_slice_dims",
     "start_index_map", "operand_batching_dims", "start_indices_batching_dims",
     "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
-    "input_batching_dims", "scatter_indices_batching_dims", "slice_sizes",
+    "input_batching_dims", "scatter_indices_batching_dims", "slice_sizes", "fft_length",
 ))
 _INT_KEYS = frozenset(("index", "iota_dimension", "index_vector_dim", "feature_group_count",
-                       "batch_group_count", "exponent_bits", "mantissa_bits"))
+                       "batch_group_count", "exponent_bits", "mantissa_bits",
+                       "feature_index"))
 _BOOL_KEYS = frozenset(("indices_are_sorted", "unique_indices", "is_stable"))
-_WORD_KEYS = frozenset(("direction", "kind", "dim_labels", "distribution"))
+_WORD_KEYS = frozenset(("direction", "kind", "dim_labels", "distribution", "fft_type"))
 _CALLED_KEYS = frozenset(CALLED_ORDER)
 # XLA's text names for opcodes that minijax spells differently inside.
 OPCODE_ALIASES = {"opt-barrier": "optimization-barrier"}
@@ -386,6 +387,8 @@ def _set_attribute(instr: Instruction, key: str, raw: str, pending: list, pos: i
         attrs[key] = parse_window(raw)
     elif key == "custom_call_target":
         attrs[key] = Cursor(raw).string() if raw.startswith('"') else raw
+    elif key == "epsilon":
+        attrs[key] = float(raw)
     elif key == "metadata":
         instr.metadata = _metadata(raw)
     else:
