@@ -442,6 +442,16 @@ _OPCODES.update({name: _unary(fn) for name, fn in ew.UNARY.items()})
 _OPCODES.update({name: _binary(fn) for name, fn in ew.BINARY.items()})
 
 
+def _copy(instr, ops, ctx):
+    """copy of an array or of a (nested) tuple: fresh arrays with the same values."""
+    def fresh(v):
+        return tuple(fresh(x) for x in v) if isinstance(v, tuple) else np.array(v, copy=True)
+    return fresh(ops[0])
+
+
+_OPCODES["copy"] = _copy
+
+
 def _register_structural() -> None:
     from minijax.compiler import evaluator_indexing, evaluator_ops
     _OPCODES.update(evaluator_ops.OPCODES)
