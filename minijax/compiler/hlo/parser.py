@@ -60,6 +60,7 @@ def parse_module(text: str) -> Module:
             key = cur.name("a module attribute")
             cur.expect("=")
             module_attrs[key] = cur.raw_value()
+    _skip_stack_frame_tables(cur)
     computations: list[Computation] = []
     entry = None
     pending: list[tuple[Instruction, str, list[str], int]] = []
@@ -87,6 +88,22 @@ def parse_module(text: str) -> Module:
     module_attrs.pop("entry_computation_layout", None)
     module.attrs = module_attrs
     return module
+
+
+_STACK_FRAME_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def _skip_stack_frame_tables(cur: Cursor) -> None:
+    """Skip the source-location tables XLA prints after the header of optimized modules
+    (`FileNames` / `1 "f.py"`, `StackFrames` / `1 {file_location_id=1 ...}`, ...)."""
+    while any(cur.keyword_ahead(word) for word in _STACK_FRAME_SECTIONS):
+        cur.name()
+        while re.match(r"\d", cur.peek()):
+            cur.integer()
+            if cur.peek() == '"':
+                cur.string()
+            else:
+                cur.raw_value()
 
 
 def _infer_missing_shapes(cur: Cursor, module: Module, positions: dict) -> None:
