@@ -310,3 +310,16 @@ def test_complex_atan2():
     assert np.isnan(got[0].real) and np.isnan(got[0].imag)  # (x+iy) / sqrt(0) there
     np.testing.assert_allclose(np.tan(got[1:].astype(np.complex128)),
                                (y / x)[1:], rtol=1e-5)
+
+
+def test_run_hlo_reads_and_writes_narrow_types(tmp_path):
+    from minijax.tools import run_hlo
+    path = tmp_path / "m.hlo"
+    path.write_text("HloModule m\nENTRY e { x = f8e4m3fn[3] parameter(0)\n"
+                    "  ROOT r = add(x, x) }\n")
+    np.savez(tmp_path / "in.npz", arg0=np.array([1.5, 100, -3], ml_dtypes.float8_e4m3fn))
+    assert run_hlo.run([str(path), "--args", str(tmp_path / "in.npz"), "--out",
+                        str(tmp_path / "out.npz"), "--backend", "cpu"]) == 0
+    out = np.load(tmp_path / "out.npz")["out0"]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [3, 192, -6])  # 200: a tie, rounds to even 192
