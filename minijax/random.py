@@ -304,7 +304,7 @@ def _shape(shape) -> tuple:
 
 def _float_dtype(dtype, name: str) -> np.dtype:
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
 
@@ -382,7 +382,7 @@ def normal(key, shape=(), dtype=None):
     """Standard normal samples: sqrt(2) * erfinv(u) for u uniform in (-1, 1)."""
     data, _ = _check_prng_key("normal", key)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if dt.kind not in "fc":
+    if dtypes.kind(dt) not in "fc":
         raise ValueError("dtype argument to `normal` must be a float or complex dtype, "
                          f"got {dt}")
     shape = _shape(shape)
@@ -447,7 +447,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     data, _ = _check_prng_key("bernoulli", key)
     dt = _jnp().asarray(p).dtype
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     if shape is None:
         shape = tuple(np.shape(p))

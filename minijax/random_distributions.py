@@ -121,7 +121,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
             result = lax.slice_in_dim(perm, 0, n_draws, axis=axis)
     else:
         p_arr = jnp.asarray(p)
-        if p_arr.dtype.kind not in "fc":
+        if dtypes.kind(p_arr.dtype) not in "fc":
             p_arr = p_arr.astype(dtypes.default_float_dtype())
         if p_arr.shape != (n_inputs,):
             raise ValueError("p must be None or a 1D vector with the same size as "

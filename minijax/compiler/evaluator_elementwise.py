@@ -336,6 +336,8 @@ def convert(x, dtype):
         x = np.real(x)
     if x.dtype.kind == "f" and dtype.kind in "iu":
         return _float_to_int(x, dtype)
+    if dtype.itemsize == 2 and dtype.kind in "fV" and x.dtype.itemsize > 4:
+        x = x.astype(np.float32)  # to 16-bit floats through float32, as XLA
     return x.astype(dtype)
 
 

@@ -16,7 +16,7 @@ import enum
 
 import numpy as np
 
-from minijax import core
+from minijax import core, dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
@@ -274,7 +274,7 @@ def pow(x, y):  # noqa: A001 - JAX's name
 
 
 def _pow_abstract_eval(x, y):
-    if y.dtype.kind in "iu" and x.dtype.kind in "fc":
+    if dtypes.kind(y.dtype) in "iu" and dtypes.kind(x.dtype) in "fc":
         y = y.update(dtype=x.dtype)
     return same_shape_dtype_rule("pow", x, y, allowed_kinds="fc")
 
@@ -441,7 +441,7 @@ def _sign_impl(x):
         mag = np.abs(x)
         out = x / np.where(mag == 0, 1, mag)
         return np.where(mag == 0, np.zeros_like(x), out)
-    if x.dtype.kind == "f":
+    if dtypes.kind(x.dtype) == "f":
         return np.where((x == 0) | np.isnan(x), x, np.copysign(np.ones_like(x), x))
     return np.sign(x)
 
