@@ -23,6 +23,7 @@ from minijax.compiler.codegen import math_approx
 from minijax.compiler.codegen.float16 import (
     bf16_bits,
     bf16_from_bits,
+    f32_to_f16,
     float_convert,
     round_to_bf16,
 )
@@ -359,7 +360,7 @@ class ElementalEmitter:
             raise NotImplementedError(f"elemental emitter: {op} on {et}")
         if x.type == F16:  # compute half precision math in float32
             args = [b.fpext(v, F32) for v in ops]
-            return b.fptrunc(fn(b, *args), F16)
+            return f32_to_f16(b, fn(b, *args))
         return fn(b, *ops)
 
     def _int_op(self, op, ops, et):

@@ -22,6 +22,7 @@ from minijax.compiler.codegen.llvm_types import (
     F16,
     F32,
     F64,
+    call_intrinsic,
     const,
     int_type_like,
     scalar_of,
@@ -29,6 +30,13 @@ from minijax.compiler.codegen.llvm_types import (
 )
 
 I16 = ir.IntType(16)
+
+
+def f32_to_f16(b: ir.IRBuilder, x):
+    """fptrunc float -> half. The fence keeps LLVM's code generator from merging it with a
+    preceding double -> float truncation into a double -> half one (a libcall)."""
+    fenced = call_intrinsic(b, "llvm.arithmetic.fence", [x])
+    return b.fptrunc(fenced, with_scalar(x.type, F16))
 
 
 def round_to_bf16(b: ir.IRBuilder, x):
@@ -72,7 +80,7 @@ def float_convert(b: ir.IRBuilder, v, src: str, dst: str):
         v = b.fpext(v, with_scalar(v.type, F32))
     # v is a float now.
     if dst == "f16":
-        return b.fptrunc(v, with_scalar(v.type, F16))
+        return f32_to_f16(b, v)
     if dst == "bf16":
         return round_to_bf16(b, v)
     return v
