@@ -366,7 +366,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
 
 def _uniform(data, shape, dtype, minval, maxval):
     lax = _lax()
-    finfo = np.finfo(dtype)
+    finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = threefry.UINT_DTYPES[nbits]
     minval = _bcast(_convert(minval, dtype), shape)
@@ -460,7 +460,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
         u = _uniform(data, (2, *shape), dt, 0.0, 1.0)
         u1 = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
         u2 = lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape)
-        u2 = lax.mul(u2, _const(2.0 ** -np.finfo(dt).nmant, dt))
+        u2 = lax.mul(u2, _const(2.0 ** -dtypes.finfo(dt).nmant, dt))
         return lax.lt(u2, lax.sub(p, u1))
     return lax.lt(_uniform(data, shape, dt, 0.0, 1.0), p)
 

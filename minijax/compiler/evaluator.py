@@ -316,7 +316,10 @@ def _convert(instr, ops, ctx):
 
 
 def _bitcast_convert(instr, ops, ctx):
-    return ew.bitcast_convert(np.asarray(ops[0]), instr.shape.dtype)
+    x = np.asarray(ops[0])
+    if instr.operands[0].shape.element_type == "bf16":  # float32 storage -> its 16 bits
+        x = x.astype(instr.operands[0].shape.dtype)
+    return ew.bitcast_convert(x, instr.shape.dtype)
 
 
 def _reduce_precision(instr, ops, ctx):

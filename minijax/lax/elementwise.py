@@ -412,8 +412,24 @@ def min(x, y):  # noqa: A001 - JAX's name
     return min_p.bind(x, y)
 
 
-max_p = _binary("max", np.maximum, "maximum")
-min_p = _binary("min", np.minimum, "minimum")
+def _np_max(x, y):
+    """np.maximum with XLA's signed zeros: max(-0, +0) is +0 whatever the order."""
+    out = np.maximum(x, y)
+    if dtypes.kind(out.dtype) != "f":
+        return out
+    return np.where((x == 0) & (y == 0), x + y, out)
+
+
+def _np_min(x, y):
+    """np.minimum with XLA's signed zeros: min(-0, +0) is -0 whatever the order."""
+    out = np.minimum(x, y)
+    if dtypes.kind(out.dtype) != "f":
+        return out
+    return np.where((x == 0) & (y == 0), -((-x) + (-y)), out)
+
+
+max_p = _binary("max", _np_max, "maximum")
+min_p = _binary("min", _np_min, "minimum")
 
 
 def _balanced_eq(x, z, y):
