@@ -264,7 +264,9 @@ def test_bfloat16_is_a_dtype_with_jax_promotion():
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_bfloat16_rounds_every_operation(jit):
-    f = (lambda x: (x + 2.0**-9) - x)
+    def f(x):
+        return (x + 2.0**-9) - x
+
     f = jax.jit(f) if jit else f
     assert float(f(jnp.array(1.0, jnp.bfloat16))) == 0.0  # JAX (float32 would give 2**-9)
     assert float(jax.jit(f, backend="interpreter")(jnp.array(1.0, jnp.bfloat16))) == 0.0
