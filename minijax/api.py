@@ -18,6 +18,7 @@ from minijax.api_util import (
     leaf_arg_names,
     normalize_argnums,
 )
+from minijax.array import Array
 from minijax.core import get_aval, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr
@@ -283,6 +284,12 @@ def _check_scalar(x):
                         f"shape: {aval.shape}.")
 
 
+def _ones_like_output(ans):
+    """The cotangent seed: 1 with the output's dtype and weak type (as JAX's grad)."""
+    aval = get_aval(ans)
+    return Array(np.ones((), aval.dtype), weak_type=aval.weak_type)
+
+
 def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
     """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
@@ -306,8 +313,7 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
             ans, vjp_fn = vjp(partial_fun, *diff)
         _check_scalar(ans)
         _check_output_dtype_revderiv("grad", holomorphic, ans)
-        from minijax.lax.utils import weak_scalar
-        grads = vjp_fn(weak_scalar(1.0, get_aval(ans).dtype))
+        grads = vjp_fn(_ones_like_output(ans))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         if has_aux:
             return (ans, aux), g

@@ -184,7 +184,9 @@ class LinearFunction:
 def linearize_flat(fun, primals) -> tuple[list, LinearFunction]:
     """Evaluate `fun` at `primals` and stage its linearization (flat lists in and out)."""
     pe_trace = JaxprTrace(core.current_trace(), forward_known=True, purpose="linearize")
-    in_avals = [tangent_aval(get_aval(p)) for p in primals]
+    # Input tangents keep the primal's weak type (as JAX's): the transpose of a weak->strong
+    # promotion then gives a weak cotangent, so gradients w.r.t. Python floats stay weak.
+    in_avals = [get_aval(p) for p in primals]
     tangent_tracers = [pe_trace.new_arg(aval) for aval in in_avals]
     with set_current_trace(pe_trace):
         primal_outs, tangent_outs = jvp_flat(fun, primals, tangent_tracers)

@@ -93,7 +93,10 @@ class JaxprTrace(core.Trace):
         if type(x) in (bool, int, float, complex):
             return Literal(x, get_aval(x))
         if type(x) is Array and x.aval.ndim == 0:
-            return Literal(x._value[()], x.aval)
+            val = x._value[()]
+            if x.aval.weak_type and get_aval(val.item()) == x.aval:
+                val = val.item()  # a Python scalar keeps the weak type when re-bound
+            return Literal(val, x.aval)
         key = id(x)
         entry = self._consts.get(key)
         if entry is None:
