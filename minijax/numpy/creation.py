@@ -62,7 +62,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
             out = Array(out._value, weak)
     elif dtypes.is_python_scalar(object):
         weak = req is None and type(object) is not bool
-        out = Array(util._scalar_value(object, req or dtypes.python_scalar_dtype(object)),
+        out = Array(util._scalar_value(object, req or dtypes.python_scalar_dtype(object),
+                                        wrap=False),
                     weak)
     elif isinstance(object, (list, tuple)) and _has_traced_leaf(object):
         out = _nested_to_array(object)
@@ -117,6 +118,8 @@ def full(shape, fill_value, dtype=None, *, device=None):
     shape = _shape(shape)
     req = _user_dtype(dtype)
     if util.ndim_of(fill_value) == 0 and not isinstance(fill_value, (list, tuple)):
+        if req is not None and dtypes.is_python_scalar(fill_value):  # straight to req
+            return lax.broadcast_in_dim(util.convert(fill_value, req, False), shape, ())
         value = to_array(fill_value)
         aval = get_aval(value)
         dt = req or aval.dtype
