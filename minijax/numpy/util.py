@@ -232,26 +232,35 @@ def _same_typed_arrays(args) -> bool:
     return True
 
 
+def _broadcast_operands(name, arrays):
+    """broadcast_arrays_for_op for the operands of a jnp function (JAX's TypeError)."""
+    try:
+        return broadcast_arrays_for_op(*arrays)
+    except ValueError:
+        shapes = ", ".join(str(get_aval(a).shape) for a in arrays)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.") from None
+
+
 def promote_args(name, *args):
     """Check, promote dtypes and broadcast (the prelude of jnp binary functions)."""
     if _same_typed_arrays(args):
         return list(args)
     check_arraylike(name, *args)
-    return broadcast_arrays_for_op(*promote_dtypes(*args))
+    return _broadcast_operands(name, promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
     if _same_typed_arrays(args) and args[0].aval.dtype.kind in "fc":
         return list(args)
     check_arraylike(name, *args)
-    return broadcast_arrays_for_op(*promote_dtypes_inexact(*args))
+    return _broadcast_operands(name, promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(name, *args):
     if _same_typed_arrays(args) and args[0].aval.dtype != dtypes.bool_:
         return list(args)
     check_arraylike(name, *args)
-    return broadcast_arrays_for_op(*promote_dtypes_numeric(*args))
+    return _broadcast_operands(name, promote_dtypes_numeric(*args))
 
 
 def full_like_scalar(value, like):
