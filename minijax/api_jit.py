@@ -205,7 +205,10 @@ class JitWrapped:
                          else _numpy_fast_key(x) for x in args])
             if _NOT_FAST not in key:
                 self._cache.fast[key] = entry.fast_caller()
-        return entry.call([_host_value(x) for x in dyn_leaves])
+        out = entry.call([_host_value(x) for x in dyn_leaves])
+        if self._donate_argnums:
+            _delete_donated(self._donate_argnums, args)
+        return out
 
     def _signature(self, args, kwargs):
         nargs = len(args)
@@ -556,6 +559,15 @@ def _host_value(x):
     if t is Array:
         return x._value
     return device_put(x)._value
+
+
+def _delete_donated(donate_argnums, args) -> None:
+    """Donated Arrays are invalid after the call (JAX's semantics): using one raises."""
+    for i in normalize_argnums(donate_argnums, max(len(args), 1), "donate_argnums"):
+        if i < len(args):
+            for leaf in tree_util.tree_leaves(args[i]):
+                if type(leaf) is Array:
+                    leaf.delete()
 
 
 def _donated_leaf_indices(wrapped, signature, nargs) -> set:
