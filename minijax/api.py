@@ -22,6 +22,7 @@ from minijax.array import Array
 from minijax.core import get_aval, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.traceback_util import api_boundary
 
 # --------------------------------------------------------------------------- make_jaxpr
 
@@ -94,6 +95,7 @@ class ShapeDtypeStruct:
 # --------------------------------------------------------------------------- forward mode
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux: bool = False):
     """Forward-mode: returns (fun(*primals), the JVP at primals applied to tangents)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -164,6 +166,7 @@ def _linearize_maybe_aux(fun, p_leaves, p_tree, has_aux):
     return all_outs[:n_main], linear, store["main_tree"], aux, n_main
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp[, aux]) where f_jvp evaluates the linearized function.
 
@@ -193,6 +196,7 @@ def linearize(fun, *primals, has_aux: bool = False):
 # --------------------------------------------------------------------------- reverse mode
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), vjp_fn[, aux]) where vjp_fn(ct) gives input cotangents."""
     p_leaves, p_tree = tree_util.tree_flatten(primals)
@@ -294,6 +298,7 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
                    allow_int: bool = False, reduce_axes=()):
     """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = normalize_argnums(argnums, len(args), "grad")
@@ -326,6 +331,7 @@ def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
     """Returns a function computing the gradient of scalar-valued `fun` w.r.t. args[argnums]."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
@@ -362,6 +368,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if axis_size is not None and (not isinstance(axis_size, int) or axis_size < 0):
         raise TypeError(f"vmap axis_size must be a non-negative int, got {axis_size!r}")
 
+    @api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

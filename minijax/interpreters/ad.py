@@ -112,6 +112,9 @@ class JVPTrace(core.Trace):
     def __init__(self, parent):
         super().__init__(parent)
 
+    def __repr__(self) -> str:
+        return "jvp"
+
     def to_primal_tangent(self, x):
         if isinstance(x, JVPTracer) and x._trace is self:
             return x.primal, x.tangent

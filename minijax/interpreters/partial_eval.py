@@ -74,8 +74,8 @@ class JaxprTrace(core.Trace):
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, object]] = {}
 
-    def __repr__(self) -> str:
-        return "PartialEvalTrace" if self.forward_known else "JaxprTrace"
+    def __repr__(self) -> str:  # what users see in tracer reprs: the transformation
+        return self.purpose or ("linearize" if self.forward_known else "jit")
 
     def new_arg(self, aval: ShapedArray, name: str | None = None) -> JaxprTracer:
         """A fresh input variable of the jaxpr being built."""
