@@ -178,13 +178,14 @@ def test_dtype_comparison_never_raises():
     assert (jnp.float32 == "a string") is False
     assert (jnp.float32 == {}) is False
     assert (jnp.float32 == None) is False  # noqa: E711 - the comparison under test
-    assert (jnp.float64 == float) is False
-    assert (jnp.int32 == int) is False
+    assert (jnp.float64 == float) is False  # noqa: E721
+    assert (jnp.int32 == int) is False  # noqa: E721
     assert jnp.float32 == np.float32 and jnp.float32 == np.dtype("float32")
     assert jnp.float32 != "x" and jnp.float32 == jnp.float32 and jnp.float32 != jnp.int32
     assert jnp.ones(2).dtype == jnp.float32
     if real_jax is not None:
-        assert (real_jnp.float64 == float) is False and (real_jnp.float32 == {}) is False
+        assert (real_jnp.float64 == float) is False  # noqa: E721
+        assert (real_jnp.float32 == {}) is False
 
 
 def test_check_grads_has_jax_signature():
