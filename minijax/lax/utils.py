@@ -30,7 +30,7 @@ def is_scalar_literal(x) -> bool:
     return type(x) in (bool, int, float, complex)
 
 
-def promote_scalars(name: str, *args):
+def promote_scalars(name: str, *args, same_kind: bool = True):
     """Convert Python scalars among `args` to the dtype of the array arguments.
 
     lax does not promote arrays of different dtypes (that is jnp's job), but it accepts
@@ -38,7 +38,7 @@ def promote_scalars(name: str, *args):
     """
     array_dtypes = [get_aval(a).dtype for a in args if not is_scalar_literal(a)]
     if not array_dtypes:
-        if len({type(a) for a in args}) > 1:  # lax.add(1, 1.0): JAX's TypeError
+        if same_kind and len({type(a) for a in args}) > 1:  # lax.add(1, 1.0): TypeError
             _dtype_mismatch(name, [dtypes.python_scalar_dtype(a) for a in args])
         dtype, _ = dtypes.result_type_and_weak(*args)
         return [weak_scalar(a, dtype) for a in args]
@@ -46,9 +46,10 @@ def promote_scalars(name: str, *args):
     out = []
     for a in args:
         if is_scalar_literal(a):
-            if _SCALAR_KINDS[type(a)] != _SCALAR_KINDS.get(np.dtype(dtype).kind, "fc"):
-                _dtype_mismatch(name, [dtype, dtypes.python_scalar_dtype(a)])
             _check_scalar_fits(name, a, dtype)
+            if same_kind and _SCALAR_KINDS[type(a)] != _SCALAR_KINDS.get(np.dtype(dtype).kind,
+                                                                          "fc"):
+                _dtype_mismatch(name, [dtype, dtypes.python_scalar_dtype(a)])
             out.append(weak_scalar(a, dtype))
         else:
             out.append(a)
