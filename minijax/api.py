@@ -18,9 +18,11 @@ from minijax.api_util import (
     leaf_arg_names,
     normalize_argnums,
 )
+from minijax.array import Array
 from minijax.core import get_aval, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.traceback_util import api_boundary
 
 # --------------------------------------------------------------------------- make_jaxpr
 
@@ -93,6 +95,7 @@ class ShapeDtypeStruct:
 # --------------------------------------------------------------------------- forward mode
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux: bool = False):
     """Forward-mode: returns (fun(*primals), the JVP at primals applied to tangents)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -163,6 +166,7 @@ def _linearize_maybe_aux(fun, p_leaves, p_tree, has_aux):
     return all_outs[:n_main], linear, store["main_tree"], aux, n_main
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp[, aux]) where f_jvp evaluates the linearized function.
 
@@ -192,6 +196,7 @@ def linearize(fun, *primals, has_aux: bool = False):
 # --------------------------------------------------------------------------- reverse mode
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), vjp_fn[, aux]) where vjp_fn(ct) gives input cotangents."""
     p_leaves, p_tree = tree_util.tree_flatten(primals)
@@ -283,10 +288,17 @@ def _check_scalar(x):
                         f"shape: {aval.shape}.")
 
 
+def _ones_like_output(ans):
+    """The cotangent seed: 1 with the output's dtype and weak type (as JAX's grad)."""
+    aval = get_aval(ans)
+    return Array(np.ones((), aval.dtype), weak_type=aval.weak_type)
+
+
 def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
     """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = normalize_argnums(argnums, len(args), "grad")
@@ -306,8 +318,7 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
             ans, vjp_fn = vjp(partial_fun, *diff)
         _check_scalar(ans)
         _check_output_dtype_revderiv("grad", holomorphic, ans)
-        from minijax.lax.utils import weak_scalar
-        grads = vjp_fn(weak_scalar(1.0, get_aval(ans).dtype))
+        grads = vjp_fn(_ones_like_output(ans))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         if has_aux:
             return (ans, aux), g
@@ -320,6 +331,7 @@ def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
     """Returns a function computing the gradient of scalar-valued `fun` w.r.t. args[argnums]."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:
@@ -356,6 +368,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if axis_size is not None and (not isinstance(axis_size, int) or axis_size < 0):
         raise TypeError(f"vmap axis_size must be a non-negative int, got {axis_size!r}")
 
+    @api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

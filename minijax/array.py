@@ -58,6 +58,16 @@ class Array:
         out.flags.writeable = False
         return out
 
+    def delete(self) -> None:
+        """Free the buffer; any later use raises RuntimeError (as after donation)."""
+        if type(self._value) is not _DeletedBuffer:
+            shape = ",".join(str(d) for d in self.shape)
+            self._value = _DeletedBuffer(f"{self.dtype.name}[{shape}]")
+
+    def is_deleted(self) -> bool:
+        """Whether the buffer was deleted (by `delete()` or by donating it to a jit call)."""
+        return type(self._value) is _DeletedBuffer
+
     def to_py(self) -> np.ndarray:
         return np.asarray(self)
 
@@ -69,6 +79,8 @@ class Array:
 
     def block_until_ready(self) -> Array:
         """Wait until the value is computed (host backends compute synchronously)."""
+        if type(self._value) is _DeletedBuffer:
+            self._value._raise()
         return self
 
     def copy_to_host_async(self) -> None:
@@ -127,6 +139,24 @@ class Array:
 
     def __repr__(self) -> str:
         return array_repr(self._value, self.weak_type)
+
+
+class _DeletedBuffer:
+    """Stands in for the buffer of a deleted Array: every use raises JAX's RuntimeError."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def _raise(self, *args, **kwargs):
+        raise RuntimeError(f"Array has been deleted with shape={self.what}.")
+
+    __array__ = __getitem__ = __len__ = __iter__ = __bool__ = __float__ = __int__ = _raise
+    __complex__ = __index__ = __repr__ = __str__ = _raise
+
+    def __getattr__(self, name):
+        self._raise()
 
 
 def _reconstruct(value, weak_type):

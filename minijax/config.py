@@ -1,7 +1,8 @@
 """Global configuration, with JAX's names: `minijax.config.update("jax_enable_x64", True)`.
 
 Environment variables give the initial values: JAX_ENABLE_X64, MINIJAX_DEBUG,
-MINIJAX_BACKEND, MINIJAX_CACHE_DIR, MINIJAX_NUM_THREADS, MINIJAX_FLAGS.
+MINIJAX_BACKEND, MINIJAX_CACHE_DIR, MINIJAX_NUM_THREADS, MINIJAX_FLAGS,
+MINIJAX_TRACEBACK_FILTERING (or JAX_TRACEBACK_FILTERING: "off" shows minijax's frames).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class Config:
             "minijax_backend": os.environ.get("MINIJAX_BACKEND", ""),
             "minijax_cache_dir": os.environ.get("MINIJAX_CACHE_DIR", ""),
             "minijax_flags": os.environ.get("MINIJAX_FLAGS", ""),
+            # "off" shows minijax's internal frames in tracebacks ("auto" hides them).
+            "jax_traceback_filtering": os.environ.get(
+                "MINIJAX_TRACEBACK_FILTERING",
+                os.environ.get("JAX_TRACEBACK_FILTERING", "auto")).strip().lower() or "auto",
         }
         self._listeners: dict[str, list] = {}
 
@@ -40,6 +45,9 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}")
+        if value and name in _NOT_SUPPORTED:
+            raise NotImplementedError(f"minijax does not support {name!r} yet: "
+                                      f"{_NOT_SUPPORTED[name]}")
         self._values[name] = value
         for listener in self._listeners.get(name, ()):
             listener(value)
@@ -61,6 +69,10 @@ class Config:
         """A copy of all current settings (written into dumps for reproduction)."""
         return dict(self._values)
 
+
+#: Options that exist in JAX but are not implemented: setting one raises rather than being
+#: silently ignored.
+_NOT_SUPPORTED: dict[str, str] = {}
 
 config = Config()
 

@@ -39,7 +39,7 @@ def _comparison_type(dtype) -> str:
 def _comparison(name, numpy_fn, direction, kinds):
     def rule(x, y):
         aval = same_shape_dtype_rule(name, x, y, allowed_kinds=kinds)
-        return aval.update(dtype=np.bool_, weak_type=False)
+        return aval.update(dtype=np.bool_)  # weak if all operands are (as JAX)
 
     def lower(ctx, x, y):
         x, y = ctx.broadcast_scalars([x, y])
