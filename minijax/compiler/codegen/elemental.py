@@ -175,6 +175,12 @@ class ElementalEmitter:
         the current row, see row_loops.py)."""
         self.bound[id(instr)] = value
 
+    def bind_at(self, instr: Instruction, index: Index, value) -> None:
+        """Use `value` for `instr` at exactly `index` (that Index object, which operands of the
+        same shape share) until the enclosing scope() ends; reads at other positions (through
+        reverse, slice, transpose, ...) still compute the value there."""
+        self.cache[(instr, index)] = value
+
     def unbind(self, instrs) -> None:
         """Forget the bound values of the instructions in `instrs`."""
         for instr in instrs:
