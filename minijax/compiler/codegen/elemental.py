@@ -20,7 +20,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from minijax.compiler.codegen import math_approx
-from minijax.compiler.codegen.int_arith import int_divide, int_power, total_order_key
+from minijax.compiler.codegen.int_arith import int_divide, int_power, pred_op, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
     F32,
@@ -358,6 +358,10 @@ class ElementalEmitter:
     def _int_op(self, op, ops, et):
         b = self.b
         x = ops[0]
+        if et == "pred":
+            value = pred_op(b, op, ops)
+            if value is not None:
+                return value
         ty = x.type
         signed = is_signed(et)
         bits = bit_width(ty)
@@ -391,11 +395,12 @@ class ElementalEmitter:
             safe = b.select(big, const(ty, 0), amt)
             if op == "shift-left":
                 return b.select(big, const(ty, 0), b.shl(x, safe))
-            if op == "shift-right-logical" or not signed:  # unsigned: no sign to extend
+            if op == "shift-right-logical":
                 return b.select(big, const(ty, 0), b.lshr(x, safe))
+            # XLA fills with the top bit for unsigned types too.
             return b.ashr(x, b.select(big, const(ty, bits - 1), safe))
         if op == "power":
-            return int_power(b, x, ops[1], signed)
+            return int_power(b, x, ops[1])
         raise NotImplementedError(f"elemental emitter: {op} on {et}")
 
     # ---------------------------------------------------------------- index arithmetic
