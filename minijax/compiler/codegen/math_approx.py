@@ -416,7 +416,7 @@ def tan(b: ir.IRBuilder, x):
         return _scalar_libm(b, "tan", x)
     s, c, q = _sin_cos_parts(b, x)
     odd = b.trunc(q, with_scalar(q.type, ir.IntType(1)))
-    t = b.select(odd, b.fdiv(b.fneg(c), s), b.fdiv(s, c))
+    t = b.fdiv(b.select(odd, b.fneg(c), s), b.select(odd, s, c))  # one division
     return _nan_unless_finite(b, x, _odd(b, x, _from_f64(b, t, x.type)))
 
 
