@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 __all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "compare", "convert", "bitcast_convert",
-           "reduce_precision", "round_to_bf16", "total_order_key"]
+           "maximum", "minimum", "reduce_precision", "round_to_bf16", "total_order_key"]
 
 
 def _is_int(x) -> bool:
@@ -53,8 +53,10 @@ def _erf64(x):
 
 
 def _logistic64(x):
-    # Written with tanh so neither tail overflows.
-    return 0.5 * np.tanh(0.5 * x) + 0.5
+    # exp(-|x|) never overflows, and the negative tail keeps its relative accuracy (a tanh
+    # form cancels to 0 below x = -38, where float32 still has normal values).
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _rsqrt64(x):
@@ -260,6 +262,22 @@ def _logical_or_bitwise(fn):
     return apply
 
 
+def maximum(a, b):
+    """XLA maximum: NaN propagates and +0 > -0 (NumPy returns the first of two zeros)."""
+    out = np.maximum(a, b)
+    if out.dtype.kind == "f":
+        out = np.where((a == 0) & (b == 0), a + b, out)  # -0 only if both are -0
+    return out
+
+
+def minimum(a, b):
+    """XLA minimum: NaN propagates and -0 < +0."""
+    out = np.minimum(a, b)
+    if out.dtype.kind == "f":
+        out = np.where((a == 0) & (b == 0), -(-a - b), out)  # +0 only if both are +0
+    return out
+
+
 BINARY = {
     "add": np.add,
     "subtract": np.subtract,
@@ -267,8 +285,8 @@ BINARY = {
     "divide": _divide,
     "remainder": _remainder,
     "power": _power,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
+    "maximum": maximum,
+    "minimum": minimum,
     "atan2": _atan2,
     "and": _logical_or_bitwise(np.bitwise_and),
     "or": _logical_or_bitwise(np.bitwise_or),

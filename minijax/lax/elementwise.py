@@ -17,6 +17,8 @@ import enum
 import numpy as np
 
 from minijax import core
+from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
@@ -412,8 +414,8 @@ def min(x, y):  # noqa: A001 - JAX's name
     return min_p.bind(x, y)
 
 
-max_p = _binary("max", np.maximum, "maximum")
-min_p = _binary("min", np.minimum, "minimum")
+max_p = _binary("max", xla_maximum, "maximum")
+min_p = _binary("min", xla_minimum, "minimum")
 
 
 def _balanced_eq(x, z, y):

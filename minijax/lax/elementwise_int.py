@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -390,7 +392,7 @@ def _clamp_abstract_eval(lo, x, hi):
 
 
 def _clamp_impl(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi)
+    return xla_minimum(xla_maximum(x, lo), hi)
 
 
 def _clamp_lower(ctx, lo, x, hi):
