@@ -308,8 +308,11 @@ def _pow_jvp_lhs(t, ans, x, y):
     from minijax.lax.elementwise_int import eq, select
     from minijax.lax.structural import convert_element_type
     y_dtype = get_aval(y).dtype
-    if y_dtype.kind in "iu":
-        y = convert_element_type(y, get_aval(x).dtype)
+    if y_dtype.kind not in "iu":
+        # JAX's rule: y * x ** (y - 1), so d/dx x ** 0. at x = 0 is 0 * inf = NaN.
+        return mul(t, mul(y, pow(x, sub(y, _const(y, 1)))))
+    # An integer exponent 0 has the derivative 0 everywhere (x ** 0 == 1), as in JAX.
+    y = convert_element_type(y, get_aval(x).dtype)
     shaped = _brcast(y, x)
     jac = select(eq(shaped, _const(y, 0)), _zeros(shaped),
                  mul(y, pow(x, sub(y, _const(y, 1)))))

@@ -80,7 +80,12 @@ divide = true_divide
 
 
 def floor_divide(x1, x2, /):
-    """x1 // x2 with NumPy's rounding toward negative infinity."""
+    """x1 // x2 rounded toward negative infinity.
+
+    Division by zero follows JAX: +-inf (NaN for 0 // 0) for floats; for signed integers
+    XLA's x / 0 = -1 corrected by the floor rule (-2 for x != 0, -1 for 0), for unsigned
+    integers the type's maximum.
+    """
     x1, x2 = promote_args_numeric("floor_divide", x1, x2)
     kind = _kind(x1)
     if kind == "u":
@@ -88,7 +93,7 @@ def floor_divide(x1, x2, /):
     if kind == "i":
         q = lax.div(x1, x2)
         zero = _c(0, x1)
-        signs_differ = lax.ne(lax.lt(x1, zero), lax.lt(x2, zero))
+        signs_differ = lax.ne(lax.sign(x1), lax.sign(x2))
         inexact = lax.ne(lax.rem(x1, x2), zero)
         return _select(_bool_and(signs_differ, inexact), lax.sub(q, _c(1, q)), q)
     if kind == "c":
@@ -97,20 +102,31 @@ def floor_divide(x1, x2, /):
 
 
 def _float_divmod(x1, x2):
+    # CPython's float_divmod, as JAX: x1 is not corrected by a NaN remainder when x2 == 0,
+    # so x // 0. is +-inf.
     mod = lax.rem(x1, x2)
-    div = lax.div(lax.sub(x1, mod), x2)
     zero = _c(0, mod)
-    ind = _bool_and(lax.ne(mod, zero), lax.ne(lax.lt(x2, zero), lax.lt(mod, zero)))
+    corrected = _select(lax.eq(x2, _c(0, x2)), x1, lax.sub(x1, mod))
+    div = lax.div(corrected, x2)
+    ind = _bool_and(lax.ne(mod, zero), lax.ne(lax.sign(x2), lax.sign(mod)))
     mod = _select(ind, lax.add(mod, x2), mod)
     div = _select(ind, lax.sub(div, _c(1, div)), div)
-    return _round_even(div), mod
+    return lax.round(div), mod
+
+
+def _nonzero_divisor(x2):
+    """Integer divisors with 0 replaced by 1 (JAX: integer x % 0 and fmod(x, 0) are 0)."""
+    if _kind(x2) not in "iu":
+        return x2
+    return _select(lax.eq(x2, _c(0, x2)), _c(1, x2), x2)
 
 
 def remainder(x1, x2, /):
-    """x1 % x2 with the sign of the divisor (NumPy's mod)."""
+    """x1 % x2 with the sign of the divisor (NumPy's mod); integer x % 0 is 0 (as JAX)."""
     x1, x2 = promote_args_numeric("remainder", x1, x2)
     if _kind(x1) == "c":
         raise TypeError("remainder does not support complex-valued inputs")
+    x2 = _nonzero_divisor(x2)
     trunc = lax.rem(x1, x2)
     if _kind(x1) == "u":
         return trunc
@@ -123,9 +139,9 @@ mod = remainder
 
 
 def fmod(x1, x2, /):
-    """C-style remainder (sign of the dividend)."""
+    """C-style remainder (sign of the dividend); integer fmod(x, 0) is 0 (as JAX)."""
     x1, x2 = promote_args_numeric("fmod", x1, x2)
-    return lax.rem(x1, x2)
+    return lax.rem(x1, _nonzero_divisor(x2))
 
 
 def divmod(x1, x2, /):
@@ -136,49 +152,56 @@ def divmod(x1, x2, /):
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def _integer_pow(x, n: int):
-    fn = getattr(lax, "integer_pow", None)
-    if fn is not None:
-        return fn(x, n)
-    if n == 0:
-        return util.broadcast_to(_c(1, x), get_aval(x).shape)
-    acc, base, e = None, x, abs(n)
-    while e:
-        if e & 1:
-            acc = base if acc is None else lax.mul(acc, base)
-        e >>= 1
-        if e:
-            base = lax.mul(base, base)
-    return lax.div(_c(1, acc), acc) if n < 0 else acc
+def _concrete_int_exponent(x2):
+    """x2 as a Python int if it is a concrete integer scalar (JAX's integer_pow case)."""
+    if isinstance(x2, (float, complex)):
+        return None
+    value = util.concrete_or_none(x2)
+    if value is None or value.ndim != 0 or value.dtype.kind not in "iub":
+        return None
+    return int(value)
 
 
 def power(x1, x2, /):
-    """x1 ** x2. Integer powers of integers use exact repeated squaring."""
+    """x1 ** x2, with JAX's cases.
+
+    A concrete integer scalar exponent uses lax.integer_pow (integers to a negative power
+    raise TypeError, as JAX). Integer bases with array or traced exponents use binary
+    exponentiation over the exponent's low 6 bits (JAX's algorithm: a negative exponent gives
+    an implementation-defined value, 0 ** n is 0 for n != 0). A float base with an integer
+    exponent keeps the exponent's dtype, so the gradient at x == 0 with n == 0 is 0.
+    """
     check_arraylike("power", x1, x2)
-    if type(x2) is int:
+    exponent = _concrete_int_exponent(x2)
+    if exponent is not None:
         (x1,) = util.promote_dtypes_numeric(x1)
-        if x2 < 0 and _kind(x1) in "iu":
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return _integer_pow(x1, x2)
-    x1, x2 = promote_args_numeric("power", x1, x2)
-    if _kind(x1) in "iu":
-        exponent = util.concrete_or_none(x2)
-        if exponent is not None and _kind(x1) == "i" and np.any(exponent < 0):
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return _pow_int_int(x1, x2)
-    return lax.pow(x1, x2)
+        return lax.integer_pow(x1, exponent)
+    p1, p2 = promote_args_numeric("power", x1, x2)
+    if _kind(p1) in "iub":
+        return _pow_int_int(p1, p2)
+    a1, a2 = to_array(x1), to_array(x2)
+    if _kind(a1) in "fc" and _kind(a2) in "iu" and not get_aval(a1).weak_type:
+        shape = util.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+        return lax.pow(util.broadcast_to(a1, shape), util.broadcast_to(a2, shape))
+    return lax.pow(p1, p2)
 
 
 def _pow_int_int(base, exponent):
-    """Binary exponentiation unrolled over the exponent's bits (exponent >= 0)."""
-    bits = get_aval(exponent).dtype.itemsize * 8
-    acc = util.broadcast_to(_c(1, base), get_aval(base).shape)
+    """JAX's integer power: binary exponentiation over the exponent's low 6 bits."""
     one, zero = _c(1, exponent), _c(0, exponent)
     shift = util.lax_fn("shift_right_logical")
     band = util.lax_fn("bitwise_and", "and_")
-    for i in range(bits):
+    if _kind(base) == "b":
+        base = util.convert(base, dtypes.default_int_dtype())
+        exponent = util.convert(exponent, get_aval(base).dtype)
+        one, zero = _c(1, exponent), _c(0, exponent)
+    shape = get_aval(base).shape
+    base_zero = lax.eq(base, _c(0, base))
+    acc = _select(_bool_and(base_zero, lax.ne(exponent, zero)),
+                  util.broadcast_to(_c(0, base), shape), util.broadcast_to(_c(1, base), shape))
+    for i in range(6):
         acc = _select(lax.ne(band(exponent, one), zero), lax.mul(acc, base), acc)
-        if i + 1 < bits:
+        if i < 5:
             base = lax.mul(base, base)
             exponent = shift(exponent, one)
     return acc
