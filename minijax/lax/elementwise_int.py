@@ -461,6 +461,8 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 
 
 def _bitcast_impl(x, *, new_dtype):
+    if dtypes.is_python_scalar(x):  # a weak scalar has the canonical width (float32, ...)
+        x = np.asarray(x, dtypes.python_scalar_dtype(x))
     x = np.asarray(x, order="C")
     new_dtype = np.dtype(new_dtype)
     if new_dtype.itemsize == x.dtype.itemsize:

@@ -7,6 +7,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import get_aval
+from minijax.custom_derivatives import custom_jvp
 from minijax.numpy import util
 from minijax.numpy.util import (
     check_arraylike,
@@ -419,22 +420,50 @@ def hypot(x1, x2, /):
 
 
 def logaddexp(x1, x2, /):
-    """log(exp(x1) + exp(x2)) computed stably."""
+    """log(exp(x1) + exp(x2)) computed stably (at x1 == x2 each gradient is 1/2, as JAX)."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-    return _select(lax.ne(delta, delta), lax.add(x1, x2), out)
+    return _logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
-    """log2(2**x1 + 2**x2) computed stably."""
+    """log2(2**x1 + 2**x2) computed stably (at x1 == x2 each gradient is 1/2, as JAX)."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    return _logaddexp2(x1, x2)
+
+
+def _logaddexp_value(x1, x2, base2):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
-    ln2 = _c(np.log(2), x1)
-    out = lax.add(amax, lax.div(lax.log1p(_exp2(lax.neg(lax.abs(delta)))), ln2))
-    return _select(lax.ne(delta, delta), lax.add(x1, x2), out)
+    if base2:
+        tail = lax.div(lax.log1p(_exp2(lax.neg(lax.abs(delta)))), _c(np.log(2), x1))
+    else:
+        tail = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
+    # NaN delta: a NaN operand or infinities of the same sign.
+    return _select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+def _replace_inf(x):
+    """+inf replaced by 0 (JAX's rule; -inf stays, so a tie at -inf has NaN gradients)."""
+    return _select(lax.eq(x, _c(np.inf, x)), util.broadcast_to(_c(0, x), get_aval(x).shape), x)
+
+
+def _logaddexp_jvp_for(base2):
+    def jvp(primals, tangents):
+        x1, x2 = primals
+        t1, t2 = tangents
+        out = _logaddexp_value(x1, x2, base2)
+        power = _exp2 if base2 else lax.exp
+        # The weights exp(x - out) of the two operands: 1/2 each at a tie.
+        w1 = power(lax.sub(_replace_inf(x1), _replace_inf(out)))
+        w2 = power(lax.sub(_replace_inf(x2), _replace_inf(out)))
+        return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+    return jvp
+
+
+_logaddexp = custom_jvp(lambda x1, x2: _logaddexp_value(x1, x2, False))
+_logaddexp.defjvp(_logaddexp_jvp_for(False))
+_logaddexp2 = custom_jvp(lambda x1, x2: _logaddexp_value(x1, x2, True))
+_logaddexp2.defjvp(_logaddexp_jvp_for(True))
 
 
 def signbit(x, /):
@@ -544,21 +573,16 @@ def minimum(x1, x2, /):
 
 
 def fmax(x1, x2, /):
-    """Elementwise maximum ignoring NaNs."""
+    """Elementwise maximum ignoring NaNs: where(x1 > x2 or isnan(x2), x1, x2), as JAX (so a
+    tie, +-0 included, gives x2 and its gradient)."""
     x1, x2 = promote_args("fmax", x1, x2)
-    if _kind(x1) not in "fc":
-        return maximum(x1, x2)
-    out = lax.max(x1, x2)
-    return _select(lax.ne(x2, x2), x1, _select(lax.ne(x1, x1), x2, out))
+    return _select(_bool_or(lax.gt(x1, x2), lax.ne(x2, x2)), x1, x2)
 
 
 def fmin(x1, x2, /):
-    """Elementwise minimum ignoring NaNs."""
+    """Elementwise minimum ignoring NaNs: where(x1 < x2 or isnan(x2), x1, x2), as JAX."""
     x1, x2 = promote_args("fmin", x1, x2)
-    if _kind(x1) not in "fc":
-        return minimum(x1, x2)
-    out = lax.min(x1, x2)
-    return _select(lax.ne(x2, x2), x1, _select(lax.ne(x1, x1), x2, out))
+    return _select(_bool_or(lax.lt(x1, x2), lax.ne(x2, x2)), x1, x2)
 
 
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):

@@ -137,7 +137,19 @@ def _xlog1py_jvp(primals, tangents):
 def entr(x):
     """Elementwise entropy -x log x (0 at 0, -inf for x < 0)."""
     (x,) = _inexact("entr", x)
-    return jnp.where(x < 0, jnp.array(-np.inf, x.dtype), -xlogy(x, x))
+    return jnp.where(x < 0, jnp.array(-np.inf, x.dtype), -_xlogx(x))
+
+
+@custom_jvp
+def _xlogx(x):
+    """x log x with JAX's derivative log(x) + 1 (so entr'(0) is +inf, as JAX)."""
+    return xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _xlogx(x), t * (jnp.log(x) + 1)
 
 
 def expit(x):
