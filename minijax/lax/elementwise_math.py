@@ -201,8 +201,8 @@ atanh_p = _unary("atanh", np.arctanh, None, kinds="fc", lowering=_composite(el.a
 ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
-                                                 add(x, _const(x, 1))))))
+# x^2 - 1 as JAX (not (x-1)(x+1), whose -0 at x = -1 would give -inf).
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(mul(x, x), _const(x, 1)))))
 ad.defjvp(atanh_p, lambda t, x: div(div(t, sub(_const(x, 1), x)), add(_const(x, 1), x)))
 
 # --------------------------------------------------------------------------- roots

@@ -159,9 +159,20 @@ def expit(x):
 
 
 def logit(x):
-    """The inverse of expit: log(x / (1 - x))."""
+    """The inverse of expit: log(x / (1 - x)); derivative 1 / (x (1 - x)) (inf at 0, 1)."""
     (x,) = _inexact("logit", x)
+    return _logit(x)
+
+
+@custom_jvp
+def _logit(x):
     return jnp.log(x / (1 - x))
+
+
+@_logit.defjvp
+def _logit_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _logit(x), t / (x * (1 - x))
 
 
 def ndtr(x):
