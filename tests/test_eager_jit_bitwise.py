@@ -136,6 +136,9 @@ def _bitcasts(dtype):
 def mismatches(got, want, ulps):
     """Mask of the elements where `got` is not `want` bit for bit (NaNs equal whatever
     their payload), or not within `ulps` of it when ulps > 0."""
+    if want.dtype.kind == "c":
+        return (mismatches(got.real, want.real, ulps)
+                | mismatches(got.imag, want.imag, ulps))
     if want.dtype.kind != "f":
         return got != want
     nan = np.isnan(got) & np.isnan(want)
@@ -257,3 +260,22 @@ def test_float_to_int_saturates_like_jax():
     g = _convert("uint8")
     np.testing.assert_array_equal(np.asarray(g(u)), want_u)
     np.testing.assert_array_equal(np.asarray(jax.jit(g)(u)), want_u)
+
+
+COMPLEX_UNARY = {
+    "neg": (lax.neg, 0), "real": (lax.real, 0), "imag": (lax.imag, 0), "conj": (lax.conj, 0),
+    "square": (lax.square, 0), "ipow2": (lambda x: lax.integer_pow(x, 2), 0),
+    "abs": (lax.abs, 2), "sign": (lax.sign, 2), "exp": (lax.exp, 4), "log": (lax.log, 4),
+    "sqrt": (lax.sqrt, 4), "is_finite": (lambda x: lax.is_finite(lax.real(x)), 0),
+}
+COMPLEX_BINARY = {"add": (lax.add, 0), "sub": (lax.sub, 0), "mul": (lax.mul, 0),
+                  "eq": (lax.eq, 0), "ne": (lax.ne, 0)}
+
+
+def test_complex64_edges():
+    parts = np.array([0.0, -0.0, 1.0, -2.5, 3e9, np.inf, -np.inf, np.nan], np.float32)
+    re, im = cross(parts)
+    z = (re + 1j * im).astype(np.complex64)
+    z.real, z.imag = re, im  # keep -0.0 and NaN parts exactly
+    check_table(("c_unary",), COMPLEX_UNARY, (z,))
+    check_table(("c_binary",), COMPLEX_BINARY, cross(z[::3]))

@@ -55,6 +55,8 @@ def _erf64(x):
 def _logistic64(x):
     # exp(-|x|) never overflows, and the negative tail keeps its relative accuracy (a tanh
     # form cancels to 0 below x = -38, where float32 still has normal values).
+    if x.dtype.kind == "c":
+        return 1.0 / (1.0 + np.exp(-x))
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 

@@ -349,17 +349,21 @@ def _integer_pow_abstract_eval(x, *, y):
 
 
 def _integer_pow_impl(x, *, y):
+    # The same multiplications as the lowering (and JAX): no leading 1 * x, which changes
+    # complex infinities (1 * (inf j) is nan + inf j).
     x = np.asarray(x)
-    acc = np.ones_like(x)
-    base = x
-    e = builtins.abs(y)
+    if y == 0:
+        return np.ones_like(x)
+    acc, base, e = None, x, builtins.abs(y)
     while e:
         if e & 1:
-            acc = acc * base
+            acc = base if acc is None else acc * base
         e >>= 1
         if e:
             base = base * base
-    return np.reciprocal(acc) if y < 0 else acc
+    if y < 0:
+        return np.ones_like(acc) / acc
+    return acc.copy() if acc is x else acc  # never alias the input's buffer
 
 
 def _integer_pow_lower(ctx, x, *, y):
