@@ -279,3 +279,51 @@ def test_complex64_edges():
     z.real, z.imag = re, im  # keep -0.0 and NaN parts exactly
     check_table(("c_unary",), COMPLEX_UNARY, (z,))
     check_table(("c_binary",), COMPLEX_BINARY, cross(z[::3]))
+
+
+def _structural_float_table():
+    return {
+        "reduce_max": (lambda x: lax.reduce_max(x, (1,)), 0),
+        "reduce_min": (lambda x: lax.reduce_min(x, (1,)), 0),
+        "argmax": (lambda x: lax.argmax(x, 1, np.int32), 0),
+        "argmin": (lambda x: lax.argmin(x, 1, np.int32), 0),
+        "sort": (lambda x: lax.sort(x, dimension=1), 0),
+        "cummax": (lambda x: lax.cummax(x, axis=1), 0),
+        "cummin": (lambda x: lax.cummin(x, axis=1), 0),
+        "cumsum": (lambda x: lax.cumsum(x, axis=1), 0),
+        "top_k": (lambda x: lax.top_k(x, 2)[0], 0),
+        "reduce_max_all": (lambda x: lax.reduce_max(x, (0, 1)), 0),
+    }
+
+
+def _structural_int_table():
+    return {
+        "reduce_sum": (lambda x: lax.reduce_sum(x, (1,)), 0),
+        "reduce_prod": (lambda x: lax.reduce_prod(x, (1,)), 0),
+        "reduce_max": (lambda x: lax.reduce_max(x, (1,)), 0),
+        "argmin": (lambda x: lax.argmin(x, 1, np.int32), 0),
+        "sort": (lambda x: lax.sort(x, dimension=1), 0),
+        "cumsum": (lambda x: lax.cumsum(x, axis=1), 0),
+        "cumprod": (lambda x: lax.cumprod(x, axis=1), 0),
+        "dot": (lambda x: lax.dot(x, lax.transpose(x, (1, 0))), 0),
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_structural_float_edges(dtype):
+    """Reductions, arg-reductions, sorts and scans over rows of edge values (NaN, +-0, inf)."""
+    v = float_edges(dtype)
+    rng = np.random.default_rng(0)
+    rows = np.stack([rng.permutation(v)[:8] for _ in range(12)]
+                    + [np.array([0.0, -0.0, 0.0, -0.0, 1, 1, -1, -1], dtype),
+                       np.array([-0.0, 0.0, np.nan, 0.0, np.nan, -1, 2, 2], dtype)])
+    check_table(("s_float", dtype), _structural_float_table(), (rows.astype(dtype),))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "uint32"])
+def test_structural_int_edges(dtype):
+    """Integer reductions, scans and dots wrap on overflow identically eager and jitted."""
+    v = int_edges(dtype)
+    rng = np.random.default_rng(1)
+    rows = np.stack([rng.choice(v, 6) for _ in range(6)]).astype(dtype)
+    check_table(("s_int", dtype), _structural_int_table(), (rows,))
