@@ -361,7 +361,7 @@ class _Compiler:
                               f"({unsupported_reason(comp)})")
             prog.steps.append(self._call_step(sub, ops, s))
             return
-        if op in _KERNEL_OPCODES:
+        if op in _KERNEL_OPCODES and not any(o.shape.is_tuple for o in instr.operands):
             comp, operands = wrap_instruction(instr)
             if self._compile_fused(prog, comp, operands, instr, f"{op} {instr.name}"):
                 return
