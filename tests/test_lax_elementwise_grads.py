@@ -151,8 +151,11 @@ def test_max_min_split_ties_half_half():
 def test_pow_derivatives_at_zero():
     d = minijax.grad(lambda x: lax.pow(x, 2.0))(0.0)
     assert float(d) == 0.0
+    # JAX's rule y * x ** (y - 1) gives 0 * inf = NaN for a float exponent 0 at x = 0 ...
     d0 = minijax.grad(lambda x: lax.pow(x, 0.0))(0.0)
-    assert float(d0) == 0.0
+    assert np.isnan(float(d0))
+    # ... and 0 for an integer exponent 0.
+    assert float(minijax.grad(lambda x: lax.pow(x, np.int32(0)))(0.0)) == 0.0
     dy = minijax.grad(lambda y: lax.pow(0.0, y))(2.0)
     assert float(dy) == 0.0
     d_half = minijax.grad(lambda x: lax.pow(x, 0.5))(0.0)

@@ -21,7 +21,8 @@ import math
 import numpy as np
 
 __all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "convert",
-           "bitcast_convert", "reduce_precision", "round_to_bf16", "total_order_key"]
+           "bitcast_convert", "maximum", "minimum", "reduce_precision", "round_to_bf16",
+           "total_order_key"]
 
 
 def _is_int(x) -> bool:
@@ -56,8 +57,12 @@ def _erf64(x):
 
 
 def _logistic64(x):
-    # Written with tanh so neither tail overflows.
-    return 0.5 * np.tanh(0.5 * x) + 0.5
+    # exp(-|x|) never overflows, and the negative tail keeps its relative accuracy (a tanh
+    # form cancels to 0 below x = -38, where float32 still has normal values).
+    if x.dtype.kind == "c":
+        return 1.0 / (1.0 + np.exp(-x))
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _rsqrt64(x):
@@ -307,24 +312,6 @@ def _shift(kind):
     return apply
 
 
-def _maximum(a, b):
-    """XLA's maximum: NaN propagates and -0 < +0 for floats (np.maximum returns either zero)."""
-    out = np.maximum(a, b)
-    if a.dtype.kind != "f":
-        return out
-    a, b = np.broadcast_arrays(a, b)
-    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), out)
-
-
-def _minimum(a, b):
-    """XLA's minimum: NaN propagates and -0 < +0 for floats."""
-    out = np.minimum(a, b)
-    if a.dtype.kind != "f":
-        return out
-    a, b = np.broadcast_arrays(a, b)
-    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), out)
-
-
 def _complex(re, im):
     re, im = np.broadcast_arrays(re, im)
     ctype = np.complex64 if re.dtype == np.float32 else np.complex128
@@ -340,6 +327,22 @@ def _logical_or_bitwise(fn):
     return apply
 
 
+def maximum(a, b):
+    """XLA maximum: NaN propagates and +0 > -0 (NumPy returns the first of two zeros)."""
+    out = np.maximum(a, b)
+    if out.dtype.kind == "f" or out.dtype.name == "bfloat16":
+        out = np.where((a == 0) & (b == 0), a + b, out)  # -0 only if both are -0
+    return out
+
+
+def minimum(a, b):
+    """XLA minimum: NaN propagates and -0 < +0."""
+    out = np.minimum(a, b)
+    if out.dtype.kind == "f" or out.dtype.name == "bfloat16":
+        out = np.where((a == 0) & (b == 0), -(-a - b), out)  # +0 only if both are +0
+    return out
+
+
 BINARY = {
     "add": np.add,
     "subtract": np.subtract,
@@ -347,8 +350,8 @@ BINARY = {
     "divide": _divide,
     "remainder": _remainder,
     "power": _power,
-    "maximum": _maximum,
-    "minimum": _minimum,
+    "maximum": maximum,
+    "minimum": minimum,
     "atan2": _atan2,
     "and": _logical_or_bitwise(np.bitwise_and),
     "or": _logical_or_bitwise(np.bitwise_or),

@@ -144,9 +144,16 @@ def _logaddexp_computation(ctx, et):
 # --------------------------------------------------------------------------- cumsum
 
 
+def _cumsum_from_plus_zero(x, axis):
+    # XLA (and JAX) start the running sum at +0, so a leading -0 sums to +0.
+    out = np.cumsum(x, axis=axis, dtype=x.dtype)
+    return out + np.zeros((), x.dtype) if x.dtype.kind in "fc" else out
+
+
+
 cumsum_p = standard_primitive(
     "cumsum", _cum_abstract_eval("cumsum", "iufc"),
-    _cum_impl(lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype)))
+    _cum_impl(lambda x, axis: _cumsum_from_plus_zero(x, axis)))
 cumsum = _wrapper(cumsum_p, "Cumulative sum along `axis` (from the end if `reverse`).")
 
 

@@ -17,6 +17,8 @@ import enum
 import numpy as np
 
 from minijax import core, dtypes
+from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
@@ -307,8 +309,11 @@ def _pow_jvp_lhs(t, ans, x, y):
     from minijax.lax.elementwise_int import eq, select
     from minijax.lax.structural import convert_element_type
     y_dtype = get_aval(y).dtype
-    if y_dtype.kind in "iu":
-        y = convert_element_type(y, get_aval(x).dtype)
+    if y_dtype.kind not in "iu":
+        # JAX's rule: y * x ** (y - 1), so d/dx x ** 0. at x = 0 is 0 * inf = NaN.
+        return mul(t, mul(y, pow(x, sub(y, _const(y, 1)))))
+    # An integer exponent 0 has the derivative 0 everywhere (x ** 0 == 1), as in JAX.
+    y = convert_element_type(y, get_aval(x).dtype)
     shaped = _brcast(y, x)
     jac = select(eq(shaped, _const(y, 0)), _zeros(shaped),
                  mul(y, pow(x, sub(y, _const(y, 1)))))
@@ -345,17 +350,21 @@ def _integer_pow_abstract_eval(x, *, y):
 
 
 def _integer_pow_impl(x, *, y):
+    # The same multiplications as the lowering (and JAX): no leading 1 * x, which changes
+    # complex infinities (1 * (inf j) is nan + inf j).
     x = np.asarray(x)
-    acc = np.ones_like(x)
-    base = x
-    e = builtins.abs(y)
+    if y == 0:
+        return np.ones_like(x)
+    acc, base, e = None, x, builtins.abs(y)
     while e:
         if e & 1:
-            acc = acc * base
+            acc = base if acc is None else acc * base
         e >>= 1
         if e:
             base = base * base
-    return np.reciprocal(acc) if y < 0 else acc
+    if y < 0:
+        return np.ones_like(acc) / acc
+    return acc.copy() if acc is x else acc  # never alias the input's buffer
 
 
 def _integer_pow_lower(ctx, x, *, y):
@@ -413,24 +422,8 @@ def min(x, y):  # noqa: A001 - JAX's name
     return min_p.bind(x, y)
 
 
-def _np_max(x, y):
-    """np.maximum with XLA's signed zeros: max(-0, +0) is +0 whatever the order."""
-    out = np.maximum(x, y)
-    if dtypes.kind(out.dtype) != "f":
-        return out
-    return np.where((x == 0) & (y == 0), x + y, out)
-
-
-def _np_min(x, y):
-    """np.minimum with XLA's signed zeros: min(-0, +0) is -0 whatever the order."""
-    out = np.minimum(x, y)
-    if dtypes.kind(out.dtype) != "f":
-        return out
-    return np.where((x == 0) & (y == 0), -((-x) + (-y)), out)
-
-
-max_p = _binary("max", _np_max, "maximum")
-min_p = _binary("min", _np_min, "minimum")
+max_p = _binary("max", xla_maximum, "maximum")
+min_p = _binary("min", xla_minimum, "minimum")
 
 
 def _balanced_eq(x, z, y):

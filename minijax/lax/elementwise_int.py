@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -393,7 +395,7 @@ def _clamp_abstract_eval(lo, x, hi):
 
 
 def _clamp_impl(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi)
+    return xla_minimum(xla_maximum(x, lo), hi)
 
 
 def _clamp_lower(ctx, lo, x, hi):
@@ -462,6 +464,8 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 
 
 def _bitcast_impl(x, *, new_dtype):
+    if dtypes.is_python_scalar(x):  # a weak scalar has the canonical width (float32, ...)
+        x = np.asarray(x, dtypes.python_scalar_dtype(x))
     x = np.asarray(x, order="C")
     new_dtype = np.dtype(new_dtype)
     if new_dtype.itemsize == x.dtype.itemsize:

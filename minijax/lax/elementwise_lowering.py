@@ -118,7 +118,9 @@ def acosh(e: Emit, x):
     xm1 = e.sub(x, 1)
     moderate = e.log_plus_one(e.add(xm1, e.sqrt(e.mul(e.add(x, 1), xm1))))
     huge = e.add(e.log(x), math.log(2))
-    return e.select(e.cmp(x, _sqrt_max(e), "GE"), huge, moderate)
+    out = e.select(e.cmp(x, _sqrt_max(e), "GE"), huge, moderate)
+    # (x+1)(x-1) is positive again for x < -1: acosh is NaN below 1.
+    return e.select(e.cmp(x, 1, "LT"), math.nan, out)
 
 
 @in_float32_at_least

@@ -201,8 +201,8 @@ atanh_p = _unary("atanh", np.arctanh, None, kinds="fc", lowering=_composite(el.a
 ad.defjvp(sinh_p, lambda t, x: mul(t, cosh(x)))
 ad.defjvp(cosh_p, lambda t, x: mul(t, sinh(x)))
 ad.defjvp(asinh_p, lambda t, x: mul(t, rsqrt(add(square(x), _const(x, 1)))))
-ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
-                                                 add(x, _const(x, 1))))))
+# x^2 - 1 as JAX (not (x-1)(x+1), whose -0 at x = -1 would give -inf).
+ad.defjvp(acosh_p, lambda t, x: mul(t, rsqrt(sub(mul(x, x), _const(x, 1)))))
 ad.defjvp(atanh_p, lambda t, x: div(div(t, sub(_const(x, 1), x)), add(_const(x, 1), x)))
 
 # --------------------------------------------------------------------------- roots
@@ -388,6 +388,12 @@ def nextafter(x1, x2):
 
 
 # Like JAX, nextafter has no JVP rule (differentiating it raises NotImplementedError).
-nextafter_p = _binary("nextafter", np.nextafter, None, kinds="f",
+def _nextafter_impl(x1, x2):
+    # C's nextafter returns x2 when the two are equal (so nextafter(0, -0) is -0); NumPy's
+    # float16 loop returns x1.
+    return np.where(x1 == x2, x2, np.nextafter(x1, x2))
+
+
+nextafter_p = _binary("nextafter", _nextafter_impl, None, kinds="f",
                       lowering=_composite(el.nextafter))
 

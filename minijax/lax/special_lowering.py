@@ -109,7 +109,10 @@ def _erfc_nonneg(e: Emit, ax):
                   for c, v in zip(centres, _ERFCX_AT, strict=True)]
         near = e.mul(_exp_minus_square(e, ax), e.piecewise(ax, [c + 0.125 for c in
                                                                 centres[:-1]], series))
-        return e.select(e.lt(ax, 2), near, _erfc_cf(e, ax, 2.0))
+        # erfc underflows to 0 above 27.3; clamping keeps the continued fraction finite at
+        # inf and near the largest floats.
+        far = _erfc_cf(e, e.select(e.lt(ax, 28), ax, 28), 2.0)
+        return e.select(e.lt(ax, 2), near, far)
     tail = e.div(e.poly(e.sub(e.div(1, e.mul(ax, ax)), _ERFCX_W0), _ERFCX_TAIL), ax)
     scaled = e.piecewise(ax, [1.5, 3.0], [e.poly(e.sub(ax, 1), _ERFCX_NEAR_1),
                                           e.poly(e.sub(ax, 2.25), _ERFCX_NEAR_2), tail])

@@ -126,10 +126,12 @@ def _fill_ellipsis(shape, entries):
         if kind == _NONE:
             out.append((kind, val))
             continue
-        if kind == _INT:
-            n = shape[dim]
-            if not -n <= val < n:
-                raise IndexError(f"index {val} is out of bounds for axis {dim} with size {n}")
+        if kind == _INT and shape[dim] == 0:
+            raise IndexError(f"index {val} is out of bounds for axis {dim} with size 0")
+        if kind == _INT and not -shape[dim] <= val < shape[dim]:
+            # Out of bounds, as JAX: a gather/dynamic_slice index (reads clamp, updates drop,
+            # mode= applies) instead of a static slice.
+            kind, val = _ADV, util.convert(val, _index_dtype())
         if mask_shape is not None:
             if shape[dim] != mask_shape[dim - mask_start]:
                 raise IndexError(f"boolean index did not match indexed array along axis "
@@ -346,7 +348,8 @@ def rewriting_take(x, idx, *, mode=None, fill_value=None, indices_are_sorted=Fal
     plan = _Plan(get_aval(y).shape, rest)
     if fill_value is not None and mode is None:
         mode = "fill"
-    return gather_plan(y, plan, mode or "clip", fill_value, indices_are_sorted,
+    # JAX's default: reads clamp (XLA's gather) and the transpose drops out-of-bound indices.
+    return gather_plan(y, plan, mode or "promise_in_bounds", fill_value, indices_are_sorted,
                        unique_indices)
 
 
@@ -399,8 +402,9 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
     """Elements of `a` at `indices` along `axis` (the flattened array if None).
 
-    mode: "fill" (default; out-of-bound indices give fill_value, NaN for floats), "clip",
-    "wrap" or "promise_in_bounds".
+    mode (as JAX's): "fill" (default; out-of-bound indices give fill_value, NaN for
+    floats; negative indices wrap once), "clip" (indices clamp into range, negative ones to
+    0) or "wrap" (indices modulo the axis size).
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
@@ -422,8 +426,15 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         from minijax.numpy.ufuncs import remainder
         indices = remainder(indices, n) if n else indices
         mode = "promise_in_bounds"
-    elif mode not in ("fill", "clip", "promise_in_bounds", "drop"):
-        raise ValueError(f"Invalid mode {mode!r} for take")
+    elif mode == "clip":
+        # JAX's clip mode does not wrap negative indices: clamp before the index plan
+        # would; the gather's transpose then accumulates at the clamped positions, as JAX's.
+        if n:
+            indices = lax.clamp(util.convert(0, get_aval(indices).dtype), indices,
+                                util.convert(n - 1, get_aval(indices).dtype))
+        mode = "promise_in_bounds"
+    elif mode != "fill":
+        raise ValueError(f"Invalid mode '{mode}' for np.take")
     if mode == "fill" and fill_value is None:
         fill_value = _default_fill(get_aval(a).dtype)
     idx = (slice(None),) * ax + (indices,)
@@ -448,7 +459,10 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                                   i_shape[:ax] + (1,) + i_shape[ax + 1:])
     out_shape = other[:ax] + (i_shape[ax],) + other[ax + 1:]
     arr = util.broadcast_to(arr, other[:ax] + (a_shape[ax],) + other[ax + 1:])
-    idx = util.broadcast_to(_normalize_index_array(indices, a_shape[ax]), out_shape)
+    # As JAX: negative indices wrap except in mode "promise_in_bounds".
+    if mode != "promise_in_bounds":
+        indices = _normalize_index_array(indices, a_shape[ax])
+    idx = util.broadcast_to(indices, out_shape)
     coords = []
     for d in range(len(a_shape)):
         coords.append(idx if d == ax else util.iota(_index_dtype(), out_shape, d))

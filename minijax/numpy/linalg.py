@@ -314,7 +314,8 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order {ord!r} for vectors")
     if ord == np.inf:
-        return jnp.max(absx, axis=axes, keepdims=keepdims)
+        # initial=0 as JAX: at x == 0 the gradient splits with the initial value.
+        return jnp.max(absx, axis=axes, keepdims=keepdims, initial=0)
     if ord == -np.inf:
         return jnp.min(absx, axis=axes, keepdims=keepdims)
     if ord == 0:
@@ -358,13 +359,13 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         out = vector_norm(x, axis=(r, c), keepdims=keepdims)
     elif ord in (1, -1):
         col_sums = jnp.sum(jnp.abs(x), axis=r, keepdims=True)
-        red = jnp.max if ord == 1 else jnp.min
-        out = red(col_sums, axis=c, keepdims=True)
+        out = (jnp.max(col_sums, axis=c, keepdims=True, initial=0) if ord == 1
+               else jnp.min(col_sums, axis=c, keepdims=True))
         out = out if keepdims else jnp.squeeze(out, axis=(r, c))
     elif ord in (np.inf, -np.inf):
         row_sums = jnp.sum(jnp.abs(x), axis=c, keepdims=True)
-        red = jnp.max if ord == np.inf else jnp.min
-        out = red(row_sums, axis=r, keepdims=True)
+        out = (jnp.max(row_sums, axis=r, keepdims=True, initial=0) if ord == np.inf
+               else jnp.min(row_sums, axis=r, keepdims=True))
         out = out if keepdims else jnp.squeeze(out, axis=(r, c))
     elif ord in (2, -2, "nuc"):
         moved = jnp.moveaxis(x, (r, c), (-2, -1))

@@ -67,8 +67,8 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     if order is not None:
         raise TypeError("The 'order' argument to sort is not supported.")
     a, axis = _axis_or_flat(a, axis)
-    if descending:
-        a = lax.rev(a, (axis,))
+    # descending: the ascending sort reversed, as JAX (equal elements come out last-first,
+    # which decides where their gradients go).
     if dtypes.kind(get_aval(a).dtype) == "f":
         _, out = lax.sort((_sort_key(a), a), axis, is_stable=stable, num_keys=1)
     else:

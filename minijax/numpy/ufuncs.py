@@ -7,6 +7,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import get_aval
+from minijax.custom_derivatives import custom_jvp
 from minijax.numpy import util
 from minijax.numpy.util import (
     check_arraylike,
@@ -80,7 +81,12 @@ divide = true_divide
 
 
 def floor_divide(x1, x2, /):
-    """x1 // x2 with NumPy's rounding toward negative infinity."""
+    """x1 // x2 rounded toward negative infinity.
+
+    Division by zero follows JAX: +-inf (NaN for 0 // 0) for floats; for signed integers
+    XLA's x / 0 = -1 corrected by the floor rule (-2 for x != 0, -1 for 0), for unsigned
+    integers the type's maximum.
+    """
     x1, x2 = promote_args_numeric("floor_divide", x1, x2)
     kind = _kind(x1)
     if kind == "u":
@@ -88,7 +94,7 @@ def floor_divide(x1, x2, /):
     if kind == "i":
         q = lax.div(x1, x2)
         zero = _c(0, x1)
-        signs_differ = lax.ne(lax.lt(x1, zero), lax.lt(x2, zero))
+        signs_differ = lax.ne(lax.sign(x1), lax.sign(x2))
         inexact = lax.ne(lax.rem(x1, x2), zero)
         return _select(_bool_and(signs_differ, inexact), lax.sub(q, _c(1, q)), q)
     if kind == "c":
@@ -97,20 +103,31 @@ def floor_divide(x1, x2, /):
 
 
 def _float_divmod(x1, x2):
+    # CPython's float_divmod, as JAX: x1 is not corrected by a NaN remainder when x2 == 0,
+    # so x // 0. is +-inf.
     mod = lax.rem(x1, x2)
-    div = lax.div(lax.sub(x1, mod), x2)
     zero = _c(0, mod)
-    ind = _bool_and(lax.ne(mod, zero), lax.ne(lax.lt(x2, zero), lax.lt(mod, zero)))
+    corrected = _select(lax.eq(x2, _c(0, x2)), x1, lax.sub(x1, mod))
+    div = lax.div(corrected, x2)
+    ind = _bool_and(lax.ne(mod, zero), lax.ne(lax.sign(x2), lax.sign(mod)))
     mod = _select(ind, lax.add(mod, x2), mod)
     div = _select(ind, lax.sub(div, _c(1, div)), div)
-    return _round_even(div), mod
+    return lax.round(div), mod
+
+
+def _nonzero_divisor(x2):
+    """Integer divisors with 0 replaced by 1 (JAX: integer x % 0 and fmod(x, 0) are 0)."""
+    if _kind(x2) not in "iu":
+        return x2
+    return _select(lax.eq(x2, _c(0, x2)), _c(1, x2), x2)
 
 
 def remainder(x1, x2, /):
-    """x1 % x2 with the sign of the divisor (NumPy's mod)."""
+    """x1 % x2 with the sign of the divisor (NumPy's mod); integer x % 0 is 0 (as JAX)."""
     x1, x2 = promote_args_numeric("remainder", x1, x2)
     if _kind(x1) == "c":
         raise TypeError("remainder does not support complex-valued inputs")
+    x2 = _nonzero_divisor(x2)
     trunc = lax.rem(x1, x2)
     if _kind(x1) == "u":
         return trunc
@@ -123,9 +140,9 @@ mod = remainder
 
 
 def fmod(x1, x2, /):
-    """C-style remainder (sign of the dividend)."""
+    """C-style remainder (sign of the dividend); integer fmod(x, 0) is 0 (as JAX)."""
     x1, x2 = promote_args_numeric("fmod", x1, x2)
-    return lax.rem(x1, x2)
+    return lax.rem(x1, _nonzero_divisor(x2))
 
 
 def divmod(x1, x2, /):
@@ -136,49 +153,56 @@ def divmod(x1, x2, /):
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
-def _integer_pow(x, n: int):
-    fn = getattr(lax, "integer_pow", None)
-    if fn is not None:
-        return fn(x, n)
-    if n == 0:
-        return util.broadcast_to(_c(1, x), get_aval(x).shape)
-    acc, base, e = None, x, abs(n)
-    while e:
-        if e & 1:
-            acc = base if acc is None else lax.mul(acc, base)
-        e >>= 1
-        if e:
-            base = lax.mul(base, base)
-    return lax.div(_c(1, acc), acc) if n < 0 else acc
+def _concrete_int_exponent(x2):
+    """x2 as a Python int if it is a concrete integer scalar (JAX's integer_pow case)."""
+    if isinstance(x2, (float, complex)):
+        return None
+    value = util.concrete_or_none(x2)
+    if value is None or value.ndim != 0 or value.dtype.kind not in "iub":
+        return None
+    return int(value)
 
 
 def power(x1, x2, /):
-    """x1 ** x2. Integer powers of integers use exact repeated squaring."""
+    """x1 ** x2, with JAX's cases.
+
+    A concrete integer scalar exponent uses lax.integer_pow (integers to a negative power
+    raise TypeError, as JAX). Integer bases with array or traced exponents use binary
+    exponentiation over the exponent's low 6 bits (JAX's algorithm: a negative exponent gives
+    an implementation-defined value, 0 ** n is 0 for n != 0). A float base with an integer
+    exponent keeps the exponent's dtype, so the gradient at x == 0 with n == 0 is 0.
+    """
     check_arraylike("power", x1, x2)
-    if type(x2) is int:
+    exponent = _concrete_int_exponent(x2)
+    if exponent is not None:
         (x1,) = util.promote_dtypes_numeric(x1)
-        if x2 < 0 and _kind(x1) in "iu":
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return _integer_pow(x1, x2)
-    x1, x2 = promote_args_numeric("power", x1, x2)
-    if _kind(x1) in "iu":
-        exponent = util.concrete_or_none(x2)
-        if exponent is not None and _kind(x1) == "i" and np.any(exponent < 0):
-            raise ValueError("Integers to negative integer powers are not allowed.")
-        return _pow_int_int(x1, x2)
-    return lax.pow(x1, x2)
+        return lax.integer_pow(x1, exponent)
+    p1, p2 = promote_args_numeric("power", x1, x2)
+    if _kind(p1) in "iub":
+        return _pow_int_int(p1, p2)
+    a1, a2 = to_array(x1), to_array(x2)
+    if _kind(a1) in "fc" and _kind(a2) in "iu" and not get_aval(a1).weak_type:
+        shape = util.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+        return lax.pow(util.broadcast_to(a1, shape), util.broadcast_to(a2, shape))
+    return lax.pow(p1, p2)
 
 
 def _pow_int_int(base, exponent):
-    """Binary exponentiation unrolled over the exponent's bits (exponent >= 0)."""
-    bits = get_aval(exponent).dtype.itemsize * 8
-    acc = util.broadcast_to(_c(1, base), get_aval(base).shape)
+    """JAX's integer power: binary exponentiation over the exponent's low 6 bits."""
     one, zero = _c(1, exponent), _c(0, exponent)
     shift = util.lax_fn("shift_right_logical")
     band = util.lax_fn("bitwise_and", "and_")
-    for i in range(bits):
+    if _kind(base) == "b":
+        base = util.convert(base, dtypes.default_int_dtype())
+        exponent = util.convert(exponent, get_aval(base).dtype)
+        one, zero = _c(1, exponent), _c(0, exponent)
+    shape = get_aval(base).shape
+    base_zero = lax.eq(base, _c(0, base))
+    acc = _select(_bool_and(base_zero, lax.ne(exponent, zero)),
+                  util.broadcast_to(_c(0, base), shape), util.broadcast_to(_c(1, base), shape))
+    for i in range(6):
         acc = _select(lax.ne(band(exponent, one), zero), lax.mul(acc, base), acc)
-        if i + 1 < bits:
+        if i < 5:
             base = lax.mul(base, base)
             exponent = shift(exponent, one)
     return acc
@@ -396,22 +420,50 @@ def hypot(x1, x2, /):
 
 
 def logaddexp(x1, x2, /):
-    """log(exp(x1) + exp(x2)) computed stably."""
+    """log(exp(x1) + exp(x2)) computed stably (at x1 == x2 each gradient is 1/2, as JAX)."""
     x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-    return _select(lax.ne(delta, delta), lax.add(x1, x2), out)
+    return _logaddexp(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
-    """log2(2**x1 + 2**x2) computed stably."""
+    """log2(2**x1 + 2**x2) computed stably (at x1 == x2 each gradient is 1/2, as JAX)."""
     x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+    return _logaddexp2(x1, x2)
+
+
+def _logaddexp_value(x1, x2, base2):
     amax = lax.max(x1, x2)
     delta = lax.sub(x1, x2)
-    ln2 = _c(np.log(2), x1)
-    out = lax.add(amax, lax.div(lax.log1p(_exp2(lax.neg(lax.abs(delta)))), ln2))
-    return _select(lax.ne(delta, delta), lax.add(x1, x2), out)
+    if base2:
+        tail = lax.div(lax.log1p(_exp2(lax.neg(lax.abs(delta)))), _c(np.log(2), x1))
+    else:
+        tail = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
+    # NaN delta: a NaN operand or infinities of the same sign.
+    return _select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(amax, tail))
+
+
+def _replace_inf(x):
+    """+inf replaced by 0 (JAX's rule; -inf stays, so a tie at -inf has NaN gradients)."""
+    return _select(lax.eq(x, _c(np.inf, x)), util.broadcast_to(_c(0, x), get_aval(x).shape), x)
+
+
+def _logaddexp_jvp_for(base2):
+    def jvp(primals, tangents):
+        x1, x2 = primals
+        t1, t2 = tangents
+        out = _logaddexp_value(x1, x2, base2)
+        power = _exp2 if base2 else lax.exp
+        # The weights exp(x - out) of the two operands: 1/2 each at a tie.
+        w1 = power(lax.sub(_replace_inf(x1), _replace_inf(out)))
+        w2 = power(lax.sub(_replace_inf(x2), _replace_inf(out)))
+        return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+    return jvp
+
+
+_logaddexp = custom_jvp(lambda x1, x2: _logaddexp_value(x1, x2, False))
+_logaddexp.defjvp(_logaddexp_jvp_for(False))
+_logaddexp2 = custom_jvp(lambda x1, x2: _logaddexp_value(x1, x2, True))
+_logaddexp2.defjvp(_logaddexp_jvp_for(True))
 
 
 def signbit(x, /):
@@ -521,21 +573,16 @@ def minimum(x1, x2, /):
 
 
 def fmax(x1, x2, /):
-    """Elementwise maximum ignoring NaNs."""
+    """Elementwise maximum ignoring NaNs: where(x1 > x2 or isnan(x2), x1, x2), as JAX (so a
+    tie, +-0 included, gives x2 and its gradient)."""
     x1, x2 = promote_args("fmax", x1, x2)
-    if _kind(x1) not in "fc":
-        return maximum(x1, x2)
-    out = lax.max(x1, x2)
-    return _select(lax.ne(x2, x2), x1, _select(lax.ne(x1, x1), x2, out))
+    return _select(_bool_or(lax.gt(x1, x2), lax.ne(x2, x2)), x1, x2)
 
 
 def fmin(x1, x2, /):
-    """Elementwise minimum ignoring NaNs."""
+    """Elementwise minimum ignoring NaNs: where(x1 < x2 or isnan(x2), x1, x2), as JAX."""
     x1, x2 = promote_args("fmin", x1, x2)
-    if _kind(x1) not in "fc":
-        return minimum(x1, x2)
-    out = lax.min(x1, x2)
-    return _select(lax.ne(x2, x2), x1, _select(lax.ne(x1, x1), x2, out))
+    return _select(_bool_or(lax.lt(x1, x2), lax.ne(x2, x2)), x1, x2)
 
 
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):

@@ -137,7 +137,19 @@ def _xlog1py_jvp(primals, tangents):
 def entr(x):
     """Elementwise entropy -x log x (0 at 0, -inf for x < 0)."""
     (x,) = _inexact("entr", x)
-    return jnp.where(x < 0, jnp.array(-np.inf, x.dtype), -xlogy(x, x))
+    return jnp.where(x < 0, jnp.array(-np.inf, x.dtype), -_xlogx(x))
+
+
+@custom_jvp
+def _xlogx(x):
+    """x log x with JAX's derivative log(x) + 1 (so entr'(0) is +inf, as JAX)."""
+    return xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _xlogx(x), t * (jnp.log(x) + 1)
 
 
 def expit(x):
@@ -147,9 +159,20 @@ def expit(x):
 
 
 def logit(x):
-    """The inverse of expit: log(x / (1 - x))."""
+    """The inverse of expit: log(x / (1 - x)); derivative 1 / (x (1 - x)) (inf at 0, 1)."""
     (x,) = _inexact("logit", x)
+    return _logit(x)
+
+
+@custom_jvp
+def _logit(x):
     return jnp.log(x / (1 - x))
+
+
+@_logit.defjvp
+def _logit_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _logit(x), t / (x * (1 - x))
 
 
 def ndtr(x):
