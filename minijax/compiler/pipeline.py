@@ -202,15 +202,18 @@ def default_passes(options: CompileOptions) -> list:
 
 
 def optimize(module: Module, options: CompileOptions | None = None,
-             dump_hook: Callable[[Module, str, int], None] | None = None) -> Module:
+             dump_hook: Callable[[Module, str, int], None] | None = None,
+             passes: list | None = None) -> Module:
     """Optimize `module` in place for `options` and return it.
 
-    Per-pass dumps go to `dump_hook`, or, when options.dump_to and options.dump_pass_re
-    are both set, to files in options.dump_to."""
+    `passes`: the pass list (a backend's `Backend.passes(options)`); default_passes when
+    None. Per-pass dumps go to `dump_hook`, or, when options.dump_to and
+    options.dump_pass_re are both set, to files in options.dump_to."""
     options = options or CompileOptions()
     if dump_hook is None and options.dump_to and options.dump_pass_re:
         dump_hook = write_pass_dump(options.dump_to)
-    pipeline = Pipeline(default_passes(options), verify=options.verify, dump_hook=dump_hook,
+    pipeline = Pipeline(default_passes(options) if passes is None else passes,
+                        verify=options.verify, dump_hook=dump_hook,
                         dump_pass_re=options.dump_pass_re)
     module.fusion_log = []
     pipeline.run(module)
