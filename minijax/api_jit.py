@@ -36,7 +36,7 @@ from minijax.compiler import driver
 from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
-from minijax.dispatch import place_buffer, target_device
+from minijax.dispatch import check_nans, place_buffer, target_device
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 
 _disable_jit = threading.local()
@@ -93,6 +93,8 @@ class _CompiledEntry:
         device = self.device
         bufs = [place_buffer(x, device) for x in flat_values]
         outs = self.executable.execute(bufs + self.hoisted)
+        if config._values["jax_debug_nans"]:
+            check_nans(f"jit({self.lowered.fun_name})", outs)
         dev, committed = self.array_device, self.committed
         arrays = [Array(o if type(o) is not np.ndarray or o.dtype == a.dtype
                         else o.astype(a.dtype), a.weak_type, dev, committed)
@@ -227,8 +229,9 @@ class JitWrapped:
                           x._committed) if type(x) is Array
                          else _numpy_fast_key(x) for x in args])
             # Only arguments already where the entry runs (no transfer) take the fast path.
-            if _NOT_FAST not in key and all(k[3] == entry.array_device for k in key) and (
-                    entry.array_device is None or all(type(x) is Array for x in args)):
+            placed = all(k[3] == entry.array_device for k in key) and (
+                entry.array_device is None or all(type(x) is Array for x in args))
+            if _NOT_FAST not in key and placed and not config._values["jax_debug_nans"]:
                 self._cache.fast[key] = entry.fast_caller()
         return entry.call(dyn_leaves)
 
@@ -319,7 +322,8 @@ class JitWrapped:
             stats.compile_seconds += sum(timings.values())
             stats.history.append(reason)
             self._cache.entries.put(signature, entry, _entry_bytes(entry))
-            if debug_level() >= 1 or config.jax_log_compiles:
+            if debug_level() >= 1 or config.jax_log_compiles or \
+                    config.jax_explain_cache_misses:
                 stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in timings.items())
                 where = f" ({self._source.short()})" if self._source else ""
                 _log(f"compiled {self._name}{where} for "
@@ -581,5 +585,5 @@ def _clear_fast_paths(_value=None) -> None:
             fast.clear()
 
 
-config.on_change("minijax_backend", _clear_fast_paths)
-config.on_change("jax_platforms", _clear_fast_paths)
+for _option in ("minijax_backend", "jax_platforms", "jax_debug_nans"):
+    config.on_change(_option, _clear_fast_paths)

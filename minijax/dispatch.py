@@ -16,6 +16,7 @@ import numpy as np
 from minijax import dtypes, eager_compiled, placement
 from minijax.array import Array
 from minijax.backends.base import Device
+from minijax.config import config
 from minijax.core import ShapedArray
 
 numpy_impls: dict = {}
@@ -97,8 +98,16 @@ def apply_primitive(primitive, *args, **params):
 
 
 def _host_default() -> bool:
-    state = placement._default
-    return state[2] if state else placement.default_is_host()
+    state = placement._default or placement._default_state()
+    return state[3]
+
+
+def check_nans(what: str, values) -> None:
+    """jax_debug_nans: raise JAX's FloatingPointError when a float result holds a NaN."""
+    for v in values:
+        host = np.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v.to_host()
+        if host.dtype.kind in "fc" and np.isnan(host).any():
+            raise FloatingPointError(f"invalid value (nan) encountered in {what}")
 
 
 def _argument_names(n: int) -> list[str]:
@@ -134,6 +143,8 @@ def _apply_placed(primitive, impl, args, params):
         with np.errstate(all="ignore"):
             out = impl(*host, **params)
         dev = device if (committed or device != placement.default_device()) else None
+        if config._values["jax_debug_nans"]:
+            check_nans(primitive.name, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
             return [wrap_output(o, a, dev, committed)
                     for o, a in zip(out, out_aval, strict=True)]
@@ -141,6 +152,8 @@ def _apply_placed(primitive, impl, args, params):
     bufs = [place_buffer(x, device) for x in args]
     executable = eager_compiled.executable(primitive, avals, params, device)
     outs = executable.execute(bufs)
+    if config._values["jax_debug_nans"]:
+        check_nans(primitive.name, outs)
     out_avals = out_aval if primitive.multiple_results else [out_aval]
     arrays = [Array(o, a.weak_type, device, committed)
               for o, a in zip(outs, out_avals, strict=True)]
@@ -200,7 +213,7 @@ def device_put(x, device=None) -> Array:
                          copy=True)
         weak = False
     if device is None:
-        if _host_default():
+        if placement.default_is_host():
             return Array(value, weak)
         device = placement.default_device()
         return Array(placement.transfer(value, None, device), weak, device, False)

@@ -19,8 +19,9 @@ from minijax.backends import available_backends, get_backend
 from minijax.backends.base import Device
 from minijax.config import config
 
-# [default device, its backend, whether that backend keeps host NumPy buffers]; rebuilt
-# when the backend options change.
+# [default device, its backend, whether that backend keeps host NumPy buffers, whether
+# eager ops may take dispatch's NumPy fast path (host buffers and no jax_debug_nans)];
+# rebuilt when those options change.
 _default: list = []
 
 
@@ -28,14 +29,15 @@ def _reset(_value=None) -> None:
     _default.clear()
 
 
-config.on_change("minijax_backend", _reset)
-config.on_change("jax_platforms", _reset)
+for _option in ("minijax_backend", "jax_platforms", "jax_debug_nans"):
+    config.on_change(_option, _reset)
 
 
 def _default_state() -> list:
     if not _default:
         backend = get_backend()
-        _default.extend([backend.devices()[0], backend, backend.host_memory])
+        _default.extend([backend.devices()[0], backend, backend.host_memory,
+                         backend.host_memory and not config._values["jax_debug_nans"]])
     return _default
 
 
