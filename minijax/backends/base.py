@@ -162,7 +162,7 @@ class Backend:
 
     def buffer_to_host(self, buffer) -> np.ndarray:
         """The host contents of `buffer` (host backends: the array itself, not a copy)."""
-        return buffer
+        return buffer if type(buffer) is np.ndarray else buffer.to_host()
 
     def copy_buffer(self, buffer, device: Device):
         """`buffer` (of this backend) copied onto another `device` of this backend."""
