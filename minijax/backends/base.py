@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from minijax.compiler.pipeline import default_passes
-
 #: repr prefixes of JAX's device classes, per platform (`CpuDevice(id=0)`, `CudaDevice(id=0)`).
 _REPR_PREFIX = {"cpu": "Cpu", "gpu": "Cuda", "cuda": "Cuda", "interpreter": "Interpreter"}
 
@@ -143,6 +141,8 @@ class Backend:
     # ----- compilation
     def passes(self, options) -> list:
         """The pass list (passes and FixedPoint groups) `options` asks for on this backend."""
+        # Imported here: a call served from the caches never loads the pipeline.
+        from minijax.compiler.pipeline import default_passes
         return default_passes(options)
 
     def compile(self, module, options=None) -> Executable:

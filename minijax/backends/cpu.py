@@ -114,7 +114,7 @@ class _Compiler:
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
         self._texts: dict[str, str] = {}
-        self.ba = getattr(module, "buffer_assignment", None)
+        self.ba = module.buffer_assignment
         self.pool_sizes: dict[int, int] = {}
         self.users: dict[int, list] = {}
         for i in module.entry.instructions:
@@ -546,7 +546,7 @@ class CpuBackend(Backend):
             # A warm disk cache skips IR emission too: the plan lists the kernels' specs
             # and the object file holding them. It is keyed on the persistent cache's
             # digest of this exact module when there is one (printing it costs more).
-            digest = getattr(module, "cache_digest", None)
+            digest = module.cache_digest
             if digest is None:
                 from minijax.compiler.hlo.printer import module_to_text
                 digest = module_to_text(module)
