@@ -3,17 +3,17 @@
 `CpuBackend.compile(module)` turns an optimized HLO module into a `CpuExecutable`: a list of
 thunks over a per-call list of buffers (numpy arrays, one per instruction result).
 - fusions and unfused elementwise/indexing/reduce instructions become LLVM kernels (one LLVM
-  module per HLO module, compiled once at -O3 for the host CPU, see cpu_runtime.py). Kernels
+  module per HLO module, compiled once at -O3 for the host CPU, see cpu/runtime.py). Kernels
   above PARALLEL_THRESHOLD are called through ctypes (which releases the GIL) and split their
   outer loop across the thread pool (thread_pool.py, MINIJAX_NUM_THREADS); smaller ones are
-  called as METH_FASTCALL builtins (cpu_fastcall.py, ~0.1 us per call); large reductions
+  called as METH_FASTCALL builtins (cpu/fastcall.py, ~0.1 us per call); large reductions
   to scalars ("full_reduce" kernels) reduce fixed chunks in parallel into a scratch buffer,
   then combine the partials in one more call;
 - large temporaries of the entry computation are written into per-thread pool buffers (the
   buffer assignment's slots), reused across calls; outputs are always fresh arrays;
-- dot calls the gemm of NumPy's BLAS directly (cpu_blas.py: transposed operands read through
+- dot calls the gemm of NumPy's BLAS directly (cpu/blas.py: transposed operands read through
   trans flags, large products split over the thread pool; np.matmul when no gemm is found);
-  convolution runs as an im2col copy + one gemm (cpu_library.py);
+  convolution runs as an im2col copy + one gemm (cpu/library.py);
 - while/conditional/call run their computations as nested programs (a Python loop over the
   iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
   the body's slots);
@@ -35,17 +35,17 @@ import time
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.backends import cpu_fastcall as fastcall
 from minijax.backends.base import Backend, Device, Executable
-from minijax.backends.cpu_kernel import (
+from minijax.backends.cpu import fastcall
+from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
     _Kernel,
     _KernelFn,
     _row_major,
 )
-from minijax.backends.cpu_llvm_parts import ModuleText
-from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.cpu.llvm_parts import ModuleText
+from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
@@ -367,13 +367,13 @@ class _Compiler:
             if self._compile_fused(prog, comp, operands, instr, f"{op} {instr.name}"):
                 return
         if op == "dot":
-            from minijax.backends.cpu_library import dot_step
+            from minijax.backends.cpu.library import dot_step
             prog.kernel_count += 1
             prog.notes.append(f"{instr.name}: dot via BLAS gemm")
             prog.steps.append(dot_step(instr, ops, s))
             return
         if op == "convolution":
-            from minijax.backends.cpu_library import conv_step
+            from minijax.backends.cpu.library import conv_step
             step = conv_step(instr, ops, s)
             if step is not None:
                 prog.kernel_count += 1
@@ -381,7 +381,7 @@ class _Compiler:
                 prog.steps.append(step)
                 return
         if op in ("while", "conditional", "call"):
-            from minijax.backends.cpu_library import control_step
+            from minijax.backends.cpu.library import control_step
             prog.steps.append(control_step(self, instr, ops, s))
             prog.notes.append(f"{instr.name}: {op} (nested programs)")
             return

@@ -9,7 +9,7 @@ import numpy as np
 
 
 def dot_step(instr, ops, s):
-    """dot_general as one BLAS gemm per batch element (cpu_blas.py) reading the operands as
+    """dot_general as one BLAS gemm per batch element (cpu/blas.py) reading the operands as
     stored, or else np.matmul on [batch, M, K] x [batch, K, N] into a preallocated output."""
     step = _gemm_step(instr, ops, s)
     if step is not None:
@@ -56,7 +56,7 @@ def dot_step(instr, ops, s):
 def _gemm_step(instr, ops, s):
     """The dot as a direct gemm call, or None (no BLAS found, an integer or mixed dtype, or
     operands that are not one matrix product as stored)."""
-    from minijax.backends import cpu_blas
+    from minijax.backends.cpu import blas as cpu_blas
     dtype = instr.shape.dtype
     if (dtype not in (np.float32, np.float64) or any(
             o.shape.dtype != dtype for o in instr.operands)):
@@ -267,7 +267,7 @@ def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms):
     a = cols.reshape(rows, inner)
     wm = np.ascontiguousarray(w).reshape(inner, o)
     res = out if out is not None else np.empty((b, *osp, o), x.dtype)
-    from minijax.backends import cpu_blas
+    from minijax.backends.cpu import blas as cpu_blas
     blas = cpu_blas.find_blas()
     if blas is None:
         np.matmul(a, wm, out=res.reshape(rows, o))
