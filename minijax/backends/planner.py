@@ -162,7 +162,7 @@ class ProgramPlanner:
                               f"({self.why_not_kernel(comp)})")
             prog.steps.append(call_step(sub, ops, s))
             return
-        if op in self.kernel_opcodes:
+        if op in self.kernel_opcodes and not any(o.shape.is_tuple for o in instr.operands):
             comp, operands = wrap_instruction(instr)
             if self.fused_kernel(prog, comp, operands, instr, f"{op} {instr.name}"):
                 return

@@ -22,6 +22,7 @@ import numpy as np
 
 from minijax.backends import get_backend
 from minijax.compiler import driver
+from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES
 from minijax.compiler.hlo.parser import parse_module
 from minijax.compiler.options import CompileOptions
 
@@ -71,6 +72,10 @@ def load_args(path: str | None, module) -> list[np.ndarray]:
         if arr.shape != shape.dims:
             raise UsageError(f"arg{i} has shape {arr.shape}, parameter {param.name} expects "
                              f"{shape}")
+        if shape.element_type in NARROW_ELEMENT_TYPES:
+            # .npz stores s4/f8/... arrays as raw bytes (void) or in a wider type.
+            arr = (arr.view(shape.dtype) if arr.dtype.kind == "V" and arr.dtype.itemsize == 1
+                   else arr.astype(shape.dtype))
         if arr.dtype != shape.dtype:
             if not np.can_cast(arr.dtype, shape.dtype, casting="same_kind"):
                 raise UsageError(f"arg{i} has dtype {arr.dtype}, parameter {param.name} "
@@ -109,6 +114,14 @@ def _difference(got: np.ndarray, want: np.ndarray, rtol: float, atol: float):
     rel = np.where(same, 0.0, diff / np.maximum(np.abs(w), np.finfo(np.float64).tiny))
     ok = bool(np.all(diff <= atol + rtol * np.abs(w)))
     return float(diff.max()), float(rel.max()), ok
+
+
+def _storable(out: np.ndarray) -> np.ndarray:
+    """Narrow outputs (s4, f8, ...) are written as int8/uint8/float32, which .npz keeps."""
+    if out.dtype not in set(NARROW_ELEMENT_TYPES.values()):
+        return out
+    kind = next(k for k, v in NARROW_ELEMENT_TYPES.items() if v == out.dtype)[0]
+    return out.astype({"f": np.float32, "s": np.int8, "u": np.uint8}[kind])
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -165,7 +178,7 @@ def run(argv: list[str] | None = None) -> int:
     for i, o in enumerate(outputs):
         print(f"  out{i}: {o.dtype}{list(o.shape)}")
     if ns.out:
-        np.savez(ns.out, **{f"out{i}": o for i, o in enumerate(outputs)})
+        np.savez(ns.out, **{f"out{i}": _storable(o) for i, o in enumerate(outputs)})
 
     status = 0
     if ns.compare:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 # XLA element type name -> numpy dtype. bf16 has no numpy dtype; it is stored as float32.
@@ -59,6 +60,25 @@ ELEMENT_TYPES: dict[str, np.dtype] = {
     "c64": np.dtype(np.complex64),
     "c128": np.dtype(np.complex128),
 }
+# Sub-byte integers and the 8-bit (and smaller) floats, one byte per element as ml_dtypes
+# stores them. The parser and the evaluator handle them; code generators fall back to the
+# evaluator for them (arithmetic runs in a wide type and rounds back after every op).
+NARROW_ELEMENT_TYPES: dict[str, np.dtype] = {
+    "s2": np.dtype(ml_dtypes.int2),
+    "u2": np.dtype(ml_dtypes.uint2),
+    "s4": np.dtype(ml_dtypes.int4),
+    "u4": np.dtype(ml_dtypes.uint4),
+    "f4e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
+    "f8e3m4": np.dtype(ml_dtypes.float8_e3m4),
+    "f8e4m3": np.dtype(ml_dtypes.float8_e4m3),
+    "f8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8e4m3b11fnuz": np.dtype(ml_dtypes.float8_e4m3b11fnuz),
+    "f8e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
+    "f8e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+}
+ELEMENT_TYPES.update(NARROW_ELEMENT_TYPES)
 _DTYPE_TO_ELEMENT_TYPE = {v: k for k, v in ELEMENT_TYPES.items() if k != "bf16"}
 
 
