@@ -35,24 +35,16 @@ from minijax.compiler.codegen.llvm_types import (
     storage_type,
     value_type,
 )
+from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
-ELEMENTWISE_UNARY = {
-    "abs", "negate", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one",
-    "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "floor", "ceil",
-    "round-nearest-afz", "round-nearest-even", "is-finite", "not", "popcnt",
-    "count-leading-zeros", "clz", "convert", "bitcast-convert", "copy", "erf",
-}
-ELEMENTWISE_BINARY = {
-    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
-    "atan2", "and", "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic",
-    "compare",
-}
+# What the emitter generates, from the opcode table (hlo/opcodes.py): every elementwise and
+# data-movement opcode except complex numbers and reduce-precision.
+_NOT_EMITTED = {"real", "imag", "complex", "reduce-precision"}
+ELEMENTWISE_UNARY = set(opcodes.select(family="elementwise", arity=1)) - _NOT_EMITTED
+ELEMENTWISE_BINARY = set(opcodes.select(family="elementwise", arity=2)) - _NOT_EMITTED
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
-INDEXING = {
-    "broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate", "iota",
-    "reverse", "dynamic-slice", "dynamic-update-slice",
-}
+INDEXING = set(opcodes.select(family="data-movement"))
 # float32 routines computed in float64 (see math_approx); on f16 they would need a libcall.
 _VIA_F64 = {"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"}
 SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
@@ -375,7 +367,7 @@ class ElementalEmitter:
             return b.select(b.icmp_signed("<", x, zero), const(ty, -1), pos)
         if op == "popcnt":
             return call_intrinsic(b, "llvm.ctpop", [x])
-        if op in ("count-leading-zeros", "clz"):
+        if op == "count-leading-zeros":
             return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
         if op in ("divide", "remainder"):
             return int_divide(b, op, x, ops[1], signed)
