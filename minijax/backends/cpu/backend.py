@@ -49,10 +49,10 @@ from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.planner import Program, ProgramPlanner
+from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.evaluator import has_implementation
 from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Shape

@@ -164,7 +164,7 @@ class ElementalEmitter:
 
     def bind(self, instr: Instruction, value) -> None:
         """Use `value` for `instr` at every index until unbound (a row fusion's values for
-        the current row, see row_loops.py)."""
+        the current row, see cpu/row_loops.py)."""
         self.bound[id(instr)] = value
 
     def unbind(self, instrs) -> None:
@@ -534,7 +534,7 @@ class ElementalEmitter:
     # ---------------------------------------------------------------- reduce (not a root)
     def _inline_reduce(self, instr, index):
         """A reduce used inside a fusion: a scalar loop over the reduced dimensions."""
-        from minijax.compiler.codegen.loops import emit_counted_loop
+        from minijax.compiler.codegen.cpu.loops import emit_counted_loop
 
         b = self.b
         n = len(instr.operands) // 2

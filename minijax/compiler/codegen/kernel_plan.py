@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from minijax.compiler.codegen.loops import mixed_reduce_roots, reduce_roots
+from minijax.compiler.codegen.cpu.loops import mixed_reduce_roots, reduce_roots
 from minijax.compiler.hlo.ir import Computation, Instruction
 from minijax.compiler.hlo.row_plan import row_fusion_plan
 

@@ -4,7 +4,7 @@ After the fusion pass, softmax over the rows of x is three kernels: the row maxi
 multi-output fusion computing e = exp(x - max) and its row sum, and e / sum. x is read from
 memory three times and e is written and read once. This pass merges such chains into one
 fusion whose fused computation holds the reductions internally. The CPU code generator
-(codegen/row_loops.py) runs it row by row: one inner loop per reduction stage (max, then the
+(codegen/cpu/row_loops.py) runs it row by row: one inner loop per reduction stage (max, then the
 sum of exp(x - max), ...) while the row stays in cache, then one loop writing the outputs,
 so x is read from memory once and only the outputs are written.
 

@@ -292,7 +292,7 @@ class KernelEmitter:
         self.extras = []
         plan = row_fusion_plan(self.comp)
         if plan is not None:
-            from minijax.compiler.codegen.row_loops import emit_row_fused
+            from minijax.compiler.codegen.cpu.row_loops import emit_row_fused
             spec = emit_row_fused(self, plan)
             self.b.ret_void()
             return spec
