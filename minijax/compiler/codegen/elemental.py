@@ -19,7 +19,7 @@ import contextlib
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen import math_approx
+from minijax.compiler.codegen import math_approx, target
 from minijax.compiler.codegen.int_arith import int_divide, int_power, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
@@ -130,6 +130,11 @@ class Index:
 
 def scalar_index(shape: Shape) -> Index:
     return Index(shape, multi=[], linear=const(I64, 0))
+
+
+def _intrinsic(b: ir.IRBuilder, name: str, args: list, **kwargs):
+    """Call LLVM intrinsic `name` as the current target names it (codegen/target.py)."""
+    return call_intrinsic(b, target.current().math_function(name), args, **kwargs)
 
 
 class ElementalEmitter:
@@ -305,7 +310,7 @@ class ElementalEmitter:
     def _minmax(self, op, x, y, et):
         b = self.b
         if is_float(et):
-            return call_intrinsic(b, "llvm." + op, [x, y])
+            return _intrinsic(b, "llvm." + op, [x, y])
         cmp = b.icmp_signed if is_signed(et) else b.icmp_unsigned
         return b.select(cmp(">" if op == "maximum" else "<", x, y), x, y)
 
@@ -324,14 +329,14 @@ class ElementalEmitter:
                       "ceil": "llvm.ceil", "round-nearest-afz": "llvm.round",
                       "round-nearest-even": "llvm.roundeven"}
         if op in intrinsics:
-            return call_intrinsic(b, intrinsics[op], [x])
+            return _intrinsic(b, intrinsics[op], [x])
         if op == "rsqrt":
-            return b.fdiv(const(x.type, 1.0), call_intrinsic(b, "llvm.sqrt", [x]))
+            return b.fdiv(const(x.type, 1.0), _intrinsic(b, "llvm.sqrt", [x]))
         if op == "sign":
             pos = b.select(b.fcmp_ordered(">", x, const(x.type, 0.0)), const(x.type, 1.0), x)
             return b.select(b.fcmp_ordered("<", x, const(x.type, 0.0)), const(x.type, -1.0), pos)
         if op == "is-finite":
-            ax = call_intrinsic(b, "llvm.fabs", [x])
+            ax = _intrinsic(b, "llvm.fabs", [x])
             return b.fcmp_ordered("<", ax, const(x.type, float("inf")))
         fn = math_approx.UNARY.get(op) or math_approx.BINARY.get(op)
         if fn is None:
@@ -366,9 +371,9 @@ class ElementalEmitter:
             pos = b.zext(b.icmp_signed(">", x, zero), ty)
             return b.select(b.icmp_signed("<", x, zero), const(ty, -1), pos)
         if op == "popcnt":
-            return call_intrinsic(b, "llvm.ctpop", [x])
+            return _intrinsic(b, "llvm.ctpop", [x])
         if op == "count-leading-zeros":
-            return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
+            return _intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
         if op in ("divide", "remainder"):
             return int_divide(b, op, x, ops[1], signed)
         if op.startswith("shift"):
@@ -588,7 +593,7 @@ def convert(b: ir.IRBuilder, v, src: str, dst: str):
         return b.fpext(v, dty) if db > sb else b.fptrunc(v, dty)
     if is_float(src):
         name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
-        return call_intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
+        return _intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
     if is_float(dst):
         return b.sitofp(v, dty) if is_signed(src) else b.uitofp(v, dty)
     sb, db = bit_width(v.type), bit_width(dty)
