@@ -245,13 +245,11 @@ class Tracer:
 
     def __int__(self):
         return int(self._concrete("int() was called on a traced array",
-                                  TracerIntegerConversionError,
-    UnexpectedTracerError, _INT_FIXES))
+                                  TracerIntegerConversionError, _INT_FIXES))
 
     def __index__(self):
         return int(self._concrete("A traced array was used as an index or size",
-                                  TracerIntegerConversionError,
-    UnexpectedTracerError, _INT_FIXES))
+                                  TracerIntegerConversionError, _INT_FIXES))
 
     def __float__(self):
         return float(self._concrete("float() was called on a traced array",
