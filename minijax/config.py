@@ -78,6 +78,7 @@ class Config:
             "jax_log_compiles": _env_bool("JAX_LOG_COMPILES"),
             "jax_explain_cache_misses": _env_bool("JAX_EXPLAIN_CACHE_MISSES"),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS"),
+            "jax_debug_infs": _env_bool("JAX_DEBUG_INFS"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", ""),
             "jax_threefry_partitionable": True,
             "minijax_debug": _env_int("MINIJAX_DEBUG"),
