@@ -87,7 +87,7 @@ def apply_primitive(primitive, *args, **params):
     impl = numpy_impls.get(primitive)
     if impl is None:
         raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
-    if _host_default():
+    if _DEFAULT and _DEFAULT[2]:  # placement's default state, filled on first use
         for x in args:
             if type(x) is Array and x._device is not None:
                 return _apply_placed(primitive, impl, args, params)
@@ -104,9 +104,9 @@ def apply_primitive(primitive, *args, **params):
     return _apply_placed(primitive, impl, args, params)
 
 
-def _host_default() -> bool:
-    state = placement._default
-    return state[2] if state else placement.default_is_host()
+#: placement's default-device state (one list, rebuilt in place when the options change):
+#: [device, backend, host_memory]; empty until first used.
+_DEFAULT = placement._default
 
 
 def _argument_names(n: int) -> list[str]:
