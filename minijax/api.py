@@ -17,12 +17,13 @@ from minijax.api_util import (
     leaf_arg_names,
     normalize_argnums,
 )
+from minijax.array import Array
 from minijax.core import get_aval
 from minijax.interpreters import ad
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.lax.structural import convert_element_type
-from minijax.lax.utils import weak_scalar
 from minijax.lax.vmap import vmap  # noqa: F401 - the public entry point (jax.vmap)
+from minijax.traceback_util import api_boundary
 
 # --------------------------------------------------------------------------- make_jaxpr
 
@@ -95,6 +96,7 @@ class ShapeDtypeStruct:
 # --------------------------------------------------------------------------- forward mode
 
 
+@api_boundary
 def jvp(fun, primals, tangents, has_aux: bool = False):
     """Forward-mode: returns (fun(*primals), the JVP at primals applied to tangents)."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -165,6 +167,7 @@ def _linearize_maybe_aux(fun, p_leaves, p_tree, has_aux):
     return all_outs[:n_main], linear, store["main_tree"], aux, n_main
 
 
+@api_boundary
 def linearize(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp[, aux]) where f_jvp evaluates the linearized function.
 
@@ -194,6 +197,7 @@ def linearize(fun, *primals, has_aux: bool = False):
 # --------------------------------------------------------------------------- reverse mode
 
 
+@api_boundary
 def vjp(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), vjp_fn[, aux]) where vjp_fn(ct) gives input cotangents."""
     p_leaves, p_tree = tree_util.tree_flatten(primals)
@@ -284,10 +288,17 @@ def _check_scalar(x):
                         f"shape: {aval.shape}.")
 
 
+def _ones_like_output(ans):
+    """The cotangent seed: 1 with the output's dtype and weak type (as JAX's grad)."""
+    aval = get_aval(ans)
+    return Array(np.ones((), aval.dtype), weak_type=aval.weak_type)
+
+
 def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
     """Returns a function computing (fun(*args), gradient of fun w.r.t. args[argnums])."""
 
+    @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums = normalize_argnums(argnums, len(args), "grad")
@@ -307,7 +318,7 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
             ans, vjp_fn = vjp(partial_fun, *diff)
         _check_scalar(ans)
         _check_output_dtype_revderiv("grad", holomorphic, ans)
-        grads = vjp_fn(weak_scalar(1.0, get_aval(ans).dtype))
+        grads = vjp_fn(_ones_like_output(ans))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         if has_aux:
             return (ans, aux), g
@@ -320,6 +331,7 @@ def grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
     """Returns a function computing the gradient of scalar-valued `fun` w.r.t. args[argnums]."""
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
+    @api_boundary
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
         if has_aux:

@@ -38,6 +38,7 @@ from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
 from minijax.dispatch import place_buffer, target_device
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.traceback_util import api_boundary
 
 _disable_jit = threading.local()
 
@@ -186,7 +187,9 @@ class JitWrapped:
         self._inline = inline
         self._backend = backend
         self._opt_level = opt_level
-        self._cache = _FunctionCacheWithFastPath()
+        self._cache = _shared_function_cache(fun, (
+            self._static_argnums, self._static_argnames, self._donate_argnums, inline,
+            backend, opt_level))
         self._fast_ok = not (self._static_argnums or self._static_argnames
                              or self._donate_argnums)
         self._name = fun_name(fun)
@@ -201,7 +204,7 @@ class JitWrapped:
         return functools.partial(self, obj)
 
     # ----------------------------------------------------------------- calling
-    def __call__(self, *args, **kwargs):
+    def _call(self, *args, **kwargs):
         # Fast path: positional minijax Arrays only, a signature seen before.
         if not kwargs and self._fast_ok:
             try:
@@ -234,8 +237,14 @@ class JitWrapped:
                     entry.array_device is None or all(type(x) is Array for x in args)):
                 self._cache.fast[key] = entry.fast_caller()
         if _float_checks_enabled():
-            return float_checks.checked_call(self._name, entry, dyn_leaves)
-        return entry.call(dyn_leaves)
+            out = float_checks.checked_call(self._name, entry, dyn_leaves)
+        else:
+            out = entry.call(dyn_leaves)
+        if self._donate_argnums:
+            _delete_donated(self._donate_argnums, args)
+        return out
+
+    __call__ = api_boundary(_call)
 
     def _signature(self, args, kwargs):
         nargs = len(args)
@@ -532,15 +541,14 @@ def _positional_name(fun, i):
 
 
 def _check_hashable(value, what: str, name: str):
-    if isinstance(value, list):
-        value = tuple(value)
     try:
         hash(value)
-    except TypeError as e:
+    except TypeError as e:  # JAX's ValueError (a list is not made a tuple silently)
         raise ValueError(
-            f"Non-hashable static arguments are not supported: {what} of jit({name}) is "
-            f"{type(value).__name__} ({e}). Static arguments must be hashable: use a tuple "
-            "instead of a list or array, or a frozen dataclass.") from None
+            f"Non-hashable static arguments are not supported. An error occurred while "
+            f"trying to hash an object of type {type(value)}, {value!r}, passed as {what} of "
+            f"jit({name}). The error was:\nTypeError: {e}\nStatic arguments must be "
+            "hashable: use a tuple instead of a list or array, or a frozen dataclass.") from None
     return value
 
 
@@ -569,6 +577,49 @@ def _device_from_key(key: str):
     committed = key.endswith("!")
     name, _, index = key.rstrip("!").partition(":")
     return get_backend(name).devices()[int(index or 0)], committed
+
+
+class _JitCaches:
+    """The compiled entries of one Python function, shared by all its jit wrappers."""
+
+    __slots__ = ("owner", "by_options")
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.by_options: dict = {}
+
+
+_CACHES_ATTR = "_minijax_jit_caches"
+
+
+def _shared_function_cache(fun, options) -> _FunctionCacheWithFastPath:
+    """The cache of `fun` for these jit options: a new `jit(f)` of the same function reuses
+    the compiled entries and their traces, as JAX caches on the function. The cache lives
+    on the function object (so it dies with it); `owner` guards against functools.wraps
+    copying it onto another function. Callables without a __dict__ get a private cache."""
+    holder = getattr(fun, "__dict__", {}).get(_CACHES_ATTR)
+    if holder is None or holder.owner is not fun:
+        holder = _JitCaches(fun)
+        try:
+            fun.__dict__[_CACHES_ATTR] = holder
+        except (AttributeError, TypeError):
+            return _FunctionCacheWithFastPath()
+    try:
+        cache = holder.by_options.get(options)
+    except TypeError:  # unhashable option values
+        return _FunctionCacheWithFastPath()
+    if cache is None:
+        cache = holder.by_options[options] = _FunctionCacheWithFastPath()
+    return cache
+
+
+def _delete_donated(donate_argnums, args) -> None:
+    """Donated Arrays are invalid after the call (JAX's semantics): using one raises."""
+    for i in normalize_argnums(donate_argnums, max(len(args), 1), "donate_argnums"):
+        if i < len(args):
+            for leaf in tree_util.tree_leaves(args[i]):
+                if type(leaf) is Array:
+                    leaf.delete()
 
 
 def _donated_leaf_indices(wrapped, signature, nargs) -> set:

@@ -88,6 +88,8 @@ class Array:
         """Wait until the value is computed (host backends compute synchronously)."""
         buf = self._buf
         if type(buf) is not np.ndarray:
+            if type(buf) is _DeletedBuffer:
+                buf._raise()
             buf.block_until_ready()
         return self
 
@@ -98,14 +100,19 @@ class Array:
             buf.copy_to_host_async()
 
     def delete(self) -> None:
-        """Free the device memory (device buffers; host buffers are left to the GC)."""
+        """Free the buffer (device memory now; host memory when unreferenced); any later
+        use raises RuntimeError (as after donation)."""
         buf = self._buf
+        if type(buf) is _DeletedBuffer:
+            return
         if type(buf) is not np.ndarray:
             buf.delete()
+        shape = ",".join(str(d) for d in self.shape)
+        self._buf = _DeletedBuffer(f"{self.dtype.name}[{shape}]")
 
     def is_deleted(self) -> bool:
-        buf = self._buf
-        return type(buf) is not np.ndarray and buf.is_deleted()
+        """Whether the buffer was deleted (by `delete()` or by donating it to a jit call)."""
+        return type(self._buf) is _DeletedBuffer
 
     def is_fully_addressable(self) -> bool:
         return True
@@ -156,6 +163,24 @@ class Array:
 
     def __repr__(self) -> str:
         return array_repr(self._value, self.weak_type)
+
+
+class _DeletedBuffer:
+    """Stands in for the buffer of a deleted Array: every use raises JAX's RuntimeError."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def _raise(self, *args, **kwargs):
+        raise RuntimeError(f"Array has been deleted with shape={self.what}.")
+
+    __array__ = __getitem__ = __len__ = __iter__ = __bool__ = __float__ = __int__ = _raise
+    __complex__ = __index__ = __repr__ = __str__ = _raise
+
+    def __getattr__(self, name):
+        self._raise()
 
 
 def _reconstruct(value, weak_type):

@@ -20,6 +20,8 @@ minijax_flags (MINIJAX_FLAGS)          dump flags: --dump_to=DIR [--dump_pass_re
 minijax_num_threads (MINIJAX_NUM_THREADS)  CPU thread pool size (0: every usable core)
 minijax_dot_blas (MINIJAX_DOT_BLAS)    CPU dots through BLAS (False: np.matmul)
 minijax_dot_split (MINIJAX_DOT_SPLIT)  split large gemms over minijax's pool (False: BLAS's)
+jax_traceback_filtering (MINIJAX_TRACEBACK_FILTERING or JAX_TRACEBACK_FILTERING)  "auto"
+                                       hides minijax's frames in tracebacks, "off" shows them
 
 Options that change generated code (minijax_dot_blas, minijax_dot_split) apply to programs
 compiled after the change: updating them empties the compile caches.
@@ -67,6 +69,7 @@ _TYPES = {
     "jax_threefry_partitionable": _bool, "minijax_debug": _int, "minijax_backend": _str,
     "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
     "minijax_dot_blas": _bool, "minijax_dot_split": _bool,
+    "jax_traceback_filtering": lambda v: (str(v).strip().lower() or "auto"),
 }
 
 
@@ -90,6 +93,10 @@ class Config:
             "minijax_num_threads": _env_int("MINIJAX_NUM_THREADS"),
             "minijax_dot_blas": _env_bool("MINIJAX_DOT_BLAS", True),
             "minijax_dot_split": _env_bool("MINIJAX_DOT_SPLIT", True),
+            # "off" shows minijax's internal frames in tracebacks ("auto" hides them).
+            "jax_traceback_filtering": (
+                os.environ.get("MINIJAX_TRACEBACK_FILTERING")
+                or os.environ.get("JAX_TRACEBACK_FILTERING", "auto")).strip().lower() or "auto",
         }
         self._listeners: dict[str, list] = {}
 
@@ -98,6 +105,9 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}")
+        if value and name in _NOT_SUPPORTED:
+            raise NotImplementedError(f"minijax does not support {name!r} yet: "
+                                      f"{_NOT_SUPPORTED[name]}")
         convert = _TYPES.get(name)
         if convert is not None:
             value = convert(value)
@@ -122,6 +132,10 @@ class Config:
         """A copy of all current settings (written into dumps for reproduction)."""
         return dict(self._values)
 
+
+#: Options that exist in JAX but are not implemented: setting one raises rather than being
+#: silently ignored.
+_NOT_SUPPORTED: dict[str, str] = {}
 
 config = Config()
 

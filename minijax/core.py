@@ -222,6 +222,12 @@ class Tracer:
         """The concrete value behind this tracer when one is known (e.g. a JVP's primal)."""
         return None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Python's own messages ("'X' object has no attribute 'foo'") name the class: users
+        # see "Tracer", never an internal class such as JaxprTracer.
+        cls.__name__ = "Tracer"
+
     def short_repr(self) -> str:
         return f"Traced<{self.aval.str_short()}>"
 

@@ -33,6 +33,10 @@ class NonConcreteBooleanIndexError(IndexError):
     """Boolean-mask indexing inside jit, whose result shape depends on values."""
 
 
+class JaxRuntimeError(RuntimeError):
+    """A runtime failure of the backend, e.g. an allocation larger than the memory there."""
+
+
 class KeyReuseError(RuntimeError):
     """A PRNG key was consumed twice while the key-reuse check is on."""
 

@@ -7,7 +7,7 @@ import contextlib
 
 import numpy as np
 
-from minijax import tree_util
+from minijax import dtypes, tree_util
 
 
 @contextlib.contextmanager
@@ -79,14 +79,31 @@ def check_vjp(f, primals, *, atol=1e-3, rtol=1e-3, seed=1):
                              f"<ct, jvp(t)> = {rhs}")
 
 
-def check_grads(f, args, order: int, modes=("fwd", "rev"), *, eps=1e-4, atol=1e-3,
-                rtol=1e-3):
-    """Check derivatives of f up to `order` against finite differences (as jax.test_util).
+#: JAX's default gradient tolerances (atol and rtol) by dtype.
+default_gradient_tolerance = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 2e-3,
+                              np.dtype(np.float64): 1e-5, np.dtype(np.complex64): 1e-3,
+                              np.dtype(np.complex128): 1e-5}
+EPS = 1e-4
+
+
+def _gradient_tolerance(args) -> float:
+    kinds = [dtypes.canonicalize_dtype(np.result_type(leaf))
+             for leaf in tree_util.tree_leaves(args)]
+    tols = [default_gradient_tolerance.get(d, 1e-1) for d in kinds if d.kind in "fc"]
+    return max(tols, default=default_gradient_tolerance[np.dtype(np.float32)])
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+    """Check derivatives of f up to `order` against finite differences (JAX's signature:
+    `atol`/`rtol` default to JAX's tolerance for the arguments' dtype, `eps` to 1e-4).
 
     Use float64 inputs (enable x64) for tight tolerances.
     """
     from minijax.api import jvp, vjp
     args = list(args)
+    eps = eps or EPS
+    atol = _gradient_tolerance(args) if atol is None else atol
+    rtol = _gradient_tolerance(args) if rtol is None else rtol
     if "fwd" in modes:
         check_jvp(f, args, eps=eps, atol=atol, rtol=rtol)
     if "rev" in modes:

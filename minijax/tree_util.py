@@ -226,7 +226,10 @@ class PyTreeDef:
 
     def __hash__(self):
         if self._hash is None:
-            self._hash = hash(self._node)
+            try:
+                self._hash = hash(self._node)
+            except TypeError:  # unhashable aux_data (a dict): JAX never hashes it either
+                self._hash = _structure_hash(self._node)
         return self._hash
 
     def __repr__(self):
@@ -234,6 +237,18 @@ class PyTreeDef:
 
     def __reduce__(self):
         return (PyTreeDef, (self._node,))
+
+
+def _structure_hash(node) -> int:
+    """A hash of a treedef node that skips unhashable aux_data (equality still compares it)."""
+    if node is None:
+        return 0
+    typ, aux, children = node
+    try:
+        aux_hash = hash(aux)
+    except TypeError:
+        aux_hash = hash(type(aux))
+    return hash((typ, aux_hash, tuple([_structure_hash(c) for c in children])))
 
 
 def _mismatch_message(treedef: PyTreeDef, tree: Any, e: _Mismatch, intro: str,

@@ -120,14 +120,12 @@ def _add(handler: _Handler) -> None:
 
 
 def _sorted_keys(d: dict) -> tuple:
-    """Dict keys in sorted order; mixed-type keys sort by type name first."""
+    """Dict keys in sorted order; keys that do not compare (1 and 'a') raise as in JAX."""
     try:
         return tuple(sorted(d))
-    except TypeError:
-        try:
-            return tuple(sorted(d, key=lambda k: (type(k).__qualname__, k)))
-        except TypeError:
-            return tuple(d)
+    except TypeError as e:
+        raise ValueError(f"Comparator raised exception while sorting pytree dictionary keys "
+                         f"{list(d)!r}: {e}. Use keys of one comparable type.") from e
 
 
 def _dict_flatten(d):

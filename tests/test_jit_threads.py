@@ -70,7 +70,7 @@ def test_compile_race_on_one_signature_compiles_once(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_new_shapes_racing_to_compile_give_one_entry_per_signature(backend):
-    f = jax.jit(_fused, backend=backend)
+    f = jax.jit(lambda x, y: _fused(x, y), backend=backend)  # a fresh cache (jit caches on f)
     shapes = [(3, 4), (5,), (1, 7), (2, 3, 2)]
     rng = np.random.default_rng(1)
     n = 12
@@ -97,7 +97,7 @@ def test_new_shapes_racing_to_compile_give_one_entry_per_signature(backend):
 
 
 def test_threads_calling_one_cpu_executable_at_once():
-    f = jax.jit(_fused, backend="cpu")
+    f = jax.jit(lambda x, y: _fused(x, y), backend="cpu")  # a fresh cache (jit caches on f)
     rng = np.random.default_rng(2)
     big = (PARALLEL_THRESHOLD // 509 + 1, 509)  # kernels split across the thread pool
     inputs = [tuple(rng.standard_normal(big).astype(np.float32) for _ in range(2))

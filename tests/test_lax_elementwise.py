@@ -142,8 +142,11 @@ def _shr_logical(a, s, dtype):
 
 
 def _shr_arith(a, s, dtype):
-    s %= 1 << _bits(dtype)
-    return (-1 if a < 0 else 0) if s >= _bits(dtype) else a >> s
+    # The top bit is the sign for unsigned types too (JAX: uint8 254 >> 1 is 255).
+    bits = _bits(dtype)
+    s %= 1 << bits
+    a = a - (1 << bits) if a >= 1 << (bits - 1) else a
+    return (-1 if a < 0 else 0) if s >= bits else a >> s
 
 
 def _popcount(a, dtype):

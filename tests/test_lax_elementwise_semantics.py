@@ -133,8 +133,12 @@ def test_complex_parts():
 def test_weak_types_and_scalar_promotion():
     minijax.config.update("jax_enable_x64", False)
     x = np.float32([1, 2])
-    out = lax.add(x, 2)
+    out = lax.add(x, 2.0)
     assert out.dtype == np.float32 and not out.weak_type
+    with pytest.raises(TypeError, match="same dtypes"):  # JAX: an int next to float32
+        lax.add(x, 2)
+    with pytest.raises(TypeError, match=r"lax.add requires .* int32, float32"):
+        lax.add(1, 1.0)
     both = lax.mul(2.0, 3.0)
     assert both.dtype == np.float32 and both.weak_type
     assert lax.exp(2.0).weak_type

@@ -56,6 +56,7 @@ def test_backends_and_compiler_never_import_the_frontend():
 FRONTEND_LAYERS = [
     ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
                 "tree_util_paths", "tree_util_registry", "api_util", "trace_events", "display",
+                "traceback_util",
                 "compiler", "backends"]),
     ("core", ["core"]),
     ("arrays", ["array", "placement"]),

@@ -57,13 +57,13 @@ def test_reshape_errors():
     x = np.ones((2, 3))
     with pytest.raises(TypeError, match="cannot reshape"):
         jnp.reshape(x, (4, 2))
-    with pytest.raises(ValueError, match="one unknown"):
+    with pytest.raises(TypeError, match="one unknown"):  # JAX's error class
         jnp.reshape(x, (-1, -1))
     with pytest.raises(ValueError, match="squeeze"):
         jnp.squeeze(x, 0)
     with pytest.raises(np.exceptions.AxisError):
         jnp.moveaxis(x, 2, 0)
-    with pytest.raises(ValueError, match="axes don't match"):
+    with pytest.raises(TypeError, match=r"isn't a permutation.*\(0, 0\).*\(2, 3\)"):
         jnp.transpose(x, (0, 0))
 
 
@@ -103,7 +103,7 @@ def test_joining_promotes_and_errors():
         np.column_stack([np.arange(3), np.arange(3)]))
     with pytest.raises(ValueError, match="Zero-dimensional"):
         jnp.concatenate([np.float32(1), np.float32(2)])
-    with pytest.raises(ValueError, match="must match exactly"):
+    with pytest.raises(TypeError, match=r"differ in dimensions.*\(2, 3\), \(3, 2\)"):
         jnp.concatenate([np.ones((2, 3)), np.ones((3, 2))])
     with pytest.raises(ValueError, match="same shape"):
         jnp.stack([np.ones(2), np.ones(3)])

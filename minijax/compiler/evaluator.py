@@ -358,8 +358,7 @@ def _select(instr, ops, ctx):
 
 
 def _clamp(instr, ops, ctx):
-    lo, x, hi = (np.asarray(v) for v in ops)
-    return np.minimum(np.maximum(x, lo), hi)
+    return ew.clamp(*(np.asarray(v) for v in ops))
 
 
 def _convert(instr, ops, ctx):

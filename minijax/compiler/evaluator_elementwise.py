@@ -3,7 +3,10 @@
 Integer arithmetic wraps. Integer division follows XLA: `x / 0` is -1 (all ones for unsigned
 types), `INT_MIN / -1` is INT_MIN, `x % 0` is x and `INT_MIN % -1` is 0; both truncate toward
 zero like C. Shifts by an amount >= the bit width give 0 (logical) or the sign fill
-(arithmetic). Float-to-integer `convert` truncates and saturates, NaN becomes 0. Float
+(arithmetic; the top bit is the sign for unsigned types too). Integer power follows XLA:CPU
+(see _int_power); arithmetic on pred is done on 0/1 and converted back with != 0 (add is
+or). Float maximum/minimum propagate NaN and order -0 below +0; clamp is built from them.
+Float-to-integer `convert` truncates and saturates, NaN becomes 0. Float
 transcendentals are computed in float64 (complex128) and rounded once to the result type, so
 the reference is as accurate as the result type allows.
 
@@ -17,8 +20,8 @@ import math
 
 import numpy as np
 
-__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "compare", "convert", "bitcast_convert",
-           "reduce_precision", "round_to_bf16", "total_order_key"]
+__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "convert",
+           "bitcast_convert", "reduce_precision", "round_to_bf16", "total_order_key"]
 
 
 def _is_int(x) -> bool:
@@ -234,26 +237,35 @@ def _remainder(a, b):
     return np.where(zero, a, rem)
 
 
+#: Exponent bits XLA:CPU's integer power uses: a non-negative exponent's higher bits are
+#: ignored (codegen/int_arith.py emits the same).
+POWER_EXPONENT_BITS = 6
+
+
 def _int_power(base, exp):
+    """XLA:CPU's integer power: the exponent is read as signed (also for unsigned types); a
+    negative one gives 1 for base 1, +-1 for base -1 (all ones), else 0; a non-negative one
+    contributes only its low POWER_EXPONENT_BITS bits. Wraps like the other integer ops."""
     base, exp = np.broadcast_arrays(base, exp)
-    acc = np.ones_like(base)
-    b = base.copy()
-    e = exp.copy()
-    negative = e < 0 if e.dtype.kind == "i" else np.zeros(e.shape, bool)
-    e = np.where(negative, np.zeros_like(e), e)
-    while np.any(e != 0):
-        odd = (e & 1) == 1
-        acc = np.where(odd, acc * b, acc)
+    signed_exp = np.ascontiguousarray(exp).view(np.dtype(f"i{exp.dtype.itemsize}"))
+    negative = signed_exp < 0
+    ubase = _unsigned_view(np.ascontiguousarray(base))
+    e = _unsigned_view(np.ascontiguousarray(exp))
+    acc = np.ones_like(ubase)
+    b = ubase.copy()
+    one = np.array(1, ubase.dtype)
+    for _ in range(POWER_EXPONENT_BITS):
+        acc = np.where((e & one) == one, acc * b, acc)
         b = b * b
-        e = e >> 1
+        e = e >> one
+    acc = acc.view(base.dtype)
     if not negative.any():
         return acc
-    # Negative exponents: 1 for base 1, +-1 for base -1, else 0.
-    even = (exp % 2) == 0
-    neg_case = np.where(base == 1, np.ones_like(base), np.zeros_like(base))
-    if base.dtype.kind == "i":
-        neg_case = np.where(base == -1, np.where(even, 1, -1).astype(base.dtype), neg_case)
-    return np.where(negative, neg_case, acc)
+    all_ones = ubase == np.iinfo(ubase.dtype).max
+    odd = (signed_exp & 1) == 1
+    neg_case = np.where(ubase == 1, one, np.where(
+        all_ones, np.where(odd, ~np.zeros_like(ubase), one), np.zeros_like(ubase)))
+    return np.where(negative, neg_case.view(base.dtype), acc)
 
 
 def _power(a, b):
@@ -287,11 +299,30 @@ def _shift(kind):
             u = _unsigned_view(np.ascontiguousarray(x))
             out = np.right_shift(u, safe.astype(u.dtype)).view(x.dtype)
             return np.where(too_far, np.zeros_like(x), out)
-        out = np.right_shift(x, safe)
-        fill = np.where(x < 0, np.array(-1).astype(x.dtype), np.zeros_like(x)) \
-            if x.dtype.kind == "i" else np.zeros_like(x)
-        return np.where(too_far, fill, out)
+        # Arithmetic: XLA fills with the top bit for unsigned types too.
+        sx = np.ascontiguousarray(x).view(np.dtype(f"i{x.dtype.itemsize}"))
+        out = np.right_shift(sx, safe.astype(sx.dtype))
+        fill = np.where(sx < 0, np.array(-1, sx.dtype), np.zeros_like(sx))
+        return np.where(too_far, fill, out).view(x.dtype)
     return apply
+
+
+def _maximum(a, b):
+    """XLA's maximum: NaN propagates and -0 < +0 for floats (np.maximum returns either zero)."""
+    out = np.maximum(a, b)
+    if a.dtype.kind != "f":
+        return out
+    a, b = np.broadcast_arrays(a, b)
+    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), b, a), out)
+
+
+def _minimum(a, b):
+    """XLA's minimum: NaN propagates and -0 < +0 for floats."""
+    out = np.minimum(a, b)
+    if a.dtype.kind != "f":
+        return out
+    a, b = np.broadcast_arrays(a, b)
+    return np.where((a == 0) & (b == 0), np.where(np.signbit(a), a, b), out)
 
 
 def _complex(re, im):
@@ -316,8 +347,8 @@ BINARY = {
     "divide": _divide,
     "remainder": _remainder,
     "power": _power,
-    "maximum": lambda x, y: _signed_zero_extremum(np.maximum(x, y), x, y, 1),
-    "minimum": lambda x, y: _signed_zero_extremum(np.minimum(x, y), x, y, -1),
+    "maximum": _maximum,
+    "minimum": _minimum,
     "atan2": _atan2,
     "and": _logical_or_bitwise(np.bitwise_and),
     "or": _logical_or_bitwise(np.bitwise_or),
@@ -327,6 +358,49 @@ BINARY = {
     "shift-right-arithmetic": _shift("arithmetic"),
     "complex": _complex,
 }
+
+
+
+def _a_or_not_b(a, b):
+    return a | ~b
+
+
+def _a_and_not_b(a, b):
+    return a & ~b
+
+
+def _first(a, b):
+    return np.broadcast_arrays(a, b)[0].copy()
+
+
+# Arithmetic on pred is done on the integers 0/1 and converted back with != 0, as XLA does
+# (XLA:CPU: add(true, true) is true): add is or, subtract xor, multiply and; x / 0 is all ones
+# (true), x % 0 is x; a right shift by 1 gives 0. `not` stays logical and clz counts the
+# zeros of a wider integer (always true).
+_PRED_UNARY = {"negate": np.copy, "abs": np.copy, "sign": np.copy, "popcnt": np.copy,
+               "clz": np.ones_like, "count-leading-zeros": np.ones_like}
+_PRED_BINARY = {"add": np.logical_or, "subtract": np.logical_xor, "multiply": np.logical_and,
+                "divide": _a_or_not_b, "power": _a_or_not_b, "remainder": _a_and_not_b,
+                "shift-left": _first, "shift-right-logical": _a_and_not_b,
+                "shift-right-arithmetic": _a_and_not_b}
+
+
+def _pred_aware(fn, pred_fn):
+    def apply(*args):
+        return pred_fn(*args) if args[0].dtype == np.bool_ else fn(*args)
+    return apply
+
+
+UNARY = {k: _pred_aware(fn, _PRED_UNARY[k]) if k in _PRED_UNARY else fn
+         for k, fn in UNARY.items()}
+BINARY = {k: _pred_aware(fn, _PRED_BINARY[k]) if k in _PRED_BINARY else fn
+          for k, fn in BINARY.items()}
+
+
+def clamp(lo, x, hi):
+    """minimum(maximum(x, lo), hi), with XLA's float maximum/minimum (NaN propagates)."""
+    return BINARY["minimum"](BINARY["maximum"](x, lo), hi)
+
 
 ELEMENTWISE_OPCODES = frozenset(UNARY) | frozenset(BINARY) | {
     "compare", "select", "clamp", "convert", "bitcast-convert", "reduce-precision"}
@@ -437,14 +511,6 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
     if mantissa_bits > 0:
         return np.where(nan, x, out)
     return np.where(nan, np.array(np.inf, x.dtype), out)
-
-
-def _signed_zero_extremum(out, x, y, sign):
-    """XLA orders zeros: maximum(-0, +0) is +0 and minimum(-0, +0) is -0 in either order."""
-    if out.dtype.kind != "f":
-        return out
-    both = (x == 0) & (y == 0)
-    return np.where(both, sign * ((sign * x) + (sign * y)), out)
 
 
 def round_to_bf16(x):

@@ -112,6 +112,9 @@ class JVPTrace(core.Trace):
     def __init__(self, parent):
         super().__init__(parent)
 
+    def __repr__(self) -> str:
+        return "jvp"
+
     def to_primal_tangent(self, x):
         if isinstance(x, JVPTracer) and x._trace is self:
             return x.primal, x.tangent
@@ -184,7 +187,9 @@ class LinearFunction:
 def linearize_flat(fun, primals) -> tuple[list, LinearFunction]:
     """Evaluate `fun` at `primals` and stage its linearization (flat lists in and out)."""
     pe_trace = JaxprTrace(core.current_trace(), forward_known=True, purpose="linearize")
-    in_avals = [tangent_aval(get_aval(p)) for p in primals]
+    # Input tangents keep the primal's weak type (as JAX's): the transpose of a weak->strong
+    # promotion then gives a weak cotangent, so gradients w.r.t. Python floats stay weak.
+    in_avals = [get_aval(p) for p in primals]
     tangent_tracers = [pe_trace.new_arg(aval) for aval in in_avals]
     with set_current_trace(pe_trace):
         primal_outs, tangent_outs = jvp_flat(fun, primals, tangent_tracers)

@@ -52,7 +52,7 @@ class BatchTrace(core.Trace):
 
     def __repr__(self) -> str:
         name = f", axis_name={self.axis_name}" if self.axis_name is not None else ""
-        return f"BatchTrace(axis_size={self.axis_size}{name})"
+        return f"vmap(axis_size={self.axis_size}{name})"
 
     def to_val_dim(self, x):
         if isinstance(x, BatchTracer) and x._trace is self:

@@ -74,8 +74,8 @@ class JaxprTrace(core.Trace):
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, object]] = {}
 
-    def __repr__(self) -> str:
-        return "PartialEvalTrace" if self.forward_known else "JaxprTrace"
+    def __repr__(self) -> str:  # what users see in tracer reprs: the transformation
+        return self.purpose or ("linearize" if self.forward_known else "jit")
 
     def new_arg(self, aval: ShapedArray, name: str | None = None) -> JaxprTracer:
         """A fresh input variable of the jaxpr being built."""
@@ -93,7 +93,10 @@ class JaxprTrace(core.Trace):
         if type(x) in (bool, int, float, complex):
             return Literal(x, get_aval(x))
         if type(x) is Array and x.aval.ndim == 0:
-            return Literal(x._value[()], x.aval)
+            val = x._value[()]
+            if x.aval.weak_type and get_aval(val.item()) == x.aval:
+                val = val.item()  # a Python scalar keeps the weak type when re-bound
+            return Literal(val, x.aval)
         key = id(x)
         entry = self._consts.get(key)
         if entry is None:

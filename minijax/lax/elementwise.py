@@ -52,8 +52,7 @@ def _typed_unary(name, numpy_fn, hlo_opcode, out_dtype, kinds, lowering=None):
     """A unary elementwise primitive whose result dtype is out_dtype(input dtype)."""
     def rule(x, **_):
         aval = same_shape_dtype_rule(name, x, allowed_kinds=kinds)
-        return aval.update(dtype=out_dtype(aval.dtype),
-                           weak_type=aval.weak_type and out_dtype(aval.dtype) != np.bool_)
+        return aval.update(dtype=out_dtype(aval.dtype))  # weak stays weak (as JAX's)
     prim = standard_primitive(name, rule, numpy_fn)
     batching.primitive_batchers[prim] = elementwise_batcher(prim)
     register_lowering(prim, lowering or _lower_as(hlo_opcode))
@@ -103,8 +102,10 @@ def _ones(x):
 def _brcast(t, *others):
     """Broadcast a rank-0 tangent to the shape of the (non-scalar) other operands."""
     from minijax.lax.structural import broadcast_in_dim
+    if get_aval(t).shape:  # already the result's shape (scalar operands broadcast to it)
+        return t
     shape = next((get_aval(o).shape for o in others if get_aval(o).shape), ())
-    if get_aval(t).shape != shape:
+    if shape:
         return broadcast_in_dim(t, shape, ())
     return t
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.array import Array
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
@@ -17,10 +18,10 @@ from minijax.lax.elementwise import (
     _lower_as,
     _real_dtype,
     _typed_unary,
-    _zeros,
     neg,
     out_aval,
 )
+from minijax.lax.structural import broadcast_in_dim
 from minijax.lax.utils import (
     elementwise_batcher,
     promote_scalars,
@@ -43,10 +44,17 @@ def imag(x):
 
 real_p = _typed_unary("real", lambda x: np.real(x).copy(), "real", _real_dtype, "c")
 imag_p = _typed_unary("imag", lambda x: np.imag(x).copy(), "imag", _real_dtype, "c")
+def _strong_zeros(ct):
+    """Zeros like ct, strongly typed (as JAX's real/imag transposes: a weak real cotangent
+    gives a strong complex one)."""
+    aval = get_aval(ct)
+    return broadcast_in_dim(Array(np.zeros((), aval.dtype)), aval.shape, ())
+
+
 ad.deflinear(real_p, lambda ct, x: [
-    ad.Zero(x.aval) if type(ct) is ad.Zero else complex(ct, _zeros(ct))])
+    ad.Zero(x.aval) if type(ct) is ad.Zero else complex(ct, _strong_zeros(ct))])
 ad.deflinear(imag_p, lambda ct, x: [
-    ad.Zero(x.aval) if type(ct) is ad.Zero else complex(_zeros(ct), neg(ct))])
+    ad.Zero(x.aval) if type(ct) is ad.Zero else complex(_strong_zeros(ct), neg(ct))])
 
 
 def _complex_dtype(dtype):

@@ -39,7 +39,7 @@ def _comparison_type(dtype) -> str:
 def _comparison(name, numpy_fn, direction, kinds):
     def rule(x, y):
         aval = same_shape_dtype_rule(name, x, y, allowed_kinds=kinds)
-        return aval.update(dtype=np.bool_, weak_type=False)
+        return aval.update(dtype=np.bool_)  # weak if all operands are (as JAX)
 
     def lower(ctx, x, y):
         x, y = ctx.broadcast_scalars([x, y])
@@ -155,8 +155,10 @@ def _shift_impl(kind):
             u = _unsigned(x)
             out = np.right_shift(u, safe.astype(u.dtype)).view(x.dtype)
             return np.where(too_far, np.zeros_like(x), out)
-        fill = np.where(x < 0, np.array(-1).astype(x.dtype), np.zeros_like(x))
-        return np.where(too_far, fill, np.right_shift(x, safe))
+        # Sign fill from the top bit, for unsigned types too (as XLA and JAX do).
+        sx = np.asarray(x, order="C").view(np.dtype(f"i{x.dtype.itemsize}"))
+        fill = np.where(sx < 0, np.array(-1, sx.dtype), np.zeros_like(sx))
+        return np.where(too_far, fill, np.right_shift(sx, safe.astype(sx.dtype))).view(x.dtype)
     return impl
 
 
@@ -194,7 +196,8 @@ def shift_right_logical(x, y):
 
 
 def shift_right_arithmetic(x, y):
-    """Arithmetic x >> y (sign fill); shifts by >= the bit width give 0 or -1."""
+    """Arithmetic x >> y (sign fill: the top bit, also for unsigned types, as in XLA); shifts
+    by >= the bit width give 0 or all ones."""
     return shift_right_arithmetic_p.bind(*promote_scalars("shift_right_arithmetic", x, y))
 
 

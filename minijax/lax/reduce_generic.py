@@ -122,7 +122,7 @@ def apply_scalar_jaxpr(closed, args):
 def scalar_inits(operands, inits):
     """Python scalar init values take their operand's dtype (as lax does for scalars)."""
     from minijax.lax.utils import is_scalar_literal, promote_scalars
-    return [promote_scalars("reduce", x, i)[1] if is_scalar_literal(i) else i
+    return [promote_scalars("reduce", x, i, same_kind=False)[1] if is_scalar_literal(i) else i
             for x, i in zip(operands, inits, strict=False)]
 
 

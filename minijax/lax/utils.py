@@ -30,7 +30,7 @@ def is_scalar_literal(x) -> bool:
     return type(x) in (bool, int, float, complex)
 
 
-def promote_scalars(name: str, *args):
+def promote_scalars(name: str, *args, same_kind: bool = True):
     """Convert Python scalars among `args` to the dtype of the array arguments.
 
     lax does not promote arrays of different dtypes (that is jnp's job), but it accepts
@@ -38,6 +38,8 @@ def promote_scalars(name: str, *args):
     """
     array_dtypes = [get_aval(a).dtype for a in args if not is_scalar_literal(a)]
     if not array_dtypes:
+        if same_kind and len({type(a) for a in args}) > 1:  # lax.add(1, 1.0): TypeError
+            _dtype_mismatch(name, [dtypes.python_scalar_dtype(a) for a in args])
         dtype, _ = dtypes.result_type_and_weak(*args)
         return [weak_scalar(a, dtype) for a in args]
     dtype = array_dtypes[0]
@@ -45,10 +47,26 @@ def promote_scalars(name: str, *args):
     for a in args:
         if is_scalar_literal(a):
             _check_scalar_fits(name, a, dtype)
+            if same_kind and _SCALAR_KINDS[type(a)] != _SCALAR_KINDS.get(np.dtype(dtype).kind,
+                                                                          "fc"):
+                _dtype_mismatch(name, [dtype, dtypes.python_scalar_dtype(a)])
             out.append(weak_scalar(a, dtype))
         else:
             out.append(a)
     return out
+
+
+# lax accepts a Python scalar next to an array of the same kind only (JAX's lax is stricter
+# still: it also requires the scalar's default width).
+_SCALAR_KINDS = {bool: "b", int: "iu", float: "fc", complex: "fc", "b": "b", "i": "iu",
+                 "u": "iu", "f": "fc", "c": "fc"}
+
+
+def _dtype_mismatch(name, dts):
+    names = ", ".join(np.dtype(d).name for d in dts)
+    raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {names}. "
+                    f"(Tip: jnp.{name} is a similar function that does automatic type "
+                    "promotion on inputs).")
 
 
 def _check_scalar_fits(name, value, dtype):

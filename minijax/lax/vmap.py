@@ -17,6 +17,7 @@ from minijax.core import get_aval, set_current_trace
 from minijax.dtypes import float0
 from minijax.interpreters import batching
 from minijax.lax.utils import bdim_at_front, moveaxis
+from minijax.traceback_util import api_boundary
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
@@ -43,6 +44,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if axis_size is not None and (not isinstance(axis_size, int) or axis_size < 0):
         raise TypeError(f"vmap axis_size must be a non-negative int, got {axis_size!r}")
 
+    @api_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

@@ -173,7 +173,9 @@ def softmax(x, axis=-1, where=None):
 
 
 def _softmax_plain(x, axis):
-    unnormalized = jnp.exp(x - lax.stop_gradient(jnp.max(x, axis, keepdims=True)))
+    # initial=-inf: a zero-size axis gives an empty result, as JAX's.
+    x_max = jnp.max(x, axis, initial=-jnp.inf, keepdims=True)
+    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
     return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
 
 

@@ -148,6 +148,10 @@ def scatter_update(x, index, values, op, indices_are_sorted=False, unique_indice
         update_window_dims=plan.window_pos, inserted_window_dims=plan.index_dims,
         scatter_dims_to_operand_dims=plan.index_dims)
     scatter = getattr(lax, _SCATTERS[op])
+    # Scalar and slice indices never repeat a position (JAX marks them unique, which makes
+    # e.g. .at[i].mul(y) differentiable w.r.t. y).
+    unique_indices = unique_indices or all(
+        kind != indexing._ADV or get_aval(val).ndim == 0 for kind, val in entries)
     return scatter(x, plan.indices(), vals, dnums, indices_are_sorted=indices_are_sorted,
                    unique_indices=unique_indices, mode=indexing._mode(mode))
 

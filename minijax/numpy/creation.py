@@ -4,11 +4,15 @@ indices, copy."""
 
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 
 from minijax import dtypes, lax
 from minijax.array import Array
 from minijax.core import Tracer, get_aval
+from minijax.errors import JaxRuntimeError
 from minijax.numpy import util
 from minijax.numpy.util import canonicalize_axis, check_arraylike, to_array
 
@@ -62,7 +66,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
             out = Array(out._buf, weak, out._device, out._committed)
     elif dtypes.is_python_scalar(object):
         weak = req is None and type(object) is not bool
-        out = Array(util._scalar_value(object, req or dtypes.python_scalar_dtype(object)),
+        out = Array(util._scalar_value(object, req or dtypes.python_scalar_dtype(object),
+                                        wrap=False),
                     weak)
     elif isinstance(object, (list, tuple)) and _has_traced_leaf(object):
         out = _nested_to_array(object)
@@ -112,11 +117,35 @@ def _shape(shape) -> tuple:
     return shape
 
 
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+_PHYSICAL_MEMORY = _physical_memory()
+
+
+def _check_allocation(shape, dtype) -> None:
+    """An array larger than the machine's memory fails now, naming its shape and size (not
+    at first use inside NumPy)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if _PHYSICAL_MEMORY is not None and nbytes > _PHYSICAL_MEMORY:
+        raise JaxRuntimeError(
+            f"RESOURCE_EXHAUSTED: Out of memory allocating {nbytes} bytes for an array of "
+            f"shape {tuple(shape)} and dtype {np.dtype(dtype).name} ({nbytes / 2**30:.1f} "
+            f"GiB; this machine has {_PHYSICAL_MEMORY / 2**30:.1f} GiB).")
+
+
 def full(shape, fill_value, dtype=None, *, device=None):
     """An array of `shape` filled with `fill_value` (which broadcasts)."""
     shape = _shape(shape)
     req = _user_dtype(dtype)
+    _check_allocation(shape, req or util.dtype_of(fill_value))
     if util.ndim_of(fill_value) == 0 and not isinstance(fill_value, (list, tuple)):
+        if req is not None and dtypes.is_python_scalar(fill_value):  # straight to req
+            return lax.broadcast_in_dim(util.convert(fill_value, req, False), shape, ())
         value = to_array(fill_value)
         aval = get_aval(value)
         dt = req or aval.dtype

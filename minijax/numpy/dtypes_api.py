@@ -15,12 +15,18 @@ class _ScalarMeta(type):
     `x.dtype == jnp.float32`) and as constructors returning Arrays."""
 
     def __eq__(cls, other):
+        # As JAX's: equal to itself, its NumPy scalar type and its np.dtype; never raises
+        # (`jnp.float32 == "a string"`, `== {}`, `== None` and `jnp.float64 == float` are
+        # False).
+        if cls is other:
+            return True
         if isinstance(other, _ScalarMeta):
             return cls.dtype == other.dtype
         try:
-            return cls.dtype == np.dtype(other)
-        except TypeError:
+            equal = cls.dtype.type == other
+        except Exception:
             return False
+        return equal if type(equal) is bool else bool(isinstance(equal, np.bool_) and equal)
 
     def __ne__(cls, other):
         return not cls == other

@@ -162,7 +162,7 @@ def _take_diagonals(x, labels):
         shape = _shape(x)
         mask = lax.eq(util.iota(np.int32, shape, first), util.iota(np.int32, shape, second))
         x = lax.select_n(mask, lax.full(shape, 0, get_aval(x).dtype), x)
-        x = lax.reduce_sum(x, (second,))
+        x = _reduce_add(x, (second,))
         labels = labels[:second] + labels[second + 1:]
 
 
@@ -170,7 +170,14 @@ def _sum_labels(x, labels, drop):
     axes = tuple(i for i, lab in enumerate(labels) if lab in drop)
     if not axes:
         return x, labels
-    return lax.reduce_sum(x, axes), [lab for lab in labels if lab not in drop]
+    return _reduce_add(x, axes), [lab for lab in labels if lab not in drop]
+
+
+def _reduce_add(x, axes):
+    """Sum over axes; on booleans the sum is `or` (as JAX's einsum)."""
+    if get_aval(x).dtype == np.bool_:
+        return lax.reduce_or(x, axes)
+    return lax.reduce_sum(x, axes)
 
 
 def _broadcast_to_sizes(x, labels, sizes):

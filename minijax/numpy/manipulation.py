@@ -32,18 +32,25 @@ def _shape_arg(shape):
     return tuple(operator.index(d) for d in shape)
 
 
-def _resolve_shape(size, shape):
+def _resolve_shape(size, shape, old_shape):
+    # TypeErrors naming the shapes, as JAX's.
     if sum(1 for d in shape if d == -1) > 1:
-        raise ValueError("can only specify one unknown dimension")
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got "
+                        f"{shape}")
     if any(d < -1 for d in shape):
-        raise ValueError(f"reshape: invalid dimension in {shape}")
+        raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into shape "
+                        f"{shape}: dimensions must be >= 0 (or -1 for one unknown size)")
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
         if known == 0 or size % known:
-            raise TypeError(f"cannot reshape array of size {size} into shape {shape}")
+            raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into "
+                            f"shape {shape} because the product of specified axis sizes "
+                            f"({known}) does not evenly divide {size}")
         shape = tuple(size // known if d == -1 else d for d in shape)
-    if int(np.prod(shape, dtype=np.int64)) != size:
-        raise TypeError(f"cannot reshape array of size {size} into shape {shape}")
+    new_size = int(np.prod(shape, dtype=np.int64))
+    if new_size != size:
+        raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into shape "
+                        f"{shape} (size {new_size})")
     return shape
 
 
@@ -55,7 +62,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if shape is None:
         raise TypeError("reshape() missing required argument 'shape'")
     aval = get_aval(a)
-    shape = _resolve_shape(aval.size, _shape_arg(shape))
+    shape = _resolve_shape(aval.size, _shape_arg(shape), aval.shape)
     if order == "C":
         return lax.reshape(a, shape)
     if order == "F":
@@ -82,7 +89,9 @@ def transpose(a, axes=None):
     else:
         perm = tuple(canonicalize_axis(ax, ndim) for ax in axes)
         if sorted(perm) != list(range(ndim)):
-            raise ValueError("axes don't match array")
+            raise TypeError(f"transpose permutation isn't a permutation of operand "
+                            f"dimensions, got permutation {tuple(axes)} for operand shape "
+                            f"{get_aval(a).shape}.")
     return lax.transpose(a, perm)
 
 
@@ -221,10 +230,14 @@ def concatenate(arrays, axis=0, dtype=None):
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     ax = canonicalize_axis(axis, ndim)
     shapes = [get_aval(a).shape for a in arrays]
-    for s in shapes:
-        if len(s) != ndim or s[:ax] + s[ax + 1:] != shapes[0][:ax] + shapes[0][ax + 1:]:
-            raise ValueError("all the input array dimensions except for the concatenation "
-                             f"axis must match exactly, got shapes {shapes}")
+    listed = ", ".join(str(s) for s in shapes)
+    if any(len(s) != ndim for s in shapes):  # TypeErrors as JAX's
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: "
+                        f"got {listed}.")
+    if any(s[:ax] + s[ax + 1:] != shapes[0][:ax] + shapes[0][ax + 1:] for s in shapes):
+        raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions "
+                        "other than the one being concatenated: concatenating along "
+                        f"dimension {ax} for shapes {listed}.")
     if len(arrays) == 1:
         return arrays[0]
     return lax.concatenate(arrays, ax)
@@ -243,7 +256,8 @@ def stack(arrays, axis=0, out=None, dtype=None):
     arrays = [to_array(a) for a in arrays]
     shapes = {get_aval(a).shape for a in arrays}
     if len(shapes) != 1:
-        raise ValueError("All input arrays must have the same shape.")
+        raise ValueError("All input arrays must have the same shape. Got "
+                         + ", ".join(str(get_aval(a).shape) for a in arrays) + ".")
     ax = canonicalize_axis(axis, get_aval(arrays[0]).ndim + 1)
     return concatenate([util.expand_dims_static(a, (ax,)) for a in arrays], ax, dtype)
 

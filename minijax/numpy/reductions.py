@@ -79,7 +79,7 @@ def _lax_reducer(name, dtype):
 def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False,
             has_identity=True):
     check_arraylike(name, a)
-    a = to_array(a)
+    a = _strong(to_array(a))
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     req = _user_dtype(dtype)
@@ -118,6 +118,12 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
     if keepdims:
         out = _keepdims(out, axes, aval.ndim)
     return out
+
+
+def _strong(a):
+    """jnp reductions return strongly typed results, also of weak inputs (as JAX's)."""
+    aval = get_aval(a)
+    return util.convert(a, aval.dtype, False) if aval.weak_type else a
 
 
 def _to_bool(x):
@@ -210,7 +216,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     # 16-bit floats are summed and divided in float32, rounded once at the end (as JAX's).
     out_dt = comp if dtypes.is_16bit_float(comp) else None
     comp = dtypes.upcast_16bit(comp)
-    a = util.convert(a, comp, aval.weak_type and req is None)
+    a = util.convert(a, comp, False)
     total = sum(a, axis=axes, keepdims=keepdims, where=where, promote_integers=False)
     count = _count(aval, axes, where, dtypes.real_dtype(comp))
     if keepdims and where is not None:
@@ -238,7 +244,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     # 16-bit floats: the whole computation in float32, rounded once at the end (as JAX's).
     out_dt = comp if dtypes.is_16bit_float(comp) else None
     comp = dtypes.upcast_16bit(comp)
-    a = util.convert(a, comp, aval.weak_type)
+    a = util.convert(a, comp, False)
     centered = lax.sub(*util.broadcast_arrays_for_op(
         a, mean(a, axis=axes, keepdims=True, where=where)))
     if dtypes.is_complex(comp):
@@ -324,17 +330,26 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 # --------------------------------------------------------------------------- cumulative
 
 
-def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None):
+def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False):
     check_arraylike(name, a)
     a = to_array(a)
     aval = get_aval(a)
+    if axis is None and promote_int and aval.ndim > 1:  # the array API's rule
+        raise ValueError(f"{name}: the input array has rank {aval.ndim}, however axis was "
+                         "not set to an explicit value. The axis argument is only optional "
+                         "for one-dimensional arrays.")
     if axis is None:
         a = lax.reshape(a, (aval.size,))
         axis = 0
     ax = canonicalize_axis(axis, get_aval(a).ndim)
     req = _user_dtype(dtype)
-    dt = req if req is not None else _promoted_int_dtype(aval.dtype)
-    a = util.convert(a, dt, aval.weak_type and req is None)
+    if req is not None:
+        dt = req
+    elif promote_int or dtypes.kind(aval.dtype) == "b":  # cumsum keeps narrow ints (as JAX's)
+        dt = _promoted_int_dtype(aval.dtype)
+    else:
+        dt = aval.dtype
+    a = util.convert(a, dt, False)
     if nan_fill is not None and dtypes.kind(dt) in "fc":
         from minijax.numpy.ufuncs_logic import isnan
         a = _select(isnan(a), _c(nan_fill, a), a)
@@ -370,6 +385,13 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("nancumprod", "cumprod", a, axis, dtype, nan_fill=1)
 
 
-cumulative_sum, cumulative_prod = cumsum, cumprod
+def cumulative_sum(x, /, *, axis=None, dtype=None):
+    """Array API cumulative sum: integers narrower than the default are promoted."""
+    return _cumulative("cumulative_sum", "cumsum", x, axis, dtype, promote_int=True)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None):
+    """Array API cumulative product: integers narrower than the default are promoted."""
+    return _cumulative("cumulative_prod", "cumprod", x, axis, dtype, promote_int=True)
 
 _ = builtins

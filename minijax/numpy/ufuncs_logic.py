@@ -135,7 +135,8 @@ def isinf(x, /):
         return logical_or(isinf(lax.real(x)), isinf(lax.imag(x)))
     if kind != "f":
         return _false_like(x)
-    return lax.eq(lax.abs(x), _c(np.inf, x))
+    # A strongly typed inf, as JAX's (the result is not weak).
+    return lax.eq(lax.abs(x), util.convert(np.inf, get_aval(x).dtype, False))
 
 
 def isfinite(x, /):

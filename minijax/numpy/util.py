@@ -55,12 +55,21 @@ def to_array(x):
     return Array(np.array(value, dtype=dtype, copy=True), False)
 
 
-def _scalar_value(x, dtype) -> np.ndarray:
+def _scalar_value(x, dtype, wrap: bool = True) -> np.ndarray:
+    """A Python scalar as a NumPy 0-d value of `dtype`.
+
+    A Python int that does not fit a narrow integer dtype wraps around (as JAX's, where the
+    int is first a weak int32/int64) unless `wrap` is False (jnp.array(300, jnp.uint8)
+    raises); an int outside the weak integer range raises OverflowError either way."""
     dtype = np.dtype(dtype)
     if type(x) is int and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= x <= info.max:
-            raise OverflowError(f"Python int {x} too large to convert to {dtype}")
+            weak = np.iinfo(dtypes.python_scalar_dtype(0))
+            if not wrap or not weak.min <= x <= weak.max:
+                raise OverflowError(f"Python integer {x} out of bounds for {dtype}")
+            span = int(info.max) - int(info.min) + 1
+            x = (x - int(info.min)) % span + int(info.min)
     if type(x) is complex and dtype.kind != "c":
         x = x.real
     if dtype.kind in "iub" and type(x) is float:
@@ -223,26 +232,35 @@ def _same_typed_arrays(args) -> bool:
     return True
 
 
+def _broadcast_operands(name, arrays):
+    """broadcast_arrays_for_op for the operands of a jnp function (JAX's TypeError)."""
+    try:
+        return broadcast_arrays_for_op(*arrays)
+    except ValueError:
+        shapes = ", ".join(str(get_aval(a).shape) for a in arrays)
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.") from None
+
+
 def promote_args(name, *args):
     """Check, promote dtypes and broadcast (the prelude of jnp binary functions)."""
     if _same_typed_arrays(args):
         return list(args)
     check_arraylike(name, *args)
-    return broadcast_arrays_for_op(*promote_dtypes(*args))
+    return _broadcast_operands(name, promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
     if _same_typed_arrays(args) and dtypes.kind(args[0].aval.dtype) in "fc":
         return list(args)
     check_arraylike(name, *args)
-    return broadcast_arrays_for_op(*promote_dtypes_inexact(*args))
+    return _broadcast_operands(name, promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(name, *args):
     if _same_typed_arrays(args) and args[0].aval.dtype != dtypes.bool_:
         return list(args)
     check_arraylike(name, *args)
-    return broadcast_arrays_for_op(*promote_dtypes_numeric(*args))
+    return _broadcast_operands(name, promote_dtypes_numeric(*args))
 
 
 def full_like_scalar(value, like):

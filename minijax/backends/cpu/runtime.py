@@ -59,6 +59,9 @@ class Jit:
         self.lock = threading.RLock()
         self._loaded: dict[str, dict[str, int]] = {}
         self._keepalive: list = []
+        # LLJIT keeps a library's name even when linking it fails, so every link attempt
+        # gets a fresh name: a retry after a failed compile must not collide with it.
+        self._links = 0
         # Target machines (per optimization level) for parallel code generation, each
         # used by one thread at a time.
         self._spare_tms: dict[int, list] = {}
@@ -184,7 +187,8 @@ class Jit:
             if loaded is None:
                 objs = self._cached_objects(key)
                 t0 = time.perf_counter()
-                if objs is None:
+                fresh = objs is None
+                if fresh:
                     parts = _parts(ir_text)
                     objs = self._emit_objects([(text.replace(SYMBOL_PLACEHOLDER, prefix),
                                                 level) for text, level in parts])
@@ -193,7 +197,6 @@ class Jit:
                                          time.perf_counter() - t0, {"parts": len(parts)})
                     self.stats["compiled"] += 1
                     self.stats["parts"] += len(parts)
-                    self._store_objects(key, objs)
                 else:
                     self.stats["cache_hits"] += 1
                 builder = llvm.JITLibraryBuilder()
@@ -202,7 +205,16 @@ class Jit:
                 builder.add_current_process()
                 for s in symbols:
                     builder.export_symbol(s.replace(SYMBOL_PLACEHOLDER, prefix))
-                tracker = builder.link(self.lljit, "lib" + prefix)
+                self._links += 1
+                try:
+                    tracker = builder.link(self.lljit, f"lib{prefix}{self._links}")
+                except RuntimeError as exc:
+                    raise RuntimeError(
+                        f"LLVM JIT could not link the compiled kernels: {exc}. Usually the "
+                        "generated code calls a function this process does not define; LLVM "
+                        "names it in the 'JIT session error' it prints on stderr") from exc
+                if fresh:  # only objects that linked go to the disk cache
+                    self._store_objects(key, objs)
                 self._keepalive.append(tracker)
                 loaded = {s.replace(SYMBOL_PLACEHOLDER, prefix): tracker[
                     s.replace(SYMBOL_PLACEHOLDER, prefix)] for s in symbols}

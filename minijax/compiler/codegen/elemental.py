@@ -27,7 +27,7 @@ from minijax.compiler.codegen.float16 import (
     float_convert,
     round_to_bf16,
 )
-from minijax.compiler.codegen.int_arith import int_divide, int_power, total_order_key
+from minijax.compiler.codegen.int_arith import int_divide, int_power, pred_op, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
     F32,
@@ -171,6 +171,12 @@ class ElementalEmitter:
         """Use `value` for `instr` at every index until unbound (a row fusion's values for
         the current row, see cpu/row_loops.py)."""
         self.bound[id(instr)] = value
+
+    def bind_at(self, instr: Instruction, index: Index, value) -> None:
+        """Use `value` for `instr` at exactly `index` (that Index object, which operands of the
+        same shape share) until the enclosing scope() ends; reads at other positions (through
+        reverse, slice, transpose, ...) still compute the value there."""
+        self.cache[(instr, index)] = value
 
     def unbind(self, instrs) -> None:
         """Forget the bound values of the instructions in `instrs`."""
@@ -363,6 +369,10 @@ class ElementalEmitter:
     def _int_op(self, op, ops, et):
         b = self.b
         x = ops[0]
+        if et == "pred":
+            value = pred_op(b, op, ops)
+            if value is not None:
+                return value
         ty = x.type
         signed = is_signed(et)
         bits = bit_width(ty)
@@ -396,11 +406,12 @@ class ElementalEmitter:
             safe = b.select(big, const(ty, 0), amt)
             if op == "shift-left":
                 return b.select(big, const(ty, 0), b.shl(x, safe))
-            if op == "shift-right-logical" or not signed:  # unsigned: no sign to extend
+            if op == "shift-right-logical":
                 return b.select(big, const(ty, 0), b.lshr(x, safe))
+            # XLA fills with the top bit for unsigned types too.
             return b.ashr(x, b.select(big, const(ty, bits - 1), safe))
         if op == "power":
-            return int_power(b, x, ops[1], signed)
+            return int_power(b, x, ops[1])
         raise NotImplementedError(f"elemental emitter: {op} on {et}")
 
     # ---------------------------------------------------------------- index arithmetic

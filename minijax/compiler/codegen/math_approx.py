@@ -11,8 +11,8 @@ Accuracy (tested against float64 NumPy in tests/test_cpu_codegen.py):
 - float32 tanh, logistic: one minimax exp polynomial and one division each (tanh: an odd
   polynomial near 0); at most 1.07 and 2.40 ulp over all 2**32 inputs.
 - float32 sin, cos, tan, erf, atan2, pow, cbrt: computed in float64 with the float64 routines
-  below and rounded once, so within about one ulp. sin/cos/tan reduce the argument with a
-  three-part pi/2 in two rounds, accurate for |x| up to about 1e20 (no Payne-Hanek reduction).
+  below and rounded once, so within about one ulp. sin/cos/tan reduce the argument exactly
+  enough over the whole float32 range (a branch-free Payne-Hanek reduction, _reduce_f32).
 - float64 exp, log, log1p, expm1, tanh, logistic: the same series with more terms, within a
   few float64 ulps. The other float64 functions call the C math library (scalar).
 
@@ -23,6 +23,7 @@ of the same type. float16 callers compute in float32.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import llvmlite.ir as ir
 import numpy as np
@@ -42,9 +43,8 @@ from minijax.compiler.codegen.llvm_types import (
 )
 
 
-def _pi_parts() -> tuple[float, float, float]:
-    """pi/2 split into three doubles (each the rounding of what the previous ones miss)."""
-    # Machin's formula in fixed point with 200 decimal digits.
+def _half_pi() -> Fraction:
+    """pi/2 to about 660 bits (Machin's formula in fixed point with 200 decimal digits)."""
     scale = 10 ** 200
 
     def arctan_inv(n):
@@ -57,15 +57,24 @@ def _pi_parts() -> tuple[float, float, float]:
         return total
 
     pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
-    from fractions import Fraction
-    half = Fraction(pi, 2 * scale)
-    p1 = float(half)
-    p2 = float(half - Fraction(p1))
-    p3 = float(half - Fraction(p1) - Fraction(p2))
-    return p1, p2, p3
+    return Fraction(pi, 2 * scale)
 
 
-PIO2_1, PIO2_2, PIO2_3 = _pi_parts()
+def _two_over_pi_chunks(n: int, width: int) -> list[float]:
+    """The first width * n bits of 2/pi as n integers of `width` bits:
+    2/pi = sum c[i] * 2**(-width (i + 1))."""
+    bits = int(Fraction(1 << (width * n)) / _half_pi())
+    mask = (1 << width) - 1
+    return [float((bits >> (width * (n - 1 - i))) & mask) for i in range(n)]
+
+
+#: The float32 Payne-Hanek reduction (_reduce_f32) multiplies a 24-bit mantissa by PH_TERMS
+#: chunks of PH_BITS bits of 2/pi (exact float64 products), starting at chunk 0..PH_MAX_I0.
+PH_BITS = 29
+PH_TERMS = 4
+PH_MAX_I0 = 3  # (largest float32 exponent 104 - 2) // PH_BITS
+_DIV_PH_BITS = 2260  # (n * _DIV_PH_BITS) >> 16 == n // PH_BITS for 0 <= n <= 102
+TWO_OVER_PI_CHUNKS = _two_over_pi_chunks(PH_MAX_I0 + PH_TERMS, PH_BITS)
 LN2 = math.log(2.0)
 LN2_HI_F32 = 0.693145751953125           # ln2 with its low 11 mantissa bits cleared
 LN2_LO_F32 = LN2 - LN2_HI_F32
@@ -298,33 +307,82 @@ def _from_f64(b, x, ty):
     return b.fptrunc(x, ty)
 
 
-def _sin_cos_parts(b, xd):
-    """Reduce xd (float64) by pi/2: (sin(r), cos(r), quadrant as i32).
+def _pow2_f64(b, e, like):
+    """2.0**e as float64 (vector like `like`) for integer e (i64) in the normal range."""
+    ity = e.type
+    return b.bitcast(b.shl(b.add(e, const(ity, 1023)), const(ity, 52)), like)
 
-    Two rounds: the first quotient can be off by a few units for huge |x| (x * 2/pi rounds),
-    the second removes what is left, so r ends within [-pi/4, pi/4] for |x| up to ~1e22.
+
+def _floor_mod4(b, v):
+    """v mod 4 in [0, 4), exact for a float64 v."""
+    return b.fsub(v, b.fmul(call_intrinsic(b, "llvm.floor", [b.fmul(v, _c(v, 0.25))]),
+                            _c(v, 4.0)))
+
+
+def _reduce_f32(b, x):
+    """Payne-Hanek reduction of |x| for a float32 x (any finite value) by pi/2, branch-free:
+    (y, q) with y in [-pi/4, pi/4] (float64) and |x| = y + q * pi/2 (mod 2 pi), q an i32 in
+    0..3.
+
+    |x| = m * 2**e exactly (m a 24-bit integer), so |x| * 2/pi is the sum over the
+    PH_BITS-bit chunks c[i] of 2/pi of m * c[i] * 2**(e - PH_BITS (i + 1)); each product is
+    exact in float64. Chunks whose term is a multiple of 4 change neither the quadrant nor the
+    remainder and are skipped: the first kept chunk is i0 = max(0, (e - 2) // PH_BITS), then
+    PH_TERMS are summed, the large ones modulo 4 exactly, and the remainder r keeps float64
+    relative precision even next to a multiple of pi/2. What is left out is below 2**-62
+    quadrants; the float32 closest to a multiple of pi/2 (16367173 * 2**72) is 2**-29.9
+    quadrants from it.
     """
-    ity = with_scalar(xd.type, I32)
-    r, q = xd, None
-    for _ in range(2):
-        k = call_intrinsic(b, "llvm.roundeven", [b.fmul(r, _c(xd, 2.0 / math.pi))])
-        nk = b.fneg(k)
-        r = call_intrinsic(b, "llvm.fma", [nk, _c(xd, PIO2_1), r])
-        r = call_intrinsic(b, "llvm.fma", [nk, _c(xd, PIO2_2), r])
-        r = call_intrinsic(b, "llvm.fma", [nk, _c(xd, PIO2_3), r])
-        # k mod 4, exactly in floating point (k may exceed the int64 range).
-        k4 = b.fsub(k, b.fmul(call_intrinsic(b, "llvm.floor", [b.fmul(k, _c(k, 0.25))]),
-                              _c(k, 4.0)))
-        k4 = b.select(b.fcmp_unordered("uno", k4, k4), _c(k4, 0.0), k4)
-        qi = b.fptosi(k4, ity)
-        q = qi if q is None else b.add(q, qi)
-    q = b.and_(q, const(ity, 3))
-    z = b.fmul(r, r)
+    i32 = with_scalar(x.type, I32)
+    i64 = with_scalar(x.type, ir.IntType(64))
+    f64 = with_scalar(x.type, F64)
+    bits = b.bitcast(x, i32)
+    expo = b.and_(b.lshr(bits, const(i32, 23)), const(i32, 0xFF))
+    frac = b.and_(bits, const(i32, 0x7FFFFF))
+    normal = b.icmp_signed("!=", expo, const(i32, 0))
+    mag = b.select(normal, b.or_(frac, const(i32, 0x800000)), frac)
+    m = b.sitofp(mag, f64)  # |x| = m * 2**e: all terms >= 0, so "mod 4" loses nothing
+    e = b.sub(b.select(normal, expo, const(i32, 1)), const(i32, 150))
+    em2 = b.sub(e, const(i32, 2))
+    # (e - 2) // 29 for 0 <= e - 2 <= 102 as a multiply and shift (vector division is slow).
+    i0 = b.select(b.icmp_signed("<", em2, const(i32, 0)), const(i32, 0),
+                  b.lshr(b.mul(em2, const(i32, _DIV_PH_BITS)), const(i32, 16)))
+    is_i0 = [b.icmp_signed("==", i0, const(i32, k)) for k in range(PH_MAX_I0)]
+    s0 = b.sub(e, b.mul(b.add(i0, const(i32, 1)), const(i32, PH_BITS)))
+    scale = _pow2_f64(b, b.sext(s0, i64), f64)  # 2**s0, s0 in [-178, 1]
+    terms = []
+    for j in range(PH_TERMS):
+        chunk = _c(m, TWO_OVER_PI_CHUNKS[PH_MAX_I0 + j])
+        for k in reversed(range(PH_MAX_I0)):
+            chunk = b.select(is_i0[k], _c(m, TWO_OVER_PI_CHUNKS[k + j]), chunk)
+        terms.append(b.fmul(b.fmul(m, chunk), b.fmul(scale, _c(m, 2.0 ** (-PH_BITS * j)))))
+    t0, t1 = terms[0], terms[1]
+    hi1 = call_intrinsic(b, "llvm.floor", [t1])
+    lo1 = b.fsub(t1, hi1)
+    whole = _floor_mod4(b, b.fadd(_floor_mod4(b, t0), hi1))  # exact (53 bits at most)
+    k = call_intrinsic(b, "llvm.roundeven", [b.fadd(whole, lo1)])
+    r = b.fadd(b.fsub(whole, k), lo1)  # one rounding, relative to the result
+    for t in terms[2:]:
+        r = b.fadd(r, t)
+    q = b.and_(b.fptosi(k, i32), const(i32, 3))
+    return b.fmul(r, _c(r, math.pi / 2)), q
+
+
+def _sin_cos_parts(b, x):
+    """(sin(y), cos(y), quadrant q as i32) for float32 |x| = y + q * pi/2, in float64."""
+    y, q = _reduce_f32(b, x)
+    z = b.fmul(y, y)
     sin_c = [(-1) ** k / math.factorial(2 * k + 1) for k in range(7)]
     cos_c = [(-1) ** k / math.factorial(2 * k) for k in range(8)]
-    s = b.fmul(r, _poly(b, z, sin_c))
+    s = b.fmul(y, _poly(b, z, sin_c))
     c = _poly(b, z, cos_c)
     return s, c, q
+
+
+def _nan_unless_finite(b, x, result):
+    """NaN where float32 x is inf or NaN (sin/cos/tan of them), else result."""
+    finite = b.fcmp_ordered("<", call_intrinsic(b, "llvm.fabs", [x]), _c(x, math.inf))
+    return b.select(finite, result, _c(result, math.nan))
 
 
 def _quadrant_pick(b, q, values):
@@ -339,26 +397,34 @@ def sin(b: ir.IRBuilder, x):
     """Sine (float32 through float64; float64 calls libm)."""
     if not _is_f32(x):
         return _scalar_libm(b, "llvm.sin", x)
-    s, c, q = _sin_cos_parts(b, _to_f64(b, x))
-    return _from_f64(b, _quadrant_pick(b, q, [s, c, b.fneg(s), b.fneg(c)]), x.type)
+    s, c, q = _sin_cos_parts(b, x)
+    out = _from_f64(b, _quadrant_pick(b, q, [s, c, b.fneg(s), b.fneg(c)]), x.type)
+    return _nan_unless_finite(b, x, _odd(b, x, out))
 
 
 def cos(b: ir.IRBuilder, x):
     """Cosine (float32 through float64; float64 calls libm)."""
     if not _is_f32(x):
         return _scalar_libm(b, "llvm.cos", x)
-    s, c, q = _sin_cos_parts(b, _to_f64(b, x))
-    return _from_f64(b, _quadrant_pick(b, q, [c, b.fneg(s), b.fneg(c), s]), x.type)
+    s, c, q = _sin_cos_parts(b, x)
+    out = _from_f64(b, _quadrant_pick(b, q, [c, b.fneg(s), b.fneg(c), s]), x.type)
+    return _nan_unless_finite(b, x, out)
 
 
 def tan(b: ir.IRBuilder, x):
     """Tangent (float32 through float64; float64 calls libm)."""
     if not _is_f32(x):
         return _scalar_libm(b, "tan", x)
-    s, c, q = _sin_cos_parts(b, _to_f64(b, x))
+    s, c, q = _sin_cos_parts(b, x)
     odd = b.trunc(q, with_scalar(q.type, ir.IntType(1)))
-    t = b.select(odd, b.fdiv(b.fneg(c), s), b.fdiv(s, c))
-    return _from_f64(b, t, x.type)
+    t = b.fdiv(b.select(odd, b.fneg(c), s), b.select(odd, s, c))  # one division
+    return _nan_unless_finite(b, x, _odd(b, x, _from_f64(b, t, x.type)))
+
+
+def _odd(b, x, result):
+    """An odd function's value at x from its value `result` at |x|: x itself at +-0."""
+    signed = b.select(b.fcmp_ordered("<", x, _c(x, 0.0)), b.fneg(result), result)
+    return b.select(b.fcmp_ordered("==", x, _c(x, 0.0)), x, signed)
 
 
 def _erf_tail_coeffs() -> list[float]:

@@ -112,14 +112,16 @@ class _RowKernel:
             lin = b.add(self.base, j)
             index = Index(Shape("s64", self.plan.rows + (self.plan.cols,)),
                           multi=list(self.row_multi) + [j], linear=lin)
-            loaded = [v for v, first in self.cached.values() if first < n]
-            for v in loaded:
-                em.bind(v, b.load(self._scratch_ptr(v, j)))
+            # Bound at this column's index only: a read of the value at another column of
+            # the row (reverse, slice, ... of a value that depends on no reduction) must
+            # compute it there.
+            for v, first in self.cached.values():
+                if first < n:
+                    em.bind_at(v, index, b.load(self._scratch_ptr(v, j)))
             body(index, lin)
             for v, first in self.cached.values():
                 if first == n:
                     b.store(em.emit(v, index), self._scratch_ptr(v, j))
-            em.unbind(loaded)
 
     def _pass(self, n, reduces) -> None:
         """Loop `n`: accumulate `reduces` over the current row; bind their results."""
