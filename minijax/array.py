@@ -1,6 +1,7 @@
 """minijax.Array: an immutable array backed by a device buffer.
 
-Host backends (interpreter, cpu) keep the buffer as a NumPy array; the operators and
+Host backends (interpreter, cpu) keep the buffer as a NumPy array; other backends keep
+device memory, copied to the host only by np.asarray / item / printing. The operators and
 NumPy-style methods are installed by minijax.numpy (they are shared with tracers).
 """
 
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, placement
 from minijax.core import ShapedArray
+from minijax.errors import immutability_error
 
 
 class Array:
@@ -17,15 +19,21 @@ class Array:
 
     Create arrays with minijax.numpy (`jnp.array`, `jnp.zeros`, ...). Arrays support
     NumPy's operators and methods; updates are functional: `x.at[i].set(v)`.
+
+    Internally an Array is a device buffer (`_buf`: an np.ndarray on host backends, a
+    backends.base.Buffer elsewhere), its aval, its device (`_device`; None for an
+    uncommitted NumPy buffer on the host default device) and whether it is committed to
+    that device (see minijax.placement).
     """
 
-    __slots__ = ("_value", "aval", "_device", "__weakref__")
+    __slots__ = ("_buf", "aval", "_device", "_committed", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, value: np.ndarray, weak_type: bool = False, device=None):
-        self._value = value
+    def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False):
+        self._buf = value
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
         self._device = device
+        self._committed = committed
 
     # ----- metadata
     shape = property(lambda self: self.aval.shape)
@@ -39,13 +47,22 @@ class Array:
     @property
     def device(self):
         """The device holding this array's buffer."""
-        if self._device is None:
-            from minijax.dispatch import default_device
-            self._device = default_device()
-        return self._device
+        return self._device or placement.host_device()
 
     def devices(self) -> set:
+        """The set of devices holding this array's buffer (one, unsharded)."""
         return {self.device}
+
+    @property
+    def committed(self) -> bool:
+        """Whether the array was explicitly placed (device_put) on its device."""
+        return self._committed
+
+    @property
+    def _value(self) -> np.ndarray:
+        """The host NumPy contents (a copy from device memory on non-host backends)."""
+        buf = self._buf
+        return buf if type(buf) is np.ndarray else buf.to_host()
 
     # ----- host interop
     def __array__(self, dtype=None, copy=None):
@@ -58,16 +75,6 @@ class Array:
         out.flags.writeable = False
         return out
 
-    def delete(self) -> None:
-        """Free the buffer; any later use raises RuntimeError (as after donation)."""
-        if type(self._value) is not _DeletedBuffer:
-            shape = ",".join(str(d) for d in self.shape)
-            self._value = _DeletedBuffer(f"{self.dtype.name}[{shape}]")
-
-    def is_deleted(self) -> bool:
-        """Whether the buffer was deleted (by `delete()` or by donating it to a jit call)."""
-        return type(self._value) is _DeletedBuffer
-
     def to_py(self) -> np.ndarray:
         return np.asarray(self)
 
@@ -79,19 +86,36 @@ class Array:
 
     def block_until_ready(self) -> Array:
         """Wait until the value is computed (host backends compute synchronously)."""
-        if type(self._value) is _DeletedBuffer:
-            self._value._raise()
+        buf = self._buf
+        if type(buf) is not np.ndarray:
+            if type(buf) is _DeletedBuffer:
+                buf._raise()
+            buf.block_until_ready()
         return self
 
     def copy_to_host_async(self) -> None:
-        return None
+        """Start copying the value to the host (a no-op for host buffers)."""
+        buf = self._buf
+        if type(buf) is not np.ndarray:
+            buf.copy_to_host_async()
+
+    def delete(self) -> None:
+        """Free the buffer (device memory now; host memory when unreferenced); any later
+        use raises RuntimeError (as after donation)."""
+        buf = self._buf
+        if type(buf) is _DeletedBuffer:
+            return
+        if type(buf) is not np.ndarray:
+            buf.delete()
+        shape = ",".join(str(d) for d in self.shape)
+        self._buf = _DeletedBuffer(f"{self.dtype.name}[{shape}]")
+
+    def is_deleted(self) -> bool:
+        """Whether the buffer was deleted (by `delete()` or by donating it to a jit call)."""
+        return type(self._buf) is _DeletedBuffer
 
     def is_fully_addressable(self) -> bool:
         return True
-
-    def __array_namespace__(self, api_version=None):
-        import minijax.numpy
-        return minijax.numpy
 
     # ----- Python protocol
     def __len__(self) -> int:
@@ -127,7 +151,7 @@ class Array:
         raise immutability_error(self, index)
 
     def __reduce__(self):
-        return (_reconstruct, (self._value, self.weak_type))
+        return (_reconstruct, (np.array(self._value), self.weak_type))
 
     def __format__(self, spec):
         if self.ndim == 0:
@@ -178,29 +202,3 @@ def array_repr(value: np.ndarray, weak_type: bool) -> str:
     fits = last_line + len(dtype_text) + 2 <= np.get_printoptions()["linewidth"]
     return f"{prefix}{body},{' ' if fits else ' ' * len(prefix)}{dtype_text})"
 
-
-def immutability_error(x, index) -> TypeError:
-    """The TypeError for `x[idx] = y`, showing the functional `.at[]` rewrite."""
-    idx = _index_text(index)
-    return TypeError(
-        f"'{type(x).__name__}' object does not support item assignment. minijax arrays are "
-        f"immutable (as in JAX). Instead of ``x[{idx}] = y``, use ``x = x.at[{idx}].set(y)`` "
-        "or another .at[] method (add, multiply, min, max, ...); see "
-        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
-
-
-def _index_text(index) -> str:
-    def one(i):
-        if isinstance(i, slice):
-            parts = ["" if p is None else str(p) for p in (i.start, i.stop, i.step)]
-            return ":".join(parts[:2]) + (f":{parts[2]}" if i.step is not None else "")
-        if i is Ellipsis:
-            return "..."
-        if i is None:
-            return "None"
-        if isinstance(i, (int, np.integer)):
-            return str(int(i))
-        return "idx"
-    if isinstance(index, tuple):
-        return ", ".join(one(i) for i in index)
-    return one(index)

@@ -12,7 +12,7 @@ llvm = pytest.importorskip("llvmlite.binding", reason="the CPU backend needs llv
 import minijax as jax  # noqa: E402
 import minijax.numpy as jnp  # noqa: E402
 from minijax.backends.cpu import CpuBackend  # noqa: E402
-from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit  # noqa: E402
+from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minijax.compiler import evaluator_elementwise as ew
+from minijax.compiler import evaluator_linalg
 from minijax.compiler import evaluator_numerics as numerics
 from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES, Computation, Instruction, Module, Shape
 
@@ -42,12 +43,32 @@ _CUSTOM_CALLS: dict[str, Callable] = {
 }
 
 
+# Target families registered by prefix (`minijax.linalg.cholesky[...]`): prefix -> fn.
+_CUSTOM_CALL_PREFIXES: dict[str, Callable] = {
+    evaluator_linalg.PREFIX: evaluator_linalg.evaluate_custom_call,
+}
+
+
 def register_custom_call(target: str, fn: Callable) -> None:
     """Give `custom-call` with `custom_call_target=target` a NumPy meaning.
 
     `fn(operand_values: list, instr: Instruction)` returns the result value (array or tuple).
+    A target ending in "*" registers every target starting with the text before it.
     """
-    _CUSTOM_CALLS[target] = fn
+    if target.endswith("*"):
+        _CUSTOM_CALL_PREFIXES[target[:-1]] = fn
+    else:
+        _CUSTOM_CALLS[target] = fn
+
+
+def custom_call_impl(target: str) -> Callable | None:
+    """The evaluator implementation of a custom-call target, or None."""
+    fn = _CUSTOM_CALLS.get(target)
+    if fn is None:
+        for prefix, family in _CUSTOM_CALL_PREFIXES.items():
+            if target.startswith(prefix):
+                return family
+    return fn
 
 
 def flatten_value(value) -> list[np.ndarray]:
@@ -408,9 +429,9 @@ def _conditional(instr, ops, ctx):
 
 def _custom_call(instr, ops, ctx):
     target = instr.attrs.get("custom_call_target", "")
-    fn = _CUSTOM_CALLS.get(target)
+    fn = custom_call_impl(target)
     if fn is None:
-        known = ", ".join(sorted(_CUSTOM_CALLS)) or "none"
+        known = ", ".join(sorted(_CUSTOM_CALLS) + [p + "*" for p in _CUSTOM_CALL_PREFIXES])
         raise EvaluatorError(f"{instr.name}: custom-call target '{target}' has no evaluator "
                              f"implementation (registered targets: {known}); use "
                              f"minijax.compiler.evaluator.register_custom_call")
@@ -482,3 +503,8 @@ def _register_structural() -> None:
 
 
 _register_structural()
+
+
+def has_implementation(opcode: str) -> bool:
+    """Whether the evaluator runs `opcode` (opcode table names or their aliases)."""
+    return opcode in _OPCODES

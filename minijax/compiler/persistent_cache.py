@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.config import config
+
 FORMAT = "minijax-jit-cache-1"
 _MAGIC = b"MINIJAX-JIT-1\n"
 _ALLOWED_GLOBALS = frozenset({
@@ -75,9 +77,9 @@ def structure_key(module) -> str:
     comps = module.computations
     comp_index = {id(c): k for k, c in enumerate(comps)}
     parts: list = [(module.name, comp_index.get(id(module.entry)),
-                    tuple(sorted(getattr(module, "donated_params", None) or ())),
-                    getattr(module, "num_user_params", None),
-                    tuple(sorted(getattr(module, "attrs", {}).items())))]
+                    tuple(sorted(module.donated_params)),
+                    module.num_user_params,
+                    tuple(sorted(module.attrs.items())))]
     for comp in comps:
         index = {id(i): k for k, i in enumerate(comp.instructions)}
         rows = []
@@ -177,7 +179,7 @@ class DiskCache:
 
     def store(self, fingerprint: str, module) -> bool:
         """Write `module` under `fingerprint` atomically; False if it could not be stored."""
-        assignment = getattr(module, "buffer_assignment", None)
+        assignment = module.buffer_assignment
         module.buffer_assignment = None
         try:
             payload = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
@@ -228,7 +230,7 @@ _caches_lock = threading.Lock()
 
 def get_disk_cache() -> DiskCache | None:
     """The DiskCache for the current MINIJAX_CACHE_DIR, or None when it is not set."""
-    root = os.environ.get("MINIJAX_CACHE_DIR")
+    root = config._values["minijax_cache_dir"]
     if not root:
         return None
     root = os.path.abspath(os.path.expanduser(root))

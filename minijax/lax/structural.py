@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.array import Array
 from minijax.compiler.evaluator_elementwise import convert as xla_convert
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
@@ -32,7 +33,6 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
 
 def standard_cast_scalar(value, dtype, weak_type):
-    from minijax.array import Array
     return Array(dtypes.astype(value, dtype), weak_type)
 
 

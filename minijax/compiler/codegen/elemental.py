@@ -19,7 +19,7 @@ import contextlib
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen import math_approx
+from minijax.compiler.codegen import math_approx, target
 from minijax.compiler.codegen.float16 import (
     bf16_bits,
     bf16_from_bits,
@@ -42,24 +42,16 @@ from minijax.compiler.codegen.llvm_types import (
     storage_type,
     value_type,
 )
+from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
-ELEMENTWISE_UNARY = {
-    "abs", "negate", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one",
-    "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "floor", "ceil",
-    "round-nearest-afz", "round-nearest-even", "is-finite", "not", "popcnt",
-    "count-leading-zeros", "clz", "convert", "bitcast-convert", "copy", "erf",
-}
-ELEMENTWISE_BINARY = {
-    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
-    "atan2", "and", "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic",
-    "compare",
-}
+# What the emitter generates, from the opcode table (hlo/opcodes.py): every elementwise and
+# data-movement opcode except complex numbers and reduce-precision.
+_NOT_EMITTED = {"real", "imag", "complex", "reduce-precision"}
+ELEMENTWISE_UNARY = set(opcodes.select(family="elementwise", arity=1)) - _NOT_EMITTED
+ELEMENTWISE_BINARY = set(opcodes.select(family="elementwise", arity=2)) - _NOT_EMITTED
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
-INDEXING = {
-    "broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate", "iota",
-    "reverse", "dynamic-slice", "dynamic-update-slice",
-}
+INDEXING = set(opcodes.select(family="data-movement"))
 SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
 
 
@@ -140,6 +132,11 @@ def scalar_index(shape: Shape) -> Index:
     return Index(shape, multi=[], linear=const(I64, 0))
 
 
+def _intrinsic(b: ir.IRBuilder, name: str, args: list, **kwargs):
+    """Call LLVM intrinsic `name` as the current target names it (codegen/target.py)."""
+    return call_intrinsic(b, target.current().math_function(name), args, **kwargs)
+
+
 class ElementalEmitter:
     """Emits per-element LLVM IR for the instructions of one computation.
 
@@ -172,7 +169,7 @@ class ElementalEmitter:
 
     def bind(self, instr: Instruction, value) -> None:
         """Use `value` for `instr` at every index until unbound (a row fusion's values for
-        the current row, see row_loops.py)."""
+        the current row, see cpu/row_loops.py)."""
         self.bound[id(instr)] = value
 
     def bind_at(self, instr: Instruction, index: Index, value) -> None:
@@ -333,7 +330,7 @@ class ElementalEmitter:
     def _minmax(self, op, x, y, et):
         b = self.b
         if is_float(et):
-            return call_intrinsic(b, "llvm." + op, [x, y])
+            return _intrinsic(b, "llvm." + op, [x, y])
         cmp = b.icmp_signed if is_signed(et) else b.icmp_unsigned
         return b.select(cmp(">" if op == "maximum" else "<", x, y), x, y)
 
@@ -352,14 +349,14 @@ class ElementalEmitter:
                       "ceil": "llvm.ceil", "round-nearest-afz": "llvm.round",
                       "round-nearest-even": "llvm.roundeven"}
         if op in intrinsics:
-            return call_intrinsic(b, intrinsics[op], [x])
+            return _intrinsic(b, intrinsics[op], [x])
         if op == "rsqrt":
-            return b.fdiv(const(x.type, 1.0), call_intrinsic(b, "llvm.sqrt", [x]))
+            return b.fdiv(const(x.type, 1.0), _intrinsic(b, "llvm.sqrt", [x]))
         if op == "sign":
             pos = b.select(b.fcmp_ordered(">", x, const(x.type, 0.0)), const(x.type, 1.0), x)
             return b.select(b.fcmp_ordered("<", x, const(x.type, 0.0)), const(x.type, -1.0), pos)
         if op == "is-finite":
-            ax = call_intrinsic(b, "llvm.fabs", [x])
+            ax = _intrinsic(b, "llvm.fabs", [x])
             return b.fcmp_ordered("<", ax, const(x.type, float("inf")))
         fn = math_approx.UNARY.get(op) or math_approx.BINARY.get(op)
         if fn is None:
@@ -398,9 +395,9 @@ class ElementalEmitter:
             pos = b.zext(b.icmp_signed(">", x, zero), ty)
             return b.select(b.icmp_signed("<", x, zero), const(ty, -1), pos)
         if op == "popcnt":
-            return call_intrinsic(b, "llvm.ctpop", [x])
-        if op in ("count-leading-zeros", "clz"):
-            return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
+            return _intrinsic(b, "llvm.ctpop", [x])
+        if op == "count-leading-zeros":
+            return _intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
         if op in ("divide", "remainder"):
             return int_divide(b, op, x, ops[1], signed)
         if op.startswith("shift"):
@@ -567,7 +564,7 @@ class ElementalEmitter:
     # ---------------------------------------------------------------- reduce (not a root)
     def _inline_reduce(self, instr, index):
         """A reduce used inside a fusion: a scalar loop over the reduced dimensions."""
-        from minijax.compiler.codegen.loops import emit_counted_loop
+        from minijax.compiler.codegen.cpu.loops import emit_counted_loop
 
         b = self.b
         n = len(instr.operands) // 2
@@ -618,7 +615,7 @@ def convert(b: ir.IRBuilder, v, src: str, dst: str):
         return float_convert(b, v, src, dst)
     if is_float(src):
         name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
-        return call_intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
+        return _intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
     if is_float(dst):
         # Integers reach 16-bit floats through float (as XLA): exact for f16's range.
         via = F32 if dst in ("f16", "bf16") else dty

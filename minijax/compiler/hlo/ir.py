@@ -271,7 +271,31 @@ def callees_first(roots) -> list[Computation]:
 
 
 class Module:
-    """An HLO module: computations with one entry. `computations` lists callees first."""
+    """An HLO module: computations with one entry. `computations` lists callees first.
+
+    Besides the computations, a module carries this declared state (and nothing else: passes
+    and the compiler attach only these):
+
+    - `attrs`: the `HloModule name, key=value` header attributes (raw strings);
+    - `num_user_params`: how many entry parameters are the user's arguments (the rest are
+      hoisted constants), None when not lowered from a jaxpr;
+    - `donated_params`: entry parameter numbers whose buffers the caller donates (jit's
+      donate_argnums), which buffer assignment may reuse for outputs;
+    - `fusion_log`: one line per decision of the fusion passes (dumps, tests);
+    - `pass_timings`: seconds per pass of the last pipeline run;
+    - `buffer_assignment`: the BufferAssignment (passes/buffer_assignment.py), set by the last
+      pass of the pipeline and recomputed after a disk-cache load;
+    - `cache_digest`: the persistent cache's digest of this exact module (SHA-256 of its
+      payload) when it was stored or loaded there, else None.
+    """
+
+    # Class-level defaults also cover modules unpickled from older cache entries.
+    num_user_params: int | None = None
+    donated_params: frozenset | set = frozenset()
+    fusion_log: list = []
+    pass_timings: dict = {}
+    buffer_assignment = None
+    cache_digest: str | None = None
 
     def __init__(self, name: str, computations=None, entry: Computation | None = None):
         self.name = name
@@ -283,6 +307,9 @@ class Module:
         # Module-level attributes from the `HloModule name, key=value` header (raw strings,
         # printed back as they are; entry_computation_layout is recomputed when printing).
         self.attrs: dict[str, str] = {}
+        self.donated_params = set()
+        self.fusion_log = []
+        self.pass_timings = {}
 
     def add_computation(self, comp: Computation) -> Computation:
         self.computations.insert(max(len(self.computations) - 1, 0)

@@ -311,7 +311,7 @@ def module_to_text(module: Module) -> str:
     header = f"HloModule {module.name}"
     if module.entry is not None:
         header += f", entry_computation_layout={entry_computation_layout(module)}"
-    for key, value in getattr(module, "attrs", {}).items():
+    for key, value in module.attrs.items():
         if key != "entry_computation_layout":
             header += f", {key}={value}"
     blocks = [header]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from minijax.compiler.hlo.ir import Instruction, Module
+from minijax.compiler.passes.base import Pass
 
 ALIASING_OPS = frozenset({"tuple", "get-tuple-element", "bitcast", "reshape"})
 
@@ -159,7 +160,7 @@ class _Liveness:
         for k, instr in enumerate(self.sequence):
             for op in instr.operands:
                 self.last_use[id(op)] = k
-        self.donated = set(getattr(module, "donated_params", None) or ())
+        self.donated = set(module.donated_params)
         self.leaves: dict[int, list[LogicalBuffer]] = {}
         self.buffers: list[LogicalBuffer] = []
         self.aliases: dict[int, list[Instruction]] = {}  # buffer id -> instructions holding it
@@ -266,7 +267,7 @@ def assign_buffers(module: Module) -> BufferAssignment:
                             slots)
 
 
-class BufferAssignmentPass:
+class BufferAssignmentPass(Pass):
     """Sets `module.buffer_assignment`; never changes the HLO."""
 
     name = "buffer-assignment"

@@ -8,11 +8,12 @@ computations that are no longer called from the entry.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Module
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.opcodes import has_side_effects
 from minijax.compiler.passes.utils import drop_unreachable_computations, remove_dead
 
 
-class DeadCodeElimination:
+class DeadCodeElimination(Pass):
     name = "dce"
 
     def run(self, module: Module) -> bool:

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.compiler.cache import clear_caches
+from minijax.config import config
+
 #: (sgemm, dgemm, integer bits, set_num_threads, get_num_threads) symbol names, in order.
 CANDIDATES = (
     ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64,
@@ -37,8 +40,8 @@ CANDIDATES = (
 )
 #: gemms with batch*M*N*K below this run on one BLAS thread, through the fastcall entry.
 SMALL_GEMM_MNK = 1 << 22
-#: Larger ones are split over minijax's thread pool (MINIJAX_DOT_SPLIT=0: BLAS's threads).
-_SPLIT_ON_POOL = os.environ.get("MINIJAX_DOT_SPLIT", "1") != "0"
+# Larger ones are split over minijax's thread pool (option minijax_dot_split=False /
+# MINIJAX_DOT_SPLIT=0: BLAS's own threads).
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 # Layout of a call's int64 parameter block (see _emit_gemm and GemmCall).
@@ -83,7 +86,7 @@ def _address(lib, name: str) -> int:
 @functools.lru_cache(maxsize=1)
 def find_blas() -> Blas | None:
     """The CBLAS gemm routines NumPy uses, or None (then dots run through np.matmul)."""
-    if os.environ.get("MINIJAX_DOT_BLAS", "1") == "0":
+    if not config._values["minijax_dot_blas"]:
         return None
     for path in _libraries():
         try:
@@ -245,9 +248,9 @@ class _Entries:
     a process with a warm cache directory neither builds nor compiles the IR."""
 
     def __init__(self, blas: Blas):
-        from minijax.backends import cpu_fastcall as fastcall
-        from minijax.backends.cpu_kernel import _DATA_OFFSET, _KernelFn
-        from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+        from minijax.backends.cpu import fastcall
+        from minijax.backends.cpu.kernel import _DATA_OFFSET, _KernelFn
+        from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
         symbols = {}
         for dt in ("f32", "f64"):
             name = f"{SYMBOL_PLACEHOLDER}gemm_{dt}"
@@ -278,8 +281,8 @@ def _driver_ir(blas: Blas, symbols: dict) -> str:
     """The driver module's LLVM IR text, defining the names in `symbols`."""
     import llvmlite.ir as ir
 
-    from minijax.backends import cpu_fastcall as fastcall
-    from minijax.backends.cpu_kernel import _DATA_OFFSET
+    from minijax.backends.cpu import fastcall
+    from minijax.backends.cpu.kernel import _DATA_OFFSET
     from minijax.compiler.codegen.llvm_types import F32, F64, I32, I64
     module = ir.Module(name="minijax_gemm")
     ity = I64 if blas.int_bits == 64 else I32
@@ -295,8 +298,8 @@ def _driver_ir(blas: Blas, symbols: dict) -> str:
 
 
 #: Sources whose code shapes the driver's IR (part of its cache key).
-_DRIVER_SOURCES = ("cpu_blas.py", "cpu_fastcall.py", "cpu_kernel.py",
-                   os.path.join("..", "compiler", "codegen", "llvm_types.py"))
+_DRIVER_SOURCES = ("blas.py", "fastcall.py", "kernel.py",
+                   os.path.join("..", "..", "compiler", "codegen", "llvm_types.py"))
 
 
 def driver_key(blas: Blas) -> str:
@@ -305,9 +308,9 @@ def driver_key(blas: Blas) -> str:
     without building the IR)."""
     import hashlib
 
-    from minijax.backends import cpu_fastcall as fastcall
-    from minijax.backends.cpu_kernel import _DATA_OFFSET
-    from minijax.backends.cpu_runtime import get_jit
+    from minijax.backends.cpu import fastcall
+    from minijax.backends.cpu.kernel import _DATA_OFFSET
+    from minijax.backends.cpu.runtime import get_jit
     h = hashlib.sha256(b"minijax-gemm-driver-1\0")
     here = os.path.dirname(os.path.abspath(__file__))
     for rel in _DRIVER_SOURCES:
@@ -344,7 +347,7 @@ class GemmCall:
     """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None):
-        from minijax.backends.thread_pool import get_pool
+        from minijax.backends.cpu.thread_pool import get_pool
         batch, m, n, k, ta, tb = form
         dtype = np.dtype(dtype)
         size = dtype.itemsize
@@ -353,7 +356,7 @@ class GemmCall:
         lda, ldb = (m if ta else k), (k if tb else n)
         split, length, pieces = 0, batch, 1
         pool = None
-        if not small and blas.set_threads and _SPLIT_ON_POOL:
+        if not small and blas.set_threads and config._values["minijax_dot_split"]:
             pool = get_pool()
             split, length, pieces = _split(batch, m, n, pool.num_threads)
             if pieces == 1:
@@ -396,3 +399,13 @@ class GemmCall:
                 fn((ctypes.c_void_p * 4)(params.ctypes.data, a.ctypes.data, b.ctypes.data,
                                          out.ctypes.data), 0, 1)
         self.call = call
+
+
+def _dot_options_changed(_value) -> None:
+    # Dots are planned when a program is compiled: recompile with the new setting.
+    find_blas.cache_clear()
+    clear_caches()
+
+
+config.on_change("minijax_dot_blas", _dot_options_changed)
+config.on_change("minijax_dot_split", _dot_options_changed)
