@@ -35,6 +35,7 @@ from minijax.compiler.codegen.llvm_types import (
     storage_type,
     value_type,
 )
+from minijax.compiler.codegen.target import CPU_TARGET, LIBM_F64_OPCODES, CodegenTarget
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
 ELEMENTWISE_UNARY = {
@@ -58,8 +59,9 @@ _VIA_F64 = {"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"}
 SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
 
 
-def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | None:
-    """Why `comp` cannot be emitted elementally (None if it can)."""
+def unsupported_reason(comp: Computation, allow_reduce: bool = True,
+                       target: CodegenTarget = CPU_TARGET) -> str | None:
+    """Why `comp` cannot be emitted elementally for `target` (None if it can)."""
     for instr in comp.instructions:
         if instr.opcode not in SUPPORTED_OPCODES:
             return f"opcode {instr.opcode}"
@@ -69,7 +71,7 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
             return "reduce"
         if instr.opcode == "reduce":
             body = instr.called["to_apply"]
-            inner = unsupported_reason(body, allow_reduce=False)
+            inner = unsupported_reason(body, allow_reduce=False, target=target)
             if inner:
                 return f"reduce computation: {inner}"
         for leaf in instr.shape.flat():
@@ -78,6 +80,8 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
         src_et = instr.operands[0].shape.element_type if instr.operands else None
         if instr.opcode in _VIA_F64 and src_et == "f16":
             return f"{instr.opcode} on f16 (would need a double->half libcall)"
+        if not target.has_libm and instr.opcode in LIBM_F64_OPCODES and src_et == "f64":
+            return f"{instr.opcode} on f64 (calls the C math library, absent on {target.name})"
         if instr.opcode == "convert" and (src_et, instr.shape.element_type) == ("f64", "f16"):
             return "f64 -> f16 convert (needs a libcall)"
         if instr.opcode == "bitcast-convert":
