@@ -1,0 +1,91 @@
+"""What the GPU program (program.py) needs from a device: memory, copies, kernels, GEMMs.
+
+`DeviceRuntime` is implemented by the CUDA driver runtime (driver_runtime.py) and by the
+host emulator (emulated.py), which runs the same kernel modules on the CPU so the whole
+backend is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minijax.backends.cuda.allocator import Block, CachingAllocator
+
+
+class DeviceBuffer:
+    """Device memory holding one array (or scratch): address, bytes, reference count.
+
+    `owned` buffers go back to the allocator when their last reference is dropped;
+    parameters' and constants' buffers are not owned by the program that reads them."""
+
+    __slots__ = ("runtime", "block", "nbytes", "refs", "owned")
+
+    def __init__(self, runtime, block: Block, nbytes: int, owned: bool = True):
+        self.runtime, self.block, self.nbytes = runtime, block, nbytes
+        self.refs = 0
+        self.owned = owned
+
+    @property
+    def ptr(self) -> int:
+        return self.block.ptr
+
+    def release(self) -> None:
+        """Give the memory back to the runtime's caching allocator."""
+        if self.block is not None:
+            self.runtime.allocator.free(self.block)
+            self.block = None
+
+    def __repr__(self) -> str:
+        return f"DeviceBuffer(0x{self.ptr:x}, {self.nbytes} bytes)" if self.block else \
+            "DeviceBuffer(released)"
+
+
+@dataclass
+class GemmSpec:
+    """Row-major C[b] = op(A[b]) @ op(B[b]) for b < batch; A is M x K (or K x M when
+    trans_a), B is K x N (or N x K when trans_b); element types of A/B and of C."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    trans_a: bool
+    trans_b: bool
+    dtype: str
+    out_dtype: str
+
+
+class DeviceRuntime:
+    """One device: a caching allocator, copies, kernel modules, GEMMs, a stream."""
+
+    name = "device"
+    arch = "sm_80"
+    allocator: CachingAllocator
+
+    def allocate(self, nbytes: int, label: str = "") -> DeviceBuffer:
+        """A buffer of at least `nbytes` bytes (never zero bytes)."""
+        return DeviceBuffer(self, self.allocator.allocate(max(nbytes, 1), label), nbytes)
+
+    def upload(self, array: np.ndarray, label: str = "") -> DeviceBuffer:
+        """Copy a host array into a new device buffer."""
+        raise NotImplementedError
+
+    def download(self, buf: DeviceBuffer, shape, dtype) -> np.ndarray:
+        """Copy a device buffer into a new host array of `shape` and `dtype`."""
+        raise NotImplementedError
+
+    def load_kernels(self, ir_text: str, names: list[str]):
+        """Load a kernel module; returns an object with `launch(name, grid, block, ptrs)`."""
+        raise NotImplementedError
+
+    def gemm(self, spec: GemmSpec, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer) -> bool:
+        """Run a GEMM (False when this device cannot, e.g. no cuBLAS for the type)."""
+        return False
+
+    def synchronize(self) -> None:
+        """Wait for everything queued on the device's stream."""
+
+
+__all__ = ["DeviceBuffer", "DeviceRuntime", "GemmSpec"]
