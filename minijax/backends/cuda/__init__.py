@@ -1,0 +1,75 @@
+"""The CUDA backend: generated NVPTX kernels and cuBLAS on NVIDIA GPUs (cuda-python).
+
+`get_backend("cuda")` imports only this file and driver.py: `devices()` lists the GPUs the
+driver reports (none, silently, without a driver or without cuda-python). `compile()` loads
+the rest on first use: the GPU program (program.py) over a device runtime
+(driver_runtime.py: context, stream, caching allocator, pinned staging, PTX/cubin cache,
+cuBLAS). Tests run the same programs on EmulatedRuntime (emulated.py), which runs the
+kernels on the host CPU.
+
+With MINIJAX_FLAGS="--dump_to=DIR" each compiled module's kernel IR (.ll) and PTX (.ptx)
+are written to DIR; MINIJAX_DEBUG=2 prints each kernel step's time and GB/s.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from minijax.backends.base import Backend, Device
+from minijax.backends.cuda.driver import cuda_devices
+
+NO_GPU = "no CUDA driver/GPU"
+
+
+class CudaBackend(Backend):
+    """Backend "cuda" (see the module docstring). `runtime` overrides the device runtime
+    (tests pass an EmulatedRuntime)."""
+
+    name = "cuda"
+    platform = "cuda"
+
+    def __init__(self, runtime=None):
+        self._runtime = runtime
+        self._lock = threading.Lock()
+
+    def devices(self) -> list[Device]:
+        """One CudaDevice per GPU the driver reports (the emulated device in tests)."""
+        if self._runtime is not None:
+            return [Device("cuda", 0, self._runtime.name)]
+        return [Device("cuda", k, name) for k, name, _cc in cuda_devices()]
+
+    def runtime(self):
+        """The device runtime of GPU 0 (created on first use)."""
+        with self._lock:
+            if self._runtime is None:
+                if not cuda_devices():
+                    raise RuntimeError(f"the cuda backend cannot compile: {NO_GPU} "
+                                       f"(use MINIJAX_BACKEND=cpu)")
+                from minijax.backends.cuda.driver_runtime import CudaRuntime  # noqa: PLC0415
+                self._runtime = CudaRuntime(0)
+            return self._runtime
+
+    def compile(self, module, options=None):
+        """Plan the module's entry computation as kernels, GEMMs and host steps."""
+        from minijax.backends.cuda.program import GpuExecutable  # noqa: PLC0415 - llvmlite
+        debug = int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
+        executable = GpuExecutable(module, self.runtime(), debug)
+        dump_to = getattr(options, "dump_to", None) if options is not None else None
+        if dump_to:
+            os.makedirs(dump_to, exist_ok=True)
+            with open(os.path.join(dump_to, f"{module.name}.ll"), "w") as f:
+                f.write(executable.ir_text)
+            with open(os.path.join(dump_to, f"{module.name}.ptx"), "w") as f:
+                f.write(executable.ptx())
+        if debug >= 4:
+            print(executable.ir_text)
+        return executable
+
+
+def create_backend() -> CudaBackend:
+    """The factory minijax.backends.get_backend("cuda") calls."""
+    return CudaBackend()
+
+
+__all__ = ["NO_GPU", "CudaBackend", "create_backend"]
