@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, placement, tree_util
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -31,10 +30,13 @@ from minijax.api_util import (
     normalize_argnums,
 )
 from minijax.array import Array
+from minijax.backends import get_backend
 from minijax.compiler import cache as cache_mod
+from minijax.compiler import driver
+from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
-from minijax.dispatch import device_put
+from minijax.dispatch import check_nans, place_buffer, target_device
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 
 _disable_jit = threading.local()
@@ -60,30 +62,48 @@ def _log(message: str) -> None:
 
 
 class _CompiledEntry:
-    """A compiled program and what is needed to call it."""
+    """A compiled program, the device it runs on, and what is needed to call it.
+
+    `device`: where the executable runs; `array_device` is what its result Arrays record
+    (None: an uncommitted host NumPy buffer on the host default device), `committed`
+    whether they are committed (any committed argument makes them so)."""
 
     __slots__ = ("executable", "out_tree", "out_avals", "hoisted", "lowered", "module",
-                 "timings", "donated")
+                 "timings", "donated", "device", "array_device", "committed")
 
     def __init__(self, executable, out_tree, out_avals, hoisted, lowered, module, timings,
-                 donated):
+                 donated, device, committed):
         self.executable = executable
         self.out_tree = out_tree
         self.out_avals = out_avals
-        self.hoisted = [np.asarray(h) for h in hoisted]
+        self.device = device
+        self.committed = committed
+        host_default = (not committed and placement.default_is_host()
+                        and device == placement.default_device())
+        self.array_device = None if host_default else device
+        self.hoisted = [place_buffer(h if isinstance(h, Array) else np.asarray(h), device)
+                        for h in hoisted]
         self.lowered = lowered
         self.module = module
         self.timings = timings
         self.donated = donated
 
     def call(self, flat_values):
-        outs = self.executable.execute(list(flat_values) + self.hoisted)
-        arrays = [Array(o if o.dtype == a.dtype else o.astype(a.dtype), a.weak_type)
+        """Run on flat arguments (Arrays, NumPy values, scalars), placing each first."""
+        device = self.device
+        bufs = [place_buffer(x, device) for x in flat_values]
+        outs = self.executable.execute(bufs + self.hoisted)
+        if config._values["jax_debug_nans"]:
+            check_nans(f"jit({self.lowered.fun_name})", outs)
+        dev, committed = self.array_device, self.committed
+        arrays = [Array(o if type(o) is not np.ndarray or o.dtype == a.dtype
+                        else o.astype(a.dtype), a.weak_type, dev, committed)
                   for o, a in zip(outs, self.out_avals, strict=True)]
         return tree_util.tree_unflatten(self.out_tree, arrays)
 
     def fast_caller(self):
-        """A closure running this entry on a tuple of Arrays (the cached-call fast path)."""
+        """A closure running this entry on a tuple of Arrays already on its device (the
+        cached-call fast path)."""
         execute = self.executable.execute
         hoisted = self.hoisted
         out_avals = list(self.out_avals)
@@ -91,25 +111,28 @@ class _CompiledEntry:
         new = Array.__new__
         single = self.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == self.out_tree
         unflatten, out_tree = tree_util.tree_unflatten, self.out_tree
+        device, committed = self.array_device, self.committed
+        ndarray = np.ndarray
 
         def wrap(o, aval, dt):
-            if o.dtype != dt:
+            if type(o) is ndarray and o.dtype != dt:
                 o = o.astype(dt)
             a = new(Array)
-            a._value = o
+            a._buf = o
             a.aval = aval
-            a._device = None
+            a._device = device
+            a._committed = committed
             return a
 
         if single:
             aval, dt = out_avals[0], dtypes[0]
 
             def call(args):
-                return wrap(execute([x._value if type(x) is Array else _numpy_value(x)
+                return wrap(execute([x._buf if type(x) is Array else _numpy_value(x)
                                      for x in args] + hoisted)[0], aval, dt)
         else:
             def call(args):
-                outs = execute([x._value if type(x) is Array else _numpy_value(x)
+                outs = execute([x._buf if type(x) is Array else _numpy_value(x)
                                 for x in args] + hoisted)
                 return unflatten(out_tree, [wrap(o, a, d) for o, a, d in
                                             zip(outs, out_avals, dtypes, strict=True)])
@@ -127,7 +150,7 @@ _MODE_FREE_DTYPES = frozenset(np.dtype(t) for t in (
 def _numpy_fast_key(x):
     """The fast-path key of a NumPy array argument (not weakly typed), or _NOT_FAST."""
     if type(x) is np.ndarray and x.dtype in _MODE_FREE_DTYPES:
-        return (x.shape, x.dtype, False, np.ndarray)
+        return (x.shape, x.dtype, False, None, False, np.ndarray)
     return _NOT_FAST
 
 
@@ -183,7 +206,8 @@ class JitWrapped:
         # Fast path: positional minijax Arrays only, a signature seen before.
         if not kwargs and self._fast_ok:
             try:
-                key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type) if type(x) is Array
+                key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type, x._device,
+                              x._committed) if type(x) is Array
                              else _numpy_fast_key(x) for x in args])
                 call = self._cache.fast.get(key)
             except TypeError:
@@ -201,11 +225,15 @@ class JitWrapped:
         else:
             self._cache.stats.hits += 1
         if not kwargs and self._fast_ok and args and len(self._cache.fast) < _FAST_MAX:
-            key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type) if type(x) is Array
+            key = tuple([(x.aval.shape, x.aval.dtype, x.aval.weak_type, x._device,
+                          x._committed) if type(x) is Array
                          else _numpy_fast_key(x) for x in args])
-            if _NOT_FAST not in key:
+            # Only arguments already where the entry runs (no transfer) take the fast path.
+            placed = all(k[3] == entry.array_device for k in key) and (
+                entry.array_device is None or all(type(x) is Array for x in args))
+            if _NOT_FAST not in key and placed and not config._values["jax_debug_nans"]:
                 self._cache.fast[key] = entry.fast_caller()
-        return entry.call([_host_value(x) for x in dyn_leaves])
+        return entry.call(dyn_leaves)
 
     def _signature(self, args, kwargs):
         nargs = len(args)
@@ -232,8 +260,10 @@ class JitWrapped:
             dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))
             leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_aval_key(x) for x in leaves)
+        device, committed = self._placement(leaves)
         signature = cache_mod.CallSignature(
-            in_tree, avals, tuple(static_items), self._backend or "", (self._opt_level,))
+            in_tree, avals, tuple(static_items), _device_key(device, committed),
+            (self._opt_level,))
 
         def call_fun(*flat):
             d_args, d_kwargs = tree_util.tree_unflatten(in_tree, flat)
@@ -250,6 +280,13 @@ class JitWrapped:
             found += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(found))]
             return found
         return signature, leaves, call_fun, names
+
+    def _placement(self, leaves):
+        """(device, committed) this call runs on: jit(backend=...)'s device, else JAX's
+        placement rules over the arguments (raises on committed devices that differ)."""
+        if self._backend:
+            return get_backend(self._backend).devices()[0], False
+        return target_device(leaves, self._name)
 
     # ----------------------------------------------------------------- compiling
     def _trace(self, signature, call_fun, names):
@@ -285,7 +322,8 @@ class JitWrapped:
             stats.compile_seconds += sum(timings.values())
             stats.history.append(reason)
             self._cache.entries.put(signature, entry, _entry_bytes(entry))
-            if debug_level() >= 1 or config.jax_log_compiles:
+            if debug_level() >= 1 or config.jax_log_compiles or \
+                    config.jax_explain_cache_misses:
                 stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in timings.items())
                 where = f" ({self._source.short()})" if self._source else ""
                 _log(f"compiled {self._name}{where} for "
@@ -369,10 +407,13 @@ class Lowered:
         key = (backend, opt_level)
         fp = self._fingerprints.get(key)
         if fp is None:
-            from minijax.compiler.persistent_cache import module_fingerprint
-            fp = self._fingerprints[key] = module_fingerprint(self.module, backend,
-                                                              (opt_level,))
+            fp = self._fingerprints[key] = driver.fingerprint(
+                self.module, backend, CompileOptions(opt_level=opt_level, backend=backend))
         return fp
+
+    @property
+    def fun_name(self) -> str:
+        return self._wrapped._name
 
     def compile(self) -> Compiled:
         """Optimize and compile (through the compile cache's shared executable level)."""
@@ -380,72 +421,25 @@ class Lowered:
         return Compiled(entry, self)
 
     def _compile_entry(self, timings) -> _CompiledEntry:
-        from minijax.backends import get_backend
-        from minijax.compiler.options import CompileOptions
-        from minijax.compiler.persistent_cache import get_disk_cache
         timings["lower"] = self.lower_seconds
-        backend = get_backend(self._wrapped._backend or None)
+        device, committed = _device_from_key(self.signature.backend)
+        backend = placement.backend_of(device)
         options = CompileOptions(opt_level=self._wrapped._opt_level, backend=backend.name)
         t0 = time.perf_counter()
         fp = self.fingerprint(backend.name, options.opt_level)
         timings["fingerprint"] = time.perf_counter() - t0
-        cached = cache_mod.executable_cache.get(fp)
-        flags = _dump_flags()
-        if cached is not None and not flags.dump_to:
-            executable, module = cached
-        else:
-            if flags.dump_to:
-                options = CompileOptions(opt_level=options.opt_level, backend=backend.name,
-                                         dump_to=flags.dump_to,
-                                         dump_pass_re=flags.dump_pass_re)
-            disk = None if flags.dump_to else get_disk_cache()
-            module = self._load_optimized(disk, fp, timings)
-            if module is None:
-                module = self._optimize(options, flags, disk, fp, timings)
-            t0 = time.perf_counter()
-            executable = backend.compile(module, options)
-            timings["codegen"] = time.perf_counter() - t0
-            cache_mod.executable_cache.put(fp, (executable, module), _module_bytes(module))
-            if flags.dump_to:
-                from minijax.compiler import dumps
-                dumps.dump_module(flags, self._wrapped._name, self, module, executable,
-                                  timings)
-        out_avals = list(self.jaxpr.out_avals)
-        return _CompiledEntry(executable, self.out_tree, out_avals, self.hoisted, self,
-                              module, timings, self.module.donated_params)
 
-    def _load_optimized(self, disk, fp, timings):
-        """The optimized module from the persistent cache (buffer assignment recomputed),
-        or None."""
-        if disk is None:
-            return None
-        t0 = time.perf_counter()
-        module = disk.load(fp)
-        stats = self._wrapped._cache.stats
-        if module is None:
-            stats.disk_misses += 1
-        else:
-            from minijax.compiler.passes.buffer_assignment import assign_buffers
-            module.buffer_assignment = assign_buffers(module)
-            stats.disk_hits += 1
-        timings["cache_load"] = time.perf_counter() - t0
-        return module
-
-    def _optimize(self, options, flags, disk, fp, timings):
-        """Run the pass pipeline on the lowered module (in place) and store the result in
-        the persistent cache."""
-        from minijax.compiler.pipeline import optimize
-        if self._text is None and (self._keep_text or flags.dump_to):
-            self.as_text()
-        t0 = time.perf_counter()
-        module = optimize(self.module, options)
-        timings["optimize"] = time.perf_counter() - t0
-        if disk is not None:
-            t0 = time.perf_counter()
-            if disk.store(fp, module):
-                self._wrapped._cache.stats.disk_writes += 1
-            timings["cache_store"] = time.perf_counter() - t0
-        return module
+        def before_text():
+            if self._text is None and (self._keep_text or driver.dump_flags().dump_to):
+                self.as_text()
+        executable, module = driver.compile_module(
+            self.module, backend, options, fp=fp,
+            device=None if device == backend.devices()[0] else device,
+            stats=self._wrapped._cache.stats, timings=timings, before_text=before_text,
+            dump_source=self)
+        return _CompiledEntry(executable, self.out_tree, list(self.jaxpr.out_avals),
+                              self.hoisted, self, module, timings, self.module.donated_params,
+                              device, committed)
 
     def cost_analysis(self) -> dict:
         from minijax.compiler.analysis import cost_analysis
@@ -483,7 +477,7 @@ class Compiled:
         if signature != self._lowered.signature:
             raise TypeError("Compiled function called with arguments of a different "
                             f"signature: {cache_mod.explain_miss(signature, [self._lowered.signature], self._lowered.arg_names)}")  # noqa: E501
-        return self._entry.call([_host_value(x) for x in leaves])
+        return self._entry.call(leaves)
 
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),
@@ -551,11 +545,16 @@ def _aval_key(x):
     return (a.shape, a.dtype, a.weak_type)
 
 
-def _host_value(x):
-    t = type(x)
-    if t is Array:
-        return x._value
-    return device_put(x)._value
+def _device_key(device, committed: bool) -> str:
+    """The CallSignature `backend` field: where the call runs ("cpu:0", "cuda:0!" when
+    committed)."""
+    return f"{device.backend}:{device.id}" + ("!" if committed else "")
+
+
+def _device_from_key(key: str):
+    committed = key.endswith("!")
+    name, _, index = key.rstrip("!").partition(":")
+    return get_backend(name).devices()[int(index or 0)], committed
 
 
 def _donated_leaf_indices(wrapped, signature, nargs) -> set:
@@ -566,26 +565,8 @@ def _donated_leaf_indices(wrapped, signature, nargs) -> set:
     return {i for i in range(nargs) if i in nums}
 
 
-class _NoDumps:
-    dump_to = dump_pass_re = None
-    dump_as_dot = False
-
-
-def _dump_flags():
-    """The MINIJAX_FLAGS dump flags (dumps.py is imported only when flags are set)."""
-    if not (os.environ.get("MINIJAX_FLAGS", config.minijax_flags) or "").strip():
-        return _NoDumps
-    from minijax.compiler import dumps
-    return dumps.dump_flags()
-
-
 def _entry_bytes(entry) -> int:
-    return 4096 + sum(h.nbytes for h in entry.hoisted)
-
-
-def _module_bytes(module) -> int:
-    return 4096 + sum(i.literal.nbytes for c in module.computations for i in c.instructions
-                      if i.literal is not None)
+    return 4096 + sum(int(h.nbytes) for h in entry.hoisted)
 
 
 def _sig_text(signature) -> str:
@@ -594,3 +575,15 @@ def _sig_text(signature) -> str:
     if signature.static_args:
         parts += [f"{k}={v!r}" for k, v in signature.static_args]
     return "(" + ", ".join(parts) + ")"
+
+
+def _clear_fast_paths(_value=None) -> None:
+    """Forget every jitted function's fast path (they assume the default device)."""
+    for cache in list(cache_mod._all_function_caches):
+        fast = getattr(cache, "fast", None)
+        if fast is not None:
+            fast.clear()
+
+
+for _option in ("minijax_backend", "jax_platforms", "jax_debug_nans"):
+    config.on_change(_option, _clear_fast_paths)

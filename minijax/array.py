@@ -1,6 +1,7 @@
 """minijax.Array: an immutable array backed by a device buffer.
 
-Host backends (interpreter, cpu) keep the buffer as a NumPy array; the operators and
+Host backends (interpreter, cpu) keep the buffer as a NumPy array; other backends keep
+device memory, copied to the host only by np.asarray / item / printing. The operators and
 NumPy-style methods are installed by minijax.numpy (they are shared with tracers).
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, placement
 from minijax.core import ShapedArray
 
 
@@ -17,15 +18,21 @@ class Array:
 
     Create arrays with minijax.numpy (`jnp.array`, `jnp.zeros`, ...). Arrays support
     NumPy's operators and methods; updates are functional: `x.at[i].set(v)`.
+
+    Internally an Array is a device buffer (`_buf`: an np.ndarray on host backends, a
+    backends.base.Buffer elsewhere), its aval, its device (`_device`; None for an
+    uncommitted NumPy buffer on the host default device) and whether it is committed to
+    that device (see minijax.placement).
     """
 
-    __slots__ = ("_value", "aval", "_device", "__weakref__")
+    __slots__ = ("_buf", "aval", "_device", "_committed", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, value: np.ndarray, weak_type: bool = False, device=None):
-        self._value = value
+    def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False):
+        self._buf = value
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
         self._device = device
+        self._committed = committed
 
     # ----- metadata
     shape = property(lambda self: self.aval.shape)
@@ -39,13 +46,22 @@ class Array:
     @property
     def device(self):
         """The device holding this array's buffer."""
-        if self._device is None:
-            from minijax.dispatch import default_device
-            self._device = default_device()
-        return self._device
+        return self._device or placement.host_device()
 
     def devices(self) -> set:
+        """The set of devices holding this array's buffer (one, unsharded)."""
         return {self.device}
+
+    @property
+    def committed(self) -> bool:
+        """Whether the array was explicitly placed (device_put) on its device."""
+        return self._committed
+
+    @property
+    def _value(self) -> np.ndarray:
+        """The host NumPy contents (a copy from device memory on non-host backends)."""
+        buf = self._buf
+        return buf if type(buf) is np.ndarray else buf.to_host()
 
     # ----- host interop
     def __array__(self, dtype=None, copy=None):
@@ -69,10 +85,26 @@ class Array:
 
     def block_until_ready(self) -> Array:
         """Wait until the value is computed (host backends compute synchronously)."""
+        buf = self._buf
+        if type(buf) is not np.ndarray:
+            buf.block_until_ready()
         return self
 
     def copy_to_host_async(self) -> None:
-        return None
+        """Start copying the value to the host (a no-op for host buffers)."""
+        buf = self._buf
+        if type(buf) is not np.ndarray:
+            buf.copy_to_host_async()
+
+    def delete(self) -> None:
+        """Free the device memory (device buffers; host buffers are left to the GC)."""
+        buf = self._buf
+        if type(buf) is not np.ndarray:
+            buf.delete()
+
+    def is_deleted(self) -> bool:
+        buf = self._buf
+        return type(buf) is not np.ndarray and buf.is_deleted()
 
     def is_fully_addressable(self) -> bool:
         return True
@@ -115,7 +147,7 @@ class Array:
         raise immutability_error(self, index)
 
     def __reduce__(self):
-        return (_reconstruct, (self._value, self.weak_type))
+        return (_reconstruct, (np.array(self._value), self.weak_type))
 
     def __format__(self, spec):
         if self.ndim == 0:

@@ -1,7 +1,27 @@
 """Global configuration, with JAX's names: `minijax.config.update("jax_enable_x64", True)`.
 
-Environment variables give the initial values: JAX_ENABLE_X64, MINIJAX_DEBUG,
-MINIJAX_BACKEND, MINIJAX_CACHE_DIR, MINIJAX_NUM_THREADS, MINIJAX_FLAGS.
+This is the one place where settings are read from the environment: each option below
+takes its initial value from its environment variable when the process starts, and
+`config.update(name, value)` changes it at run time (every reader asks `config`, and
+options whose change needs work elsewhere notify listeners registered with `on_change`).
+
+option (environment variable)          meaning
+jax_enable_x64 (JAX_ENABLE_X64)        64-bit default dtypes
+jax_disable_jit (JAX_DISABLE_JIT)      run jitted functions op by op
+jax_log_compiles (JAX_LOG_COMPILES)    log every compile
+jax_explain_cache_misses, jax_debug_nans (JAX_...)   accepted (misses explained at debug 1)
+jax_platforms (JAX_PLATFORMS)          backend preference list ("cpu", "cuda")
+jax_threefry_partitionable             JAX's random-bits scheme (default True)
+minijax_debug (MINIJAX_DEBUG)          1 compiles, 2 kernel timings, 3 HLO per pass, 4 IR/PTX
+minijax_backend (MINIJAX_BACKEND)      default backend: cpu, cuda, interpreter
+minijax_cache_dir (MINIJAX_CACHE_DIR)  persistent compile cache directory ("" = none)
+minijax_flags (MINIJAX_FLAGS)          dump flags: --dump_to=DIR [--dump_pass_re=RE] ...
+minijax_num_threads (MINIJAX_NUM_THREADS)  CPU thread pool size (0: every usable core)
+minijax_dot_blas (MINIJAX_DOT_BLAS)    CPU dots through BLAS (False: np.matmul)
+minijax_dot_split (MINIJAX_DOT_SPLIT)  split large gemms over minijax's pool (False: BLAS's)
+
+Options that change generated code (minijax_dot_blas, minijax_dot_split) apply to programs
+compiled after the change: updating them empties the compile caches.
 """
 
 from __future__ import annotations
@@ -11,9 +31,41 @@ import os
 
 def _env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
-    if value is None:
+    if value is None or not value.strip():
         return default
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_int(name: str, default: int = 0) -> int:
+    value = (os.environ.get(name) or "").strip()
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def _bool(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _int(value) -> int:
+    return int(value or 0)
+
+
+def _str(value) -> str:
+    return "" if value is None else str(value)
+
+
+#: Converters applied by `update` (other options keep the value as given).
+_TYPES = {
+    "jax_enable_x64": _bool, "jax_disable_jit": _bool, "jax_log_compiles": _bool,
+    "jax_explain_cache_misses": _bool, "jax_debug_nans": _bool, "jax_platforms": _str,
+    "jax_threefry_partitionable": _bool, "minijax_debug": _int, "minijax_backend": _str,
+    "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
+    "minijax_dot_blas": _bool, "minijax_dot_split": _bool,
+}
 
 
 class Config:
@@ -27,10 +79,14 @@ class Config:
             "jax_explain_cache_misses": _env_bool("JAX_EXPLAIN_CACHE_MISSES"),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", ""),
-            "minijax_debug": int(os.environ.get("MINIJAX_DEBUG", "0") or 0),
+            "jax_threefry_partitionable": True,
+            "minijax_debug": _env_int("MINIJAX_DEBUG"),
             "minijax_backend": os.environ.get("MINIJAX_BACKEND", ""),
             "minijax_cache_dir": os.environ.get("MINIJAX_CACHE_DIR", ""),
             "minijax_flags": os.environ.get("MINIJAX_FLAGS", ""),
+            "minijax_num_threads": _env_int("MINIJAX_NUM_THREADS"),
+            "minijax_dot_blas": _env_bool("MINIJAX_DOT_BLAS", True),
+            "minijax_dot_split": _env_bool("MINIJAX_DOT_SPLIT", True),
         }
         self._listeners: dict[str, list] = {}
 
@@ -39,6 +95,9 @@ class Config:
         if name not in self._values:
             known = ", ".join(sorted(self._values))
             raise AttributeError(f"Unrecognized config option: {name!r}. Known options: {known}")
+        convert = _TYPES.get(name)
+        if convert is not None:
+            value = convert(value)
         self._values[name] = value
         for listener in self._listeners.get(name, ()):
             listener(value)

@@ -1,23 +1,29 @@
 """Eager execution of single primitives (the EvalTrace path) and device placement.
 
-Every primitive has a NumPy implementation registered here (`numpy_impls`); eager calls
-run it and wrap the result in an Array of the dtype the primitive's abstract evaluation
-gives (NumPy's own promotion never leaks into results). This is the thin hot path: a cached
-eager binary op on small arrays costs a few microseconds.
+Every primitive has a NumPy implementation registered here (`numpy_impls`). On host
+backends eager calls run it and wrap the result in an Array of the dtype the primitive's
+abstract evaluation gives (NumPy's own promotion never leaks into results). This is the
+thin hot path: a cached eager binary op on small arrays costs a few microseconds. On other
+backends (device memory) a primitive runs as a one-op program compiled by that backend and
+cached per (primitive, avals, params, device) (eager_compiled.py); nothing goes through the
+host unless asked.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, eager_compiled, placement
 from minijax.array import Array
+from minijax.backends.base import Device
+from minijax.config import config
 from minijax.core import ShapedArray
 
 numpy_impls: dict = {}
 
 
 def _to_numpy(x):
+    """The host NumPy value of an eager argument (fast path: no device transfer)."""
     t = type(x)
     if t is Array:
         return x._value
@@ -43,11 +49,11 @@ def _aval_of(x) -> ShapedArray:
     return x.aval
 
 
-def wrap_output(value, aval: ShapedArray) -> Array:
-    """An Array holding `value` converted to exactly `aval`'s dtype."""
+def wrap_output(value, aval: ShapedArray, device=None, committed=False) -> Array:
+    """An Array holding host `value` converted to exactly `aval`'s dtype."""
     if type(value) is not np.ndarray or value.dtype != aval.dtype:
         value = np.asarray(value, dtype=aval.dtype)
-    return Array(value, aval.weak_type)
+    return Array(value, aval.weak_type, device, committed)
 
 
 _out_aval_cache: dict = {}
@@ -69,16 +75,97 @@ def _out_aval(primitive, avals, params):
 
 
 def apply_primitive(primitive, *args, **params):
-    """Run one primitive eagerly on concrete arguments."""
+    """Run one primitive eagerly on concrete arguments, on the device its inputs live on.
+
+    Fast path: every array argument is an uncommitted host NumPy buffer and the default
+    backend keeps host buffers: run the NumPy implementation. Otherwise placement.py's
+    rules choose the device (committed arguments win; mixing devices raises) and the
+    primitive runs there: NumPy on a host device, a cached one-op program elsewhere."""
     impl = numpy_impls.get(primitive)
     if impl is None:
         raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
-    out_aval = _out_aval(primitive, tuple(map(_aval_of, args)), params)
-    with np.errstate(all="ignore"):
-        out = impl(*map(_to_numpy, args), **params)
-    if primitive.multiple_results:
-        return [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
-    return wrap_output(out, out_aval)
+    if _host_default():
+        for x in args:
+            if type(x) is Array and x._device is not None:
+                return _apply_placed(primitive, impl, args, params)
+        out_aval = _out_aval(primitive, tuple(map(_aval_of, args)), params)
+        with np.errstate(all="ignore"):
+            out = impl(*map(_to_numpy, args), **params)
+        if primitive.multiple_results:
+            return [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
+        return wrap_output(out, out_aval)
+    return _apply_placed(primitive, impl, args, params)
+
+
+def _host_default() -> bool:
+    state = placement._default or placement._default_state()
+    return state[3]
+
+
+def check_nans(what: str, values) -> None:
+    """jax_debug_nans: raise JAX's FloatingPointError when a float result holds a NaN."""
+    for v in values:
+        host = np.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v.to_host()
+        if host.dtype.kind in "fc" and np.isnan(host).any():
+            raise FloatingPointError(f"invalid value (nan) encountered in {what}")
+
+
+def _argument_names(n: int) -> list[str]:
+    return ["x", "y"][:n] if n <= 2 else [f"args[{i}]" for i in range(n)]
+
+
+def target_device(args, what: str):
+    """(device, committed) an operation on `args` runs on (JAX's placement rules)."""
+    committed = None
+    placed = []
+    for i, x in enumerate(args):
+        if isinstance(x, Array) and x._committed:
+            placed.append((i, x))
+            if committed is None:
+                committed = x._device
+            elif x._device != committed:
+                names = _argument_names(len(args))
+                raise placement.incompatible_devices_error(
+                    what, [(names[j], a.aval, a._device) for j, a in placed])
+    if committed is not None:
+        return committed, True
+    return placement.default_device(), False
+
+
+def _apply_placed(primitive, impl, args, params):
+    device, committed = target_device(args, primitive.name)
+    avals = tuple(map(_aval_of, args))
+    out_aval = _out_aval(primitive, avals, params)
+    backend = placement.backend_of(device)
+    if backend.host_memory:
+        host = [placement.to_host(x._buf) if isinstance(x, Array) else _to_numpy(x)
+                for x in args]
+        with np.errstate(all="ignore"):
+            out = impl(*host, **params)
+        dev = device if (committed or device != placement.default_device()) else None
+        if config._values["jax_debug_nans"]:
+            check_nans(primitive.name, out if primitive.multiple_results else [out])
+        if primitive.multiple_results:
+            return [wrap_output(o, a, dev, committed)
+                    for o, a in zip(out, out_aval, strict=True)]
+        return wrap_output(out, out_aval, dev, committed)
+    bufs = [place_buffer(x, device) for x in args]
+    executable = eager_compiled.executable(primitive, avals, params, device)
+    outs = executable.execute(bufs)
+    if config._values["jax_debug_nans"]:
+        check_nans(primitive.name, outs)
+    out_avals = out_aval if primitive.multiple_results else [out_aval]
+    arrays = [Array(o, a.weak_type, device, committed)
+              for o, a in zip(outs, out_avals, strict=True)]
+    return arrays if primitive.multiple_results else arrays[0]
+
+
+def place_buffer(x, device):
+    """The buffer of argument x (Array, NumPy value or Python scalar) on `device`."""
+    if isinstance(x, Array):
+        return placement.transfer(x._buf, x._device, device)
+    value = np.asarray(_to_numpy(x), dtype=_aval_of(x).dtype)
+    return placement.transfer(np.array(value, order="C"), None, device)
 
 
 def register_impl(primitive, numpy_fn):
@@ -96,17 +183,38 @@ def register_impl(primitive, numpy_fn):
 
 def default_device():
     """The device eager arrays live on (the default backend's first device)."""
-    from minijax.backends import get_backend
-    return get_backend().devices()[0]
+    return placement.default_device()
 
 
 def device_put(x, device=None) -> Array:
-    """Place a value on a device as an Array (host backends share NumPy buffers)."""
+    """Place a value on a device as an Array (JAX's jax.device_put for one leaf).
+
+    With no device: an Array stays where it is (uncommitted stays uncommitted); host values
+    go to the default device, uncommitted. With a device: the result is committed to it
+    (a copy when the array lives elsewhere)."""
+    if device is not None and not isinstance(device, Device):
+        raise ValueError("`minijax.device_put` only accepts `None` or a `Device` "
+                         f"(from minijax.devices()); received invalid value: {device!r}")
     if isinstance(x, Array):
-        return x
+        if device is None:
+            return x
+        if x._device == device or (x._device is None and device == placement.host_device()):
+            if x._committed:
+                return x
+            return Array(x._buf, x.weak_type, device, True)
+        return Array(placement.transfer(x._buf, x._device, device), x.weak_type, device,
+                     True)
     if dtypes.is_python_scalar(x):
-        dtype = dtypes.python_scalar_dtype(x)
-        return Array(np.asarray(x, dtype=dtype), type(x) is not bool)
-    value = np.asarray(x)
-    dtype = dtypes.canonicalize_dtype(value.dtype)
-    return Array(np.array(value, dtype=dtype, order="C", copy=True), False, device)
+        value = np.asarray(x, dtype=dtypes.python_scalar_dtype(x))
+        weak = type(x) is not bool
+    else:
+        value = np.asarray(x)
+        value = np.array(value, dtype=dtypes.canonicalize_dtype(value.dtype), order="C",
+                         copy=True)
+        weak = False
+    if device is None:
+        if placement.default_is_host():
+            return Array(value, weak)
+        device = placement.default_device()
+        return Array(placement.transfer(value, None, device), weak, device, False)
+    return Array(placement.transfer(value, None, device), weak, device, True)

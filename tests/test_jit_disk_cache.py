@@ -206,16 +206,24 @@ def test_store_failures_are_reported_not_raised(tmp_path):
     assert cache.stats.write_errors == 1 and cache.load(fp) is None
 
 
-def test_get_disk_cache_follows_the_environment(tmp_path, monkeypatch):
-    monkeypatch.delenv("MINIJAX_CACHE_DIR", raising=False)
+@pytest.fixture
+def cache_dir_option():
+    """Restores the minijax_cache_dir option after a test sets it with config.update."""
+    old = jax.config.minijax_cache_dir
+    yield
+    jax.config.update("minijax_cache_dir", old)
+
+
+def test_get_disk_cache_follows_the_option(tmp_path, cache_dir_option):
+    jax.config.update("minijax_cache_dir", "")
     assert get_disk_cache() is None
-    monkeypatch.setenv("MINIJAX_CACHE_DIR", str(tmp_path))
+    jax.config.update("minijax_cache_dir", str(tmp_path))
     cache = get_disk_cache()
     assert cache is get_disk_cache() and cache.root == str(tmp_path)
 
 
-def test_in_process_disk_hit_after_clearing_memory_caches(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINIJAX_CACHE_DIR", str(tmp_path))
+def test_in_process_disk_hit_after_clearing_memory_caches(tmp_path, cache_dir_option):
+    jax.config.update("minijax_cache_dir", str(tmp_path))
     f = jax.jit(lambda v: jnp.tanh(v) * 3.0 - 1.0)
     x = np.linspace(-2, 2, 10, dtype=np.float32)
     want = np.asarray(f(x))

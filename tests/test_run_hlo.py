@@ -96,11 +96,16 @@ def test_interpreter_backend_and_devices(monkeypatch):
     x = np.ones((4, 3), np.float32)
     r, m = exe.execute([x, x])
     np.testing.assert_array_equal(r, [3, 3, 3, 3])
-    monkeypatch.setenv("MINIJAX_BACKEND", "interpreter")
-    assert get_backend() is backend
-    monkeypatch.setenv("MINIJAX_BACKEND", "tpu")
-    with pytest.raises(ValueError, match="MINIJAX_BACKEND"):
-        get_backend()
+    from minijax.config import config
+    old = config.minijax_backend
+    try:
+        config.update("minijax_backend", "interpreter")
+        assert get_backend() is backend
+        config.update("minijax_backend", "tpu")
+        with pytest.raises(ValueError, match="MINIJAX_BACKEND"):
+            get_backend()
+    finally:
+        config.update("minijax_backend", old)
     with pytest.raises(ValueError, match="unknown backend"):
         get_backend("tpu")
 

@@ -1,25 +1,26 @@
 """Backends, loaded lazily by name: "interpreter" (reference), "cpu" (llvmlite), "cuda".
 
 `get_backend(name=None)` returns a cached Backend. With no name, the default comes from the
-MINIJAX_BACKEND environment variable, else "cuda" when a CUDA device is usable, else "cpu";
-"cpu" falls back to "interpreter" (with a one-time warning) when llvmlite or the CPU backend
-is missing. Importing this package imports neither llvmlite nor cuda-python: a backend module
-(minijax/backends/<name>.py, defining `create_backend() -> Backend`) is imported only when
-that backend is first asked for.
+`minijax_backend` option (MINIJAX_BACKEND), else `jax_platforms`' first entry, else "cuda"
+when a CUDA device is usable, else "cpu"; "cpu" falls back to "interpreter" (with a
+one-time warning) when llvmlite or the CPU backend is missing. Importing this package
+imports neither llvmlite nor cuda-python: a backend module (minijax/backends/<name>.py or
+package, defining `create_backend() -> Backend`) is imported only when that backend is
+first asked for. `register_backend(name, factory)` adds one at run time.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import threading
 import warnings
 
-from minijax.backends.base import Backend, Device, Executable
+from minijax.backends.base import Backend, Buffer, Device, Executable
+from minijax.config import config
 
-__all__ = ["Backend", "Device", "Executable", "get_backend", "available_backends",
-           "default_backend_name", "BACKEND_NAMES"]
+__all__ = ["Backend", "Buffer", "Device", "Executable", "get_backend", "available_backends",
+           "default_backend_name", "register_backend", "BACKEND_NAMES"]
 
 #: Known backend names and the module that implements each.
 BACKEND_NAMES = {
@@ -32,6 +33,8 @@ _REQUIREMENTS = {"cpu": ("llvmlite",), "cuda": ("cuda",)}
 
 _lock = threading.RLock()
 _instances: dict[str, Backend] = {}
+# Backends registered at run time (plugins, tests): name -> factory.
+_factories: dict = {}
 _cuda_usable: bool | None = None
 _warned_fallback = False
 
@@ -81,11 +84,16 @@ def _is_cuda_usable() -> bool:
 def default_backend_name() -> str:
     """The backend used when none is named (see the module docstring)."""
     global _warned_fallback
-    env = os.environ.get("MINIJAX_BACKEND", "").strip().lower()
+    env = (config._values["minijax_backend"] or "").strip().lower()
+    if not env:
+        # JAX_PLATFORMS / jax_platforms: a comma-separated preference list.
+        platforms = (config._values["jax_platforms"] or "").strip().lower()
+        env = platforms.split(",")[0].strip() if platforms else ""
+        env = {"gpu": "cuda", "host": "cpu"}.get(env, env)
     if env:
-        if env not in BACKEND_NAMES:
+        if env not in BACKEND_NAMES and env not in _factories:
             raise ValueError(f"MINIJAX_BACKEND={env!r} is not a backend; choose one of "
-                             f"{', '.join(BACKEND_NAMES)}")
+                             f"{', '.join(list(BACKEND_NAMES) + list(_factories))}")
         return env
     if _is_cuda_usable():
         return "cuda"
@@ -109,6 +117,12 @@ def get_backend(name: str | None = None) -> Backend:
         name = "cuda"
     if name == "host":
         name = "cpu"
+    if name in _factories:
+        with _lock:
+            backend = _instances.get(name)
+            if backend is None:
+                backend = _instances[name] = _factories[name]()
+            return backend
     if name not in BACKEND_NAMES:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
     with _lock:
@@ -123,6 +137,21 @@ def get_backend(name: str | None = None) -> Backend:
                                        f"which is not installed")
             backend = _instances[name] = _create(name)
         return backend
+
+
+def register_backend(name: str, factory) -> None:
+    """Make `factory() -> Backend` the backend called `name` (plugins and tests); it is
+    created on first use. Registering an existing name replaces it."""
+    with _lock:
+        _factories[name.lower()] = factory
+        _instances.pop(name.lower(), None)
+
+
+def unregister_backend(name: str) -> None:
+    """Forget a backend registered with register_backend."""
+    with _lock:
+        _factories.pop(name.lower(), None)
+        _instances.pop(name.lower(), None)
 
 
 def available_backends() -> list[str]:

@@ -51,6 +51,7 @@ from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I64
 from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
+from minijax.config import config, debug_level
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
 EVALUATOR_THUNK_OPCODES = (
@@ -538,10 +539,10 @@ class CpuBackend(Backend):
 
     def compile(self, module, options=None) -> CpuExecutable:
         """Compile an optimized HLO module (one LLVM module, JIT-compiled once)."""
-        debug = int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
+        debug = debug_level()
         dump_to = getattr(options, "dump_to", None) if options is not None else None
         plan_key = None
-        if os.environ.get("MINIJAX_CACHE_DIR") and debug < 4 and not dump_to:
+        if config._values["minijax_cache_dir"] and debug < 4 and not dump_to:
             # A warm disk cache skips IR emission too: the plan lists the kernels' specs
             # and the object file holding them. It is keyed on the persistent cache's
             # digest of this exact module when there is one (printing it costs more).

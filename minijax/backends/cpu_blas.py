@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.compiler.cache import clear_caches
+from minijax.config import config
+
 #: (sgemm, dgemm, integer bits, set_num_threads, get_num_threads) symbol names, in order.
 CANDIDATES = (
     ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 64,
@@ -37,8 +40,8 @@ CANDIDATES = (
 )
 #: gemms with batch*M*N*K below this run on one BLAS thread, through the fastcall entry.
 SMALL_GEMM_MNK = 1 << 22
-#: Larger ones are split over minijax's thread pool (MINIJAX_DOT_SPLIT=0: BLAS's threads).
-_SPLIT_ON_POOL = os.environ.get("MINIJAX_DOT_SPLIT", "1") != "0"
+# Larger ones are split over minijax's thread pool (option minijax_dot_split=False /
+# MINIJAX_DOT_SPLIT=0: BLAS's own threads).
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 # Layout of a call's int64 parameter block (see _emit_gemm and GemmCall).
@@ -83,7 +86,7 @@ def _address(lib, name: str) -> int:
 @functools.lru_cache(maxsize=1)
 def find_blas() -> Blas | None:
     """The CBLAS gemm routines NumPy uses, or None (then dots run through np.matmul)."""
-    if os.environ.get("MINIJAX_DOT_BLAS", "1") == "0":
+    if not config._values["minijax_dot_blas"]:
         return None
     for path in _libraries():
         try:
@@ -353,7 +356,7 @@ class GemmCall:
         lda, ldb = (m if ta else k), (k if tb else n)
         split, length, pieces = 0, batch, 1
         pool = None
-        if not small and blas.set_threads and _SPLIT_ON_POOL:
+        if not small and blas.set_threads and config._values["minijax_dot_split"]:
             pool = get_pool()
             split, length, pieces = _split(batch, m, n, pool.num_threads)
             if pieces == 1:
@@ -396,3 +399,13 @@ class GemmCall:
                 fn((ctypes.c_void_p * 4)(params.ctypes.data, a.ctypes.data, b.ctypes.data,
                                          out.ctypes.data), 0, 1)
         self.call = call
+
+
+def _dot_options_changed(_value) -> None:
+    # Dots are planned when a program is compiled: recompile with the new setting.
+    find_blas.cache_clear()
+    clear_caches()
+
+
+config.on_change("minijax_dot_blas", _dot_options_changed)
+config.on_change("minijax_dot_split", _dot_options_changed)

@@ -31,6 +31,8 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from minijax.config import config
+
 _MAGIC = b"MINIJAX-OBJ-2\n"
 SYMBOL_PLACEHOLDER = "__MJPREFIX__"
 
@@ -247,7 +249,7 @@ class Jit:
     # ---------------------------------------------------------------- object cache
     @staticmethod
     def _cache_path(key: str) -> str | None:
-        root = os.environ.get("MINIJAX_CACHE_DIR")
+        root = config._values["minijax_cache_dir"]
         if not root:
             return None
         return os.path.join(root, f"cpu-{key[:40]}.o")

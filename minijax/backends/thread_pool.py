@@ -11,15 +11,18 @@ import os
 import queue
 import threading
 
+from minijax.compiler.cache import clear_caches
+from minijax.config import config
+
 #: Pieces per thread: finer pieces balance load when threads start late.
 PIECES_PER_THREAD = 4
 
 
 def default_num_threads() -> int:
     """MINIJAX_NUM_THREADS if set, else the number of usable cores."""
-    env = os.environ.get("MINIJAX_NUM_THREADS")
-    if env:
-        return max(1, int(env))
+    requested = config._values["minijax_num_threads"]
+    if requested:
+        return max(1, int(requested))
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -118,3 +121,14 @@ def get_pool() -> ThreadPool:
     if _pool is None:
         _pool = ThreadPool(default_num_threads())
     return _pool
+
+
+def _num_threads_changed(_value) -> None:
+    # Programs compiled so far were planned for the old pool: forget them, and give later
+    # compiles a pool of the new size (the old pool's idle daemon threads just wait).
+    global _pool
+    _pool = None
+    clear_caches()
+
+
+config.on_change("minijax_num_threads", _num_threads_changed)

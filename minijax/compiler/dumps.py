@@ -50,7 +50,7 @@ def parse_flags(text: str) -> DumpFlags:
 
 
 def dump_flags() -> DumpFlags:
-    text = os.environ.get("MINIJAX_FLAGS", config.minijax_flags)
+    text = config.minijax_flags
     return parse_flags(text)
 
 

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.config import config
+
 FORMAT = "minijax-jit-cache-1"
 _MAGIC = b"MINIJAX-JIT-1\n"
 _ALLOWED_GLOBALS = frozenset({
@@ -228,7 +230,7 @@ _caches_lock = threading.Lock()
 
 def get_disk_cache() -> DiskCache | None:
     """The DiskCache for the current MINIJAX_CACHE_DIR, or None when it is not set."""
-    root = os.environ.get("MINIJAX_CACHE_DIR")
+    root = config._values["minijax_cache_dir"]
     if not root:
         return None
     root = os.path.abspath(os.path.expanduser(root))

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from minijax.compiler.hlo.ir import Module
 from minijax.compiler.options import CompileOptions
+from minijax.config import debug_level
 
 # The passes are imported when a pipeline is built (default_passes), so that importing
 # CompileOptions (a jit call served from the persistent cache) does not load them.
@@ -61,14 +62,6 @@ class FixedPoint:
 
     def __repr__(self) -> str:
         return f"FixedPoint([{', '.join(p.name for p in self.passes)}], {self.max_iters})"
-
-
-def _debug_level() -> int:
-    try:
-        from minijax.config import debug_level
-        return int(debug_level())
-    except Exception:
-        return int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
 
 
 def _verifier():
@@ -153,7 +146,7 @@ class Pipeline:
         if self.dump_hook is not None and (self.dump_pass_re is None
                                            or self.dump_pass_re.search(name)):
             self.dump_hook(module, name, index)
-        if _debug_level() >= 3:
+        if debug_level() >= 3:
             from minijax.compiler.hlo.printer import module_to_text
             status = "changed" if changed else "unchanged"
             print(f"--- {module.name}: HLO after pass {index} {name} ({status}) ---\n"
@@ -202,15 +195,18 @@ def default_passes(options: CompileOptions) -> list:
 
 
 def optimize(module: Module, options: CompileOptions | None = None,
-             dump_hook: Callable[[Module, str, int], None] | None = None) -> Module:
+             dump_hook: Callable[[Module, str, int], None] | None = None,
+             passes: list | None = None) -> Module:
     """Optimize `module` in place for `options` and return it.
 
-    Per-pass dumps go to `dump_hook`, or, when options.dump_to and options.dump_pass_re
-    are both set, to files in options.dump_to."""
+    `passes`: the pass list (a backend's `Backend.passes(options)`); default_passes when
+    None. Per-pass dumps go to `dump_hook`, or, when options.dump_to and
+    options.dump_pass_re are both set, to files in options.dump_to."""
     options = options or CompileOptions()
     if dump_hook is None and options.dump_to and options.dump_pass_re:
         dump_hook = write_pass_dump(options.dump_to)
-    pipeline = Pipeline(default_passes(options), verify=options.verify, dump_hook=dump_hook,
+    pipeline = Pipeline(default_passes(options) if passes is None else passes,
+                        verify=options.verify, dump_hook=dump_hook,
                         dump_pass_re=options.dump_pass_re)
     module.fusion_log = []
     pipeline.run(module)

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from minijax.compiler.lowering_registry import register_lowering
+from minijax.config import config
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.utils import elementwise_batcher, shapes_text, standard_primitive
@@ -225,19 +226,8 @@ def threefry_2x32(keypair, count):
 
 def partitionable() -> bool:
     """JAX's `jax_threefry_partitionable` flag (default True, as in JAX >= 0.5)."""
-    from minijax.config import config
-    return bool(config.read("jax_threefry_partitionable"))
-
-
-def _register_flag():
-    # minijax.config has no entry for this JAX flag; add it here, where it is used, so
-    # `config.update("jax_threefry_partitionable", False)` selects JAX's older scheme.
     # jit's cache does not key on it: set it before tracing.
-    from minijax.config import config
-    config._values.setdefault("jax_threefry_partitionable", True)
-
-
-_register_flag()
+    return bool(config._values["jax_threefry_partitionable"])
 
 
 def threefry_split(key, shape):
