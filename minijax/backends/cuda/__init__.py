@@ -16,10 +16,48 @@ from __future__ import annotations
 import os
 import threading
 
-from minijax.backends.base import Backend, Device
+import numpy as np
+
+from minijax.backends.base import Backend, Buffer, Device
 from minijax.backends.cuda.driver import cuda_devices
 
 NO_GPU = "no CUDA driver/GPU"
+
+
+class CudaBuffer(Buffer):
+    """One array in GPU memory: a DeviceBuffer of the device's runtime (freed to the
+    caching allocator when this object goes away or on `delete()`)."""
+
+    __slots__ = ("dbuf", "runtime")
+
+    def __init__(self, device: Device, shape, dtype, dbuf, runtime):
+        super().__init__(device, shape, dtype)
+        dbuf.owned = False          # this object frees it, not a program
+        self.dbuf, self.runtime = dbuf, runtime
+
+    def to_host(self) -> np.ndarray:
+        if self.dbuf is None:
+            raise RuntimeError("the array's GPU buffer was deleted")
+        return self.runtime.download(self.dbuf, self.shape, self.dtype)
+
+    def block_until_ready(self) -> None:
+        self.runtime.synchronize()
+
+    def delete(self) -> None:
+        if self.dbuf is not None:
+            self.runtime.synchronize()
+            self.dbuf.release()
+            self.dbuf = None
+
+    def is_deleted(self) -> bool:
+        return self.dbuf is None
+
+    def __del__(self):
+        try:
+            if self.dbuf is not None:
+                self.dbuf.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to free
+            pass
 
 
 class CudaBackend(Backend):
@@ -27,17 +65,19 @@ class CudaBackend(Backend):
     (tests pass an EmulatedRuntime)."""
 
     name = "cuda"
-    platform = "cuda"
+    platform = "gpu"
+    host_memory = False
 
-    def __init__(self, runtime=None):
+    def __init__(self, runtime=None, name: str = "cuda"):
         self._runtime = runtime
+        self.name = name
         self._lock = threading.Lock()
 
     def devices(self) -> list[Device]:
         """One CudaDevice per GPU the driver reports (the emulated device in tests)."""
         if self._runtime is not None:
-            return [Device("cuda", 0, self._runtime.name)]
-        return [Device("cuda", k, name) for k, name, _cc in cuda_devices()]
+            return [Device("gpu", 0, self._runtime.name, backend=self.name)]
+        return [Device("gpu", k, name, backend=self.name) for k, name, _cc in cuda_devices()]
 
     def runtime(self):
         """The device runtime of GPU 0 (created on first use)."""
@@ -54,7 +94,8 @@ class CudaBackend(Backend):
         """Plan the module's entry computation as kernels, GEMMs and host steps."""
         from minijax.backends.cuda.program import GpuExecutable  # noqa: PLC0415 - llvmlite
         debug = int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
-        executable = GpuExecutable(module, self.runtime(), debug)
+        executable = GpuExecutable(module, self.runtime(), debug, self.devices()[0],
+                                   CudaBuffer)
         dump_to = getattr(options, "dump_to", None) if options is not None else None
         if dump_to:
             os.makedirs(dump_to, exist_ok=True)
@@ -67,9 +108,19 @@ class CudaBackend(Backend):
         return executable
 
 
+    def buffer_from_host(self, value: np.ndarray, device: Device) -> CudaBuffer:
+        """Copy a host array to the GPU (through the pinned staging buffer)."""
+        rt = self.runtime()
+        value = np.ascontiguousarray(value)
+        return CudaBuffer(device, value.shape, value.dtype, rt.upload(value, "device_put"), rt)
+
+    def buffer_to_host(self, buffer: CudaBuffer) -> np.ndarray:
+        return buffer.to_host()
+
+
 def create_backend() -> CudaBackend:
     """The factory minijax.backends.get_backend("cuda") calls."""
     return CudaBackend()
 
 
-__all__ = ["NO_GPU", "CudaBackend", "create_backend"]
+__all__ = ["NO_GPU", "CudaBackend", "CudaBuffer", "create_backend"]

@@ -76,6 +76,10 @@ class DeviceRuntime:
         """Copy a device buffer into a new host array of `shape` and `dtype`."""
         raise NotImplementedError
 
+    def copy(self, dst: DeviceBuffer, src: DeviceBuffer, nbytes: int) -> None:
+        """Device-to-device copy (queued on the stream)."""
+        raise NotImplementedError
+
     def load_kernels(self, ir_text: str, names: list[str]):
         """Load a kernel module; returns an object with `launch(name, grid, block, ptrs)`."""
         raise NotImplementedError

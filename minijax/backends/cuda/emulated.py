@@ -73,6 +73,10 @@ class EmulatedRuntime(DeviceRuntime):
             return np.empty(shape, dtype)
         return self.view(buf, tuple(shape), dtype).copy()
 
+    def copy(self, dst: DeviceBuffer, src: DeviceBuffer, nbytes: int) -> None:
+        if nbytes:
+            ctypes.memmove(dst.ptr, src.ptr, nbytes)
+
     def load_kernels(self, ir_text: str, names: list[str]):
         return _Module(HostKernels(ir_text), self.max_blocks)
 

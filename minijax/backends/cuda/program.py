@@ -85,8 +85,10 @@ def _gemm_spec(instr: Instruction) -> GemmSpec | None:
 class GpuExecutable(Executable):
     """The steps of one HLO module's entry computation on one device runtime."""
 
-    def __init__(self, module, runtime: DeviceRuntime, debug: int = 0):
+    def __init__(self, module, runtime: DeviceRuntime, debug: int = 0, device=None,
+                 buffer_type=None):
         self.module, self.runtime, self.debug = module, runtime, debug
+        self.device, self.buffer_type = device, buffer_type
         self.comp = module.entry
         self.ir = nvvm.new_module(module.name)
         self.kernels: list = []
@@ -173,7 +175,21 @@ class GpuExecutable(Executable):
         return ("kernel", kernels, [self.slot[id(o)] for o in operands], instr)
 
     # ------------------------------------------------------------------ running
-    def execute(self, args: list[np.ndarray]) -> list[np.ndarray]:
+    def execute(self, args: list) -> list:
+        """Run on the backend's buffers (CudaBuffer); returns new buffers of the results."""
+        outs = self.execute_buffers([a.dbuf for a in args])
+        shapes = self.comp.root.shape.flat()
+        results, seen = [], set()
+        for b, s in zip(outs, shapes):
+            if not b.owned or id(b) in seen:     # a parameter, constant or repeated output
+                fresh = self.runtime.allocate(b.nbytes, "output copy")
+                self.runtime.copy(fresh, b, b.nbytes)
+                b = fresh
+            seen.add(id(b))
+            results.append(self.buffer_type(self.device, s.dims, s.dtype, b, self.runtime))
+        return results
+
+    def execute_host(self, args: list[np.ndarray]) -> list[np.ndarray]:
         """Run on host arrays (uploaded, outputs downloaded)."""
         rt = self.runtime
         bufs = [rt.upload(np.asarray(a), f"argument {n}") for n, a in enumerate(args)]
@@ -184,7 +200,7 @@ class GpuExecutable(Executable):
         finally:
             for b in bufs:
                 b.release()
-        for b in outs:
+        for b in set(outs):
             if b.owned:
                 b.release()
         return results
