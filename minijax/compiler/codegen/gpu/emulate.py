@@ -116,6 +116,25 @@ def host_ir(ir_text: str) -> str:
     return text + _RUNTIME_IR
 
 
+_libraries_loaded = False
+
+
+def _load_runtime_libraries() -> None:
+    """Native target, and libgcc_s for the half-precision conversion helpers
+    (__extendhfsf2, __truncsfhf2, ...) that float16 code calls on the host."""
+    global _libraries_loaded
+    if not _libraries_loaded:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        gcc_s = ctypes.util.find_library("gcc_s")
+        if gcc_s:
+            try:
+                llvm.load_library_permanently(gcc_s)
+            except RuntimeError:
+                pass
+        _libraries_loaded = True
+
+
 def _function_bodies(text: str) -> dict[str, str]:
     bodies = {}
     for m in re.finditer(r'^define [^@]*@"?([^"(\s]+)"?\((.*?)^}', text, flags=re.M | re.S):
@@ -127,8 +146,7 @@ class HostKernels:
     """The kernels of one GPU module, compiled for the host (see the module docstring)."""
 
     def __init__(self, ir_text: str):
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
+        _load_runtime_libraries()
         self.text = host_ir(ir_text)
         mod = llvm.parse_assembly(self.text)
         mod.triple = llvm.get_process_triple()

@@ -161,10 +161,10 @@ class _RowReduce(_Reduction):
             launches = [Launch(f.name, min(self.n_out, MAX_GRID) or 1, block)]
             return GpuKernel(self.name, "row_reduce", launches, len(self.comp.parameters),
                              self.outs)
-        f1 = self.new_function(".partial")
+        f1 = self.new_function("_partial")
         self.plan_scratch(f1, self.n_out * chunks)
         self._stage(f1, chunks, block, final=False)
-        f2 = self.new_function(".combine")
+        f2 = self.new_function("_combine")
         block2 = block_size(chunks)
         self._combine(f2, chunks, block2)
         launches = [Launch(f1.name, min(self.n_out * chunks, MAX_GRID), block),
@@ -227,10 +227,10 @@ class _ColReduce(_Reduction):
             launches = [Launch(f.name, grid_for(self.n_out), BLOCK)]
             return GpuKernel(self.name, "col_reduce", launches, len(self.comp.parameters),
                              self.outs)
-        f1 = self.new_function(".partial")
+        f1 = self.new_function("_partial")
         self.plan_scratch(f1, self.n_out * chunks)
         self._stage(f1, chunks)
-        f2 = self.new_function(".combine")
+        f2 = self.new_function("_combine")
         self._combine(f2, chunks)
         launches = [Launch(f1.name, grid_for(self.n_out * chunks), BLOCK),
                     Launch(f2.name, grid_for(self.n_out), BLOCK)]
