@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -102,6 +104,14 @@ def test_import_minijax_never_imports_cuda_python():
         "minijax.devices()\n"
         "print(json.dumps([m for m in sys.modules if m == 'cuda' or m.startswith('cuda.')]))")
     assert out == []
+
+
+@pytest.mark.skipif(bool(cuda_devices()), reason="a CUDA GPU is present")
+def test_gpu_benchmarks_fail_cleanly_without_a_gpu():
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks", "gpu.py")
+    out = subprocess.run([sys.executable, script, "--quick"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and "no CUDA driver/GPU" in out.stderr
 
 
 @pytest.mark.skipif(not cuda_devices(), reason=NO_GPU)
