@@ -229,9 +229,9 @@ class JitWrapped:
                           x._committed) if type(x) is Array
                          else _numpy_fast_key(x) for x in args])
             # Only arguments already where the entry runs (no transfer) take the fast path.
-            placed = all(k[3] == entry.array_device for k in key) and (
-                entry.array_device is None or all(type(x) is Array for x in args))
-            if _NOT_FAST not in key and placed and not config._values["jax_debug_nans"]:
+            if _NOT_FAST not in key and not config._values["jax_debug_nans"] and all(
+                    k[3] == entry.array_device for k in key) and (
+                    entry.array_device is None or all(type(x) is Array for x in args)):
                 self._cache.fast[key] = entry.fast_caller()
         return entry.call(dyn_leaves)
 

@@ -23,10 +23,11 @@ numpy_impls: dict = {}
 
 
 def _to_numpy(x):
-    """The host NumPy value of an eager argument (fast path: no device transfer)."""
+    """The host NumPy value of an eager argument on the fast path (an Array there has
+    `_device is None`: its buffer is a host NumPy array)."""
     t = type(x)
     if t is Array:
-        return x._value
+        return x._buf
     if t is np.ndarray:
         return x
     if t in (bool, int, float, complex):

@@ -16,6 +16,11 @@ settings.register_profile(
 settings.register_profile(
     "dev", deadline=None, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# A local campaign for tests/test_differential.py: thousands of random programs.
+settings.register_profile(
+    "differential", max_examples=2000, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

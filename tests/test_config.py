@@ -123,7 +123,7 @@ def test_flags_dump(option, tmp_path):
 
 
 def test_num_threads(option):
-    from minijax.backends import thread_pool
+    from minijax.backends.cpu import thread_pool
     option("minijax_num_threads", 3)
     assert thread_pool.get_pool().num_threads == 3
     option("minijax_num_threads", 1)
@@ -135,7 +135,7 @@ def test_num_threads(option):
 
 @pytest.mark.parametrize("name", ["minijax_dot_blas", "minijax_dot_split"])
 def test_dot_options(option, name):
-    from minijax.backends import cpu_blas
+    from minijax.backends.cpu import blas as cpu_blas
     a = np.random.RandomState(0).randn(64, 48).astype(np.float32)
     f = minijax.jit(lambda x, y: x @ y)
     want = np.asarray(f(a, a.T))

@@ -205,7 +205,7 @@ def test_thread_safety():
 _CACHE_SCRIPT = textwrap.dedent("""
     import numpy as np
     from minijax.backends.cpu import CpuBackend
-    from minijax.backends.cpu_runtime import get_jit
+    from minijax.backends.cpu.runtime import get_jit
     from minijax.compiler.hlo.parser import parse_module
     text = ("HloModule c\\nENTRY main {\\n  x = f32[17] parameter(0)\\n"
             "  e = f32[17] exponential(x)\\n  ROOT out = (f32[17]) tuple(e)\\n}\\n")
@@ -373,7 +373,7 @@ def test_warm_disk_cache_rebuilds_without_emitting_ir(tmp_path):
         import json, sys
         import numpy as np
         from minijax.backends.cpu import CpuBackend
-        from minijax.backends.cpu_runtime import get_jit
+        from minijax.backends.cpu.runtime import get_jit
         from minijax.compiler.hlo.parser import parse_module
         from minijax.compiler.pipeline import CompileOptions, optimize
         text = sys.stdin.read()

@@ -19,10 +19,10 @@ import llvmlite.ir as lir  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from minijax.backends import cpu_runtime  # noqa: E402
 from minijax.backends.cpu import CpuBackend  # noqa: E402
-from minijax.backends.cpu_llvm_parts import COLD, HOT, ModuleText  # noqa: E402
-from minijax.backends.cpu_runtime import Jit, get_jit  # noqa: E402
+from minijax.backends.cpu import runtime as cpu_runtime  # noqa: E402
+from minijax.backends.cpu.llvm_parts import COLD, HOT, ModuleText  # noqa: E402
+from minijax.backends.cpu.runtime import Jit, get_jit  # noqa: E402
 from minijax.compiler.evaluator import evaluate_module  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 
@@ -208,7 +208,7 @@ _CACHE_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np
     from minijax.backends.cpu import CpuBackend
-    from minijax.backends.cpu_runtime import Jit, get_jit
+    from minijax.backends.cpu.runtime import Jit, get_jit
     from minijax.compiler.hlo.parser import parse_module
     Jit.parallelism = staticmethod(lambda: 3)
     text = sys.stdin.read()

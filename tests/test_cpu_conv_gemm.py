@@ -13,7 +13,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import minijax  # noqa: E402
 from minijax import lax  # noqa: E402
-from minijax.backends import cpu_blas  # noqa: E402
+from minijax.backends.cpu import blas as cpu_blas  # noqa: E402
 from minijax.test_util import enable_x64, evaluate_lowered  # noqa: E402
 
 

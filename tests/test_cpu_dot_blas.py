@@ -13,8 +13,8 @@ from test_passes_common import dims_text, entry_opcodes, hlo, run_pass  # noqa: 
 
 import minijax  # noqa: E402
 from minijax import lax  # noqa: E402
-from minijax.backends import cpu_blas  # noqa: E402
 from minijax.backends.cpu import CpuBackend  # noqa: E402
+from minijax.backends.cpu import blas as cpu_blas  # noqa: E402
 from minijax.compiler.evaluator import evaluate_module  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 from minijax.compiler.passes.dot_canonicalization import (  # noqa: E402

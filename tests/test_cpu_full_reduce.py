@@ -7,8 +7,7 @@ import pytest
 
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 
-from minijax.backends import thread_pool  # noqa: E402
-from minijax.backends.cpu import CpuBackend  # noqa: E402
+from minijax.backends.cpu import CpuBackend, thread_pool  # noqa: E402
 from minijax.compiler.codegen.loops import FULL_REDUCE_MIN  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 

@@ -19,7 +19,7 @@ import json, os, sys
 import numpy as np
 import minijax as jax
 import minijax.numpy as jnp
-from minijax.backends.cpu_runtime import get_jit
+from minijax.backends.cpu.runtime import get_jit
 from minijax.compiler.hlo import printer
 
 printed = []

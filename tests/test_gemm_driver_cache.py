@@ -10,15 +10,15 @@ import pytest
 from child_process import run_child, run_child_json
 
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
-from minijax.backends import cpu_blas  # noqa: E402
+from minijax.backends.cpu import blas as cpu_blas  # noqa: E402
 
 SCRIPT = r"""
 import json, os, sys
 import numpy as np
 import minijax
 minijax.config.update("jax_enable_x64", True)
-from minijax.backends import cpu_blas
-from minijax.backends.cpu_runtime import get_jit
+from minijax.backends.cpu import blas as cpu_blas
+from minijax.backends.cpu.runtime import get_jit
 
 if os.environ.get("FORBID_DRIVER_IR"):
     def _no_ir(*a, **k):

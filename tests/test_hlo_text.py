@@ -224,7 +224,7 @@ def test_float_constants_round_trip_exactly(et, data):
      "unknown computation 'nope'", 3),
     ("ENTRY e {\n  x = f32[] parameter(0)\n", "missing '}' closing computation 'e'", 3),
     ("ENTRY e {\n  x = f32[] parameter(0)\n  x = f32[] parameter(1)\n}",
-     "duplicate instruction name 'x'", 4),
+     "duplicate instruction name 'x'", 3),
     ("ENTRY e {\n  x = f32[2]{0,1} parameter(0)\n}", "is not a permutation", 2),
     ("ENTRY e {\n  x = f32[] parameter(0), metadata={op_name=\"a}\n}", "unterminated string",
      2),

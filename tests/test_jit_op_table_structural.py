@@ -292,7 +292,24 @@ def test_remaining_exported_ops(n, i, seed):
 
 _NOT_OPS = {"ConvDimensionNumbers", "Precision", "GatherDimensionNumbers",
             "ScatterDimensionNumbers", "GatherScatterMode", "RoundingMethod",
-            "conv_dimension_numbers", "conv_general_permutations", "padtype_to_pads"}
+            "conv_dimension_numbers", "conv_general_permutations", "padtype_to_pads",
+            "FftType"}
+
+
+def _ffts(x):
+    c = lax.complex(x, lax.neg(x))
+    n = x.shape[-1]
+    outs = [lax.fft(c, "FFT", (n,)), lax.fft(c, lax.FftType.IFFT, x.shape[-2:]),
+            lax.fft(x, "RFFT", (n,))]
+    outs.append(lax.fft(outs[-1], "IRFFT", (n,)))
+    return outs
+
+
+@settings(max_examples=6, deadline=None)
+@given(shape=st.sampled_from([(3, 4), (2, 5), (1, 1), (2, 3, 6)]), seed=st.integers(0, 2**31))
+def test_fft(shape, seed):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    run_three_ways(("fft", shape), _ffts, (x,), rtol=1e-5, atol_scale=1e-6)
 
 
 def test_the_table_covers_every_exported_lax_op():

@@ -119,3 +119,33 @@ def test_backends_import_is_lazy():
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("stage", ["before_optimizations", "after_optimizations"])
+def test_dumped_linalg_module_replays_in_a_fresh_process(tmp_path, stage):
+    """Custom-call targets (minijax.linalg.*) are registered statically: a module dumped
+    from jit(jnp.linalg.cholesky) and friends runs with run_hlo in a new process."""
+    dump = tmp_path / "dump"
+    script = textwrap.dedent("""\
+        import numpy as np, minijax, minijax.numpy as jnp
+        a = np.array([[4.0, 2.0, 0.6], [2.0, 5.0, 1.5], [0.6, 1.5, 3.0]], np.float32)
+        f = minijax.jit(lambda m: (jnp.linalg.cholesky(m), jnp.linalg.qr(m)[1],
+                                   jnp.linalg.eigh(m)[0]))
+        f(a)
+        np.savez("in.npz", arg0=a)
+        """)
+    env = dict(os.environ, PYTHONPATH=REPO, MINIJAX_FLAGS=f"--dump_to={dump}")
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, check=True,
+                   capture_output=True, text=True)
+    (hlo,) = [p for p in os.listdir(dump) if p.endswith(f"{stage}.hlo")]
+    assert "minijax.linalg.cholesky" in (dump / hlo).read_text()
+    for backend in ("interpreter", "cpu"):
+        result = run_tool(str(dump / hlo), "--args", "in.npz", "--out", "out.npz",
+                          "--backend", backend, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        out = np.load(tmp_path / "out.npz")
+        a = np.load(tmp_path / "in.npz")["arg0"].astype(np.float64)
+        np.testing.assert_allclose(out["out0"], np.linalg.cholesky(a), rtol=1e-5)
+        np.testing.assert_allclose(np.abs(out["out1"]), np.abs(np.linalg.qr(a)[1]),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out["out2"], np.linalg.eigvalsh(a), rtol=1e-5)

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from minijax.compiler.pipeline import default_passes
-
 #: repr prefixes of JAX's device classes, per platform (`CpuDevice(id=0)`, `CudaDevice(id=0)`).
 _REPR_PREFIX = {"cpu": "Cpu", "gpu": "Cuda", "cuda": "Cuda", "interpreter": "Interpreter"}
 
@@ -143,6 +141,8 @@ class Backend:
     # ----- compilation
     def passes(self, options) -> list:
         """The pass list (passes and FixedPoint groups) `options` asks for on this backend."""
+        # Imported here: a call served from the caches never loads the pipeline.
+        from minijax.compiler.pipeline import default_passes
         return default_passes(options)
 
     def compile(self, module, options=None) -> Executable:
@@ -162,7 +162,7 @@ class Backend:
 
     def buffer_to_host(self, buffer) -> np.ndarray:
         """The host contents of `buffer` (host backends: the array itself, not a copy)."""
-        return buffer
+        return buffer if type(buffer) is np.ndarray else buffer.to_host()
 
     def copy_buffer(self, buffer, device: Device):
         """`buffer` (of this backend) copied onto another `device` of this backend."""

@@ -87,7 +87,7 @@ class MemoryAnalysis:
 
 def memory_analysis(module) -> MemoryAnalysis:
     """Memory use from the module's buffer assignment (computed if missing)."""
-    assignment = getattr(module, "buffer_assignment", None)
+    assignment = module.buffer_assignment
     if assignment is None:
         from minijax.compiler.passes.buffer_assignment import assign_buffers
         assignment = assign_buffers(module)

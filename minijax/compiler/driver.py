@@ -30,7 +30,6 @@ from dataclasses import replace
 from minijax.compiler import cache as cache_mod
 from minijax.compiler import persistent_cache
 from minijax.compiler.options import CompileOptions
-from minijax.compiler.pipeline import optimize as run_pipeline
 from minijax.config import config
 
 
@@ -107,6 +106,8 @@ def compile_module(module, backend, options: CompileOptions | None = None, *,
 
 def optimize(module, backend, options: CompileOptions, timings: dict | None = None):
     """Run the backend's pass pipeline on `module` (in place); returns it."""
+    # Imported here: a call served from the caches never loads the pipeline.
+    from minijax.compiler.pipeline import optimize as run_pipeline
     t0 = time.perf_counter()
     out = run_pipeline(module, options, passes=backend.passes(options))
     if timings is not None:

@@ -70,8 +70,8 @@ def dump_module(flags: DumpFlags, fun_name: str, lowered, module, executable, ti
     prefix = os.path.join(flags.dump_to, f"{number:04d}.{safe}")
     _write(prefix + ".before_optimizations.hlo", lowered.as_text())
     _write(prefix + ".after_optimizations.hlo", module_to_text(module))
-    _write(prefix + ".fusion_log.txt", "\n".join(getattr(module, "fusion_log", [])) + "\n")
-    assignment = getattr(module, "buffer_assignment", None)
+    _write(prefix + ".fusion_log.txt", "\n".join(module.fusion_log) + "\n")
+    assignment = module.buffer_assignment
     if assignment is not None:
         _write(prefix + ".buffer_assignment.txt", assignment.to_text())
     inputs = [f"{name}: {aval}" for name, aval in zip(lowered.arg_names,

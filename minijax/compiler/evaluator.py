@@ -22,7 +22,9 @@ from collections.abc import Callable
 import numpy as np
 
 from minijax.compiler import evaluator_elementwise as ew
-from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler import evaluator_linalg
+from minijax.compiler import evaluator_numerics as numerics
+from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES, Computation, Instruction, Module, Shape
 
 __all__ = ["EvaluatorError", "evaluate_module", "evaluate_computation", "evaluate_instruction",
            "register_custom_call", "flatten_value"]
@@ -40,12 +42,32 @@ _CUSTOM_CALLS: dict[str, Callable] = {
 }
 
 
+# Target families registered by prefix (`minijax.linalg.cholesky[...]`): prefix -> fn.
+_CUSTOM_CALL_PREFIXES: dict[str, Callable] = {
+    evaluator_linalg.PREFIX: evaluator_linalg.evaluate_custom_call,
+}
+
+
 def register_custom_call(target: str, fn: Callable) -> None:
     """Give `custom-call` with `custom_call_target=target` a NumPy meaning.
 
     `fn(operand_values: list, instr: Instruction)` returns the result value (array or tuple).
+    A target ending in "*" registers every target starting with the text before it.
     """
-    _CUSTOM_CALLS[target] = fn
+    if target.endswith("*"):
+        _CUSTOM_CALL_PREFIXES[target[:-1]] = fn
+    else:
+        _CUSTOM_CALLS[target] = fn
+
+
+def custom_call_impl(target: str) -> Callable | None:
+    """The evaluator implementation of a custom-call target, or None."""
+    fn = _CUSTOM_CALLS.get(target)
+    if fn is None:
+        for prefix, family in _CUSTOM_CALL_PREFIXES.items():
+            if target.startswith(prefix):
+                return family
+    return fn
 
 
 def flatten_value(value) -> list[np.ndarray]:
@@ -204,7 +226,11 @@ def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
         if ctx.batched and instr.opcode in _SCALAR_IDENTITY:
             return _coerce(instr.shape, operands[0], True)
         with np.errstate(all="ignore"):
-            result = impl(instr, operands, ctx)
+            if (instr.shape.element_type in NARROW_ELEMENT_TYPES
+                    or numerics.involves_narrow(operands)):
+                result = _evaluate_narrow(impl, instr, operands, ctx)
+            else:
+                result = impl(instr, operands, ctx)
         return _coerce(instr.shape, result, ctx.batched)
     except EvaluatorError as exc:
         if instr.name and instr.name in str(exc):
@@ -213,6 +239,23 @@ def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
     except Exception as exc:  # noqa: BLE001 - re-raised with the instruction named
         raise EvaluatorError(f"{type(exc).__name__}: {exc} "
                              f"[while evaluating {_describe(instr, operands)}]") from exc
+
+
+_NARROW_AS_IS = frozenset(("parameter", "constant", "tuple", "get-tuple-element", "call",
+                           "fusion", "while", "conditional", "custom-call", "after-all"))
+
+
+def _evaluate_narrow(impl, instr: Instruction, operands: list, ctx: _Context):
+    """An instruction on narrow types (s4, f8, ...): computed in float32 or int8/uint8 and
+    rounded or wrapped back to the narrow result type by _coerce."""
+    if instr.opcode in _NARROW_AS_IS:
+        return impl(instr, operands, ctx)
+    if instr.opcode == "convert":
+        return numerics.narrow_convert(np.asarray(operands[0]), instr.shape.dtype)
+    special = numerics.narrow_bit_opcode(instr, operands)
+    if special is not None:
+        return special
+    return impl(instr, [numerics.widen(v) for v in operands], ctx)
 
 
 def evaluate_instruction(instr: Instruction, operand_values: list):
@@ -364,9 +407,9 @@ def _conditional(instr, ops, ctx):
 
 def _custom_call(instr, ops, ctx):
     target = instr.attrs.get("custom_call_target", "")
-    fn = _CUSTOM_CALLS.get(target)
+    fn = custom_call_impl(target)
     if fn is None:
-        known = ", ".join(sorted(_CUSTOM_CALLS)) or "none"
+        known = ", ".join(sorted(_CUSTOM_CALLS) + [p + "*" for p in _CUSTOM_CALL_PREFIXES])
         raise EvaluatorError(f"{instr.name}: custom-call target '{target}' has no evaluator "
                              f"implementation (registered targets: {known}); use "
                              f"minijax.compiler.evaluator.register_custom_call")
@@ -420,10 +463,21 @@ _OPCODES.update({name: _unary(fn) for name, fn in ew.UNARY.items()})
 _OPCODES.update({name: _binary(fn) for name, fn in ew.BINARY.items()})
 
 
+def _copy(instr, ops, ctx):
+    """copy of an array or of a (nested) tuple: fresh arrays with the same values."""
+    def fresh(v):
+        return tuple(fresh(x) for x in v) if isinstance(v, tuple) else np.array(v, copy=True)
+    return fresh(ops[0])
+
+
+_OPCODES["copy"] = _copy
+
+
 def _register_structural() -> None:
     from minijax.compiler import evaluator_indexing, evaluator_ops
     _OPCODES.update(evaluator_ops.OPCODES)
     _OPCODES.update(evaluator_indexing.OPCODES)
+    _OPCODES.update(numerics.OPCODES)
 
 
 _register_structural()

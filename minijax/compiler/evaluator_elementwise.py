@@ -174,7 +174,51 @@ def _int_div_parts(a, b):
     return a, zero, overflow, quot, rem
 
 
+def complex_divide(a, b):
+    """XLA's complex division: Smith's algorithm in the component type, then, where both
+    parts came out NaN, C99-style results for a zero denominator (inf with the signs of
+    the numerator), an infinite numerator over a finite denominator (inf) and a finite
+    numerator over an infinite denominator (zero)."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    part = ar.dtype.type
+    zero, one, inf = part(0), part(1), part(np.inf)
+    ratio_ri, ratio_ir = br / bi, bi / br
+    denom_ri, denom_ir = bi + ratio_ri * br, br + ratio_ir * bi
+    r_lt_i = np.abs(br) < np.abs(bi)
+    cr = np.where(r_lt_i, (ratio_ri * ar + ai) / denom_ri, (ratio_ir * ai + ar) / denom_ir)
+    ci = np.where(r_lt_i, (ratio_ri * ai - ar) / denom_ri, (ai - ratio_ir * ar) / denom_ir)
+    zero_den = (br == 0) & (bi == 0) & (~np.isnan(ar) | ~np.isnan(ai))
+    signed_inf = np.copysign(inf, br)
+    a_inf = np.isinf(ar) | np.isinf(ai)
+    b_finite = np.isfinite(br) & np.isfinite(bi)
+    inf_num = a_inf & b_finite
+    ar1 = np.copysign(np.where(np.isinf(ar), one, zero), ar)
+    ai1 = np.copysign(np.where(np.isinf(ai), one, zero), ai)
+    b_inf = np.isinf(br) | np.isinf(bi)
+    a_finite = np.isfinite(ar) & np.isfinite(ai)
+    inf_den = b_inf & a_finite
+    br1 = np.copysign(np.where(np.isinf(br), one, zero), br)
+    bi1 = np.copysign(np.where(np.isinf(bi), one, zero), bi)
+    both_nan = np.isnan(cr) & np.isnan(ci)
+    out_r = np.select([both_nan & zero_den, both_nan & inf_num, both_nan & inf_den],
+                      [signed_inf * ar, inf * (ar1 * br + ai1 * bi),
+                       zero * (ar * br1 + ai * bi1)], cr)
+    out_i = np.select([both_nan & zero_den, both_nan & inf_num, both_nan & inf_den],
+                      [signed_inf * ai, inf * (ai1 * br - ar1 * bi),
+                       zero * (ai * br1 - ar * bi1)], ci)
+    return _compose(out_r, out_i, a.dtype)
+
+
+def _compose(re, im, dtype):
+    out = np.empty(np.shape(re), dtype)
+    out.real, out.imag = re, im
+    return out
+
+
 def _divide(a, b):
+    if a.dtype.kind == "c":
+        return complex_divide(a, b)
     if not _is_int(a):
         return np.true_divide(a, b)
     a, zero, overflow, quot, _ = _int_div_parts(a, b)
@@ -221,6 +265,11 @@ def _power(a, b):
 
 
 def _atan2(a, b):
+    if a.dtype.kind == "c":
+        # XLA: atan2(y, x) = -i * log((x + i*y) / sqrt(x*x + y*y)), with its complex divide.
+        y, x = _wide(a), _wide(b)
+        quotient = complex_divide(x + 1j * y, np.sqrt(x * x + y * y))
+        return (-1j * np.log(quotient)).astype(a.dtype)
     return np.arctan2(_wide(a), _wide(b)).astype(a.dtype)
 
 

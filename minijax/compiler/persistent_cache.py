@@ -77,9 +77,9 @@ def structure_key(module) -> str:
     comps = module.computations
     comp_index = {id(c): k for k, c in enumerate(comps)}
     parts: list = [(module.name, comp_index.get(id(module.entry)),
-                    tuple(sorted(getattr(module, "donated_params", None) or ())),
-                    getattr(module, "num_user_params", None),
-                    tuple(sorted(getattr(module, "attrs", {}).items())))]
+                    tuple(sorted(module.donated_params)),
+                    module.num_user_params,
+                    tuple(sorted(module.attrs.items())))]
     for comp in comps:
         index = {id(i): k for k, i in enumerate(comp.instructions)}
         rows = []
@@ -179,7 +179,7 @@ class DiskCache:
 
     def store(self, fingerprint: str, module) -> bool:
         """Write `module` under `fingerprint` atomically; False if it could not be stored."""
-        assignment = getattr(module, "buffer_assignment", None)
+        assignment = module.buffer_assignment
         module.buffer_assignment = None
         try:
             payload = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)

@@ -212,3 +212,8 @@ from minijax.lax.collectives import (  # noqa: E402
 __all__ += [
     "all_gather", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter",
 ]
+
+# FFT (lax/fft.py)
+from minijax.lax.fft import FftType, fft  # noqa: E402
+
+__all__ += ["FftType", "fft"]

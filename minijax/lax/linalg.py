@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import lax
+from minijax.compiler import evaluator_linalg as host_linalg
+from minijax.compiler.evaluator_linalg import custom_call_target
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
@@ -75,19 +77,10 @@ def _batch_front_rule(prim):
 
 
 def _host_lowering(prim, numpy_impl):
-    """Lower to a custom-call whose target the evaluator runs with `numpy_impl`."""
+    """Lower to a custom-call `minijax.linalg.<name>[params]`: the evaluator runs that
+    target with the same NumPy routine (compiler/evaluator_linalg.py, registered there)."""
     def rule(ctx, *operands, **params):
-        from minijax.compiler.evaluator import register_custom_call
-        flags = ",".join(f"{k}={int(v)}" for k, v in sorted(params.items()))
-        target = f"minijax.linalg.{prim.name}[{flags}]"
-
-        def evaluate(ops, instr):
-            outs = numpy_impl(*[np.asarray(o) for o in ops], **params)
-            if instr.shape.is_tuple:
-                return tuple(np.asarray(o, s.dtype)
-                             for o, s in zip(outs, instr.shape.tuple_shapes, strict=True))
-            return np.asarray(outs, instr.shape.dtype)
-        register_custom_call(target, evaluate)
+        target = custom_call_target(prim.name, params)
         b = ctx.builder
         if prim.multiple_results:
             shape = Shape.tuple([ctx.shape_of(a) for a in ctx.avals_out])
@@ -138,20 +131,9 @@ def _cholesky_abstract_eval(x):
     return ShapedArray(x.shape, x.dtype)
 
 
-def _cholesky_impl(x):
-    x = np.asarray(x)
-    lower = np.tril(x)
-    herm = lower + np.conj(np.swapaxes(np.tril(x, -1), -1, -2))
-    out = np.full(x.shape, np.nan, dtype=x.dtype)
-    for idx in np.ndindex(*x.shape[:-2]):
-        try:
-            out[idx] = np.linalg.cholesky(herm[idx])
-        except np.linalg.LinAlgError:
-            pass
-    return out
 
 
-cholesky_p = standard_primitive("cholesky", _cholesky_abstract_eval, _cholesky_impl)
+cholesky_p = standard_primitive("cholesky", _cholesky_abstract_eval, host_linalg.cholesky)
 
 
 def _hermitian_from_lower(t):
@@ -174,7 +156,7 @@ def _cholesky_jvp(primals, tangents):
 
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
 batching.primitive_batchers[cholesky_p] = _batch_front_rule(cholesky_p)
-_host_lowering(cholesky_p, _cholesky_impl)
+_host_lowering(cholesky_p, host_linalg.cholesky)
 
 # --------------------------------------------------------------------------- triangular_solve
 
@@ -209,35 +191,10 @@ def _triangular_solve_abstract_eval(a, b, *, left_side, **_):
     return ShapedArray(b.shape, b.dtype)
 
 
-def _op_a(a, lower, transpose_a, conjugate_a, unit_diagonal):
-    """op(a) with the unused triangle zeroed (NumPy arrays)."""
-    tri = np.tril(a) if lower else np.triu(a)
-    if unit_diagonal:
-        n = a.shape[-1]
-        tri = tri * (1 - np.eye(n, dtype=a.dtype)) + np.eye(n, dtype=a.dtype)
-    if transpose_a:
-        tri = np.swapaxes(tri, -1, -2)
-    if conjugate_a:
-        tri = np.conj(tri)
-    return tri
-
-
-def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
-                           unit_diagonal):
-    a, b = np.asarray(a), np.asarray(b)
-    op = _op_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
-    if b.size == 0 or a.shape[-1] == 0:
-        return np.zeros(b.shape, b.dtype)
-    if left_side:
-        out = np.linalg.solve(op, b)
-    else:
-        out = np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2), np.swapaxes(b, -1, -2)),
-                          -1, -2)
-    return out.astype(b.dtype)
 
 
 triangular_solve_p = standard_primitive(
-    "triangular_solve", _triangular_solve_abstract_eval, _triangular_solve_impl)
+    "triangular_solve", _triangular_solve_abstract_eval, host_linalg.triangular_solve)
 
 
 def _apply_op(m, transpose_a, conjugate_a):
@@ -283,7 +240,7 @@ def _triangular_solve_batch(trace, vals, dims, **params):
 ad.primitive_jvps[triangular_solve_p] = _triangular_solve_jvp
 ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
 batching.primitive_batchers[triangular_solve_p] = _triangular_solve_batch
-_host_lowering(triangular_solve_p, _triangular_solve_impl)
+_host_lowering(triangular_solve_p, host_linalg.triangular_solve)
 
 # --------------------------------------------------------------------------- lu
 
@@ -303,30 +260,9 @@ def _lu_abstract_eval(x):
             ShapedArray(batch + (m,), np.int32)]
 
 
-def _lu_impl(x):
-    x = np.asarray(x)
-    m, n = x.shape[-2:]
-    batch = x.shape[:-2]
-    a = np.array(x, copy=True).reshape((int(np.prod(batch, dtype=np.int64)), m, n))
-    nb = a.shape[0]
-    rows = np.arange(nb)
-    pivots = np.zeros((nb, min(m, n)), np.int32)
-    perm = np.tile(np.arange(m, dtype=np.int32), (nb, 1))
-    for j in range(min(m, n)):
-        p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
-        pivots[:, j] = p
-        a[rows, j], a[rows, p] = a[rows, p].copy(), a[rows, j].copy()
-        perm[rows, j], perm[rows, p] = perm[rows, p].copy(), perm[rows, j].copy()
-        piv = a[:, j, j]
-        safe = np.where(piv == 0, 1, piv)
-        a[:, j + 1:, j] = np.where((piv != 0)[:, None], a[:, j + 1:, j] / safe[:, None],
-                                   a[:, j + 1:, j])
-        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
-    k = min(m, n)
-    return [a.reshape(x.shape), pivots.reshape(batch + (k,)), perm.reshape(batch + (m,))]
 
 
-lu_p = standard_primitive("lu", _lu_abstract_eval, _lu_impl, multiple_results=True)
+lu_p = standard_primitive("lu", _lu_abstract_eval, host_linalg.lu, multiple_results=True)
 
 
 def _lu_jvp(primals, tangents):
@@ -351,7 +287,7 @@ def _lu_jvp(primals, tangents):
 
 ad.primitive_jvps[lu_p] = _lu_jvp
 batching.primitive_batchers[lu_p] = _batch_front_rule(lu_p)
-_host_lowering(lu_p, _lu_impl)
+_host_lowering(lu_p, host_linalg.lu)
 
 # --------------------------------------------------------------------------- qr
 
@@ -364,26 +300,15 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True):
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
 
 
-def _qr_shapes(shape, full_matrices):
-    m, n = shape[-2:]
-    k = m if full_matrices else min(m, n)
-    return shape[:-2] + (m, k), shape[:-2] + (k, n)
-
-
 def _qr_abstract_eval(x, *, full_matrices):
     _check_matrix("qr", x)
-    q_shape, r_shape = _qr_shapes(x.shape, full_matrices)
+    q_shape, r_shape = host_linalg.qr_shapes(x.shape, full_matrices)
     return [ShapedArray(q_shape, x.dtype), ShapedArray(r_shape, x.dtype)]
 
 
-def _qr_impl(x, *, full_matrices):
-    x = np.asarray(x)
-    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
-    q_shape, r_shape = _qr_shapes(x.shape, full_matrices)
-    return [np.reshape(q, q_shape).astype(x.dtype), np.reshape(r, r_shape).astype(x.dtype)]
 
 
-qr_p = standard_primitive("qr", _qr_abstract_eval, _qr_impl, multiple_results=True)
+qr_p = standard_primitive("qr", _qr_abstract_eval, host_linalg.qr, multiple_results=True)
 
 
 def _qr_jvp(primals, tangents, *, full_matrices):
@@ -413,7 +338,7 @@ def _qr_jvp(primals, tangents, *, full_matrices):
 
 ad.primitive_jvps[qr_p] = _qr_jvp
 batching.primitive_batchers[qr_p] = _batch_front_rule(qr_p)
-_host_lowering(qr_p, _qr_impl)
+_host_lowering(qr_p, host_linalg.qr)
 
 # --------------------------------------------------------------------------- eigh
 
@@ -437,13 +362,9 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues):
             ShapedArray(x.shape[:-1], _real_dtype(x.dtype))]
 
 
-def _eigh_impl(x, *, lower, sort_eigenvalues):
-    x = np.asarray(x)
-    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
-    return [v.astype(x.dtype), w.astype(_real_dtype(x.dtype))]
 
 
-eigh_p = standard_primitive("eigh", _eigh_abstract_eval, _eigh_impl, multiple_results=True)
+eigh_p = standard_primitive("eigh", _eigh_abstract_eval, host_linalg.eigh, multiple_results=True)
 
 
 def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
@@ -467,7 +388,7 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
 
 ad.primitive_jvps[eigh_p] = _eigh_jvp
 batching.primitive_batchers[eigh_p] = _batch_front_rule(eigh_p)
-_host_lowering(eigh_p, _eigh_impl)
+_host_lowering(eigh_p, host_linalg.eigh)
 
 # --------------------------------------------------------------------------- svd
 
@@ -496,27 +417,9 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
     return [s, ShapedArray(batch + (m, ku), x.dtype), ShapedArray(batch + (kv, n), x.dtype)]
 
 
-def _svd_impl(x, *, full_matrices, compute_uv):
-    x = np.asarray(x)
-    m, n = x.shape[-2:]
-    k = min(m, n)
-    rd = _real_dtype(x.dtype)
-    if x.size == 0:
-        batch = x.shape[:-2]
-        s = np.zeros(batch + (k,), rd)
-        if not compute_uv:
-            return [s]
-        ku, kv = (m, n) if full_matrices else (k, k)
-        u = np.broadcast_to(np.eye(m, ku, dtype=x.dtype), batch + (m, ku))
-        vh = np.broadcast_to(np.eye(kv, n, dtype=x.dtype), batch + (kv, n))
-        return [s, u, vh]
-    if not compute_uv:
-        return [np.linalg.svd(x, compute_uv=False).astype(rd)]
-    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
-    return [s.astype(rd), u.astype(x.dtype), vh.astype(x.dtype)]
 
 
-svd_p = standard_primitive("svd", _svd_abstract_eval, _svd_impl, multiple_results=True)
+svd_p = standard_primitive("svd", _svd_abstract_eval, host_linalg.svd, multiple_results=True)
 
 
 def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
@@ -572,4 +475,4 @@ def _eq_zero(s):
 
 ad.primitive_jvps[svd_p] = _svd_jvp
 batching.primitive_batchers[svd_p] = _batch_front_rule(svd_p)
-_host_lowering(svd_p, _svd_impl)
+_host_lowering(svd_p, host_linalg.svd)

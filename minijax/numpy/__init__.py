@@ -300,8 +300,8 @@ from minijax.numpy import einsum_ops as _einsum_ops  # noqa: E402
 from minijax.numpy import extras as _extras  # noqa: E402
 from minijax.numpy import extras_index as _extras_index  # noqa: E402
 from minijax.numpy import extras_poly as _extras_poly  # noqa: E402
+from minijax.numpy import fft, linalg  # noqa: E402
 from minijax.numpy import functional as _functional  # noqa: E402
-from minijax.numpy import linalg  # noqa: E402
 from minijax.numpy import signal_stats as _signal_stats  # noqa: E402
 from minijax.numpy import sorting_searching as _sorting_searching  # noqa: E402
 

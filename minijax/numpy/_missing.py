@@ -12,7 +12,6 @@ _IMMUTABLE = ("arrays are immutable in minijax (as in JAX); use the functional u
 
 ALTERNATIVES = {
     "copyto": _IMMUTABLE,
-    "fft": "minijax has no FFT yet; use numpy.fft on the host (outside jit)",
     "fromiter": ("not provided, as in JAX (it may be impure under jit): use "
                  "jnp.asarray(numpy.fromiter(...))"),
     "histogram2d": "use jnp.digitize per coordinate and jnp.bincount(..., length=)",

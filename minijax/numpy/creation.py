@@ -59,7 +59,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         out = to_array(object)
         weak = get_aval(out).weak_type and req is None
         if isinstance(out, Array) and copy and req is None:
-            out = Array(out._value, weak)
+            out = Array(out._buf, weak, out._device, out._committed)
     elif dtypes.is_python_scalar(object):
         weak = req is None and type(object) is not bool
         out = Array(util._scalar_value(object, req or dtypes.python_scalar_dtype(object)),

@@ -20,13 +20,18 @@ import time
 
 import numpy as np
 
+from minijax.backends import get_backend
+from minijax.compiler import driver
+from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES
+from minijax.compiler.hlo.parser import parse_module
+from minijax.compiler.options import CompileOptions
+
 
 class UsageError(Exception):
     """Bad input: the message is printed and the tool exits with status 2."""
 
 
 def _parse(path: str):
-    from minijax.compiler.hlo.parser import parse_module
     try:
         with open(path) as f:
             text = f.read()
@@ -67,6 +72,10 @@ def load_args(path: str | None, module) -> list[np.ndarray]:
         if arr.shape != shape.dims:
             raise UsageError(f"arg{i} has shape {arr.shape}, parameter {param.name} expects "
                              f"{shape}")
+        if shape.element_type in NARROW_ELEMENT_TYPES:
+            # .npz stores s4/f8/... arrays as raw bytes (void) or in a wider type.
+            arr = (arr.view(shape.dtype) if arr.dtype.kind == "V" and arr.dtype.itemsize == 1
+                   else arr.astype(shape.dtype))
         if arr.dtype != shape.dtype:
             if not np.can_cast(arr.dtype, shape.dtype, casting="same_kind"):
                 raise UsageError(f"arg{i} has dtype {arr.dtype}, parameter {param.name} "
@@ -76,21 +85,19 @@ def load_args(path: str | None, module) -> list[np.ndarray]:
     return args
 
 
-def _optimize(module, backend_name: str, enabled: bool):
+def _optimize(module, backend, enabled: bool):
+    """The module after the backend's own pass pipeline (unless disabled)."""
     if not enabled:
         return module, "off"
-    try:
-        from minijax.compiler import pipeline
-    except ImportError:
-        return module, "unavailable (minijax.compiler.pipeline not found)"
-    options = None
-    options_cls = getattr(pipeline, "CompileOptions", None)
-    if options_cls is not None:
-        try:
-            options = options_cls(backend=backend_name)
-        except TypeError:
-            options = options_cls()
-    return pipeline.optimize(module, options), "on"
+    options = CompileOptions(backend=backend.name)
+    return driver.optimize(module, backend, options), "on"
+
+
+def _run(backend, executable, args: list) -> list[np.ndarray]:
+    """Run on host arrays: copied to the backend's first device and the results back."""
+    device = backend.devices()[0]
+    bufs = [backend.buffer_from_host(np.array(a, order="C"), device) for a in args]
+    return [np.asarray(backend.buffer_to_host(o)) for o in executable.execute(bufs)]
 
 
 def _difference(got: np.ndarray, want: np.ndarray, rtol: float, atol: float):
@@ -107,6 +114,14 @@ def _difference(got: np.ndarray, want: np.ndarray, rtol: float, atol: float):
     rel = np.where(same, 0.0, diff / np.maximum(np.abs(w), np.finfo(np.float64).tiny))
     ok = bool(np.all(diff <= atol + rtol * np.abs(w)))
     return float(diff.max()), float(rel.max()), ok
+
+
+def _storable(out: np.ndarray) -> np.ndarray:
+    """Narrow outputs (s4, f8, ...) are written as int8/uint8/float32, which .npz keeps."""
+    if out.dtype not in set(NARROW_ELEMENT_TYPES.values()):
+        return out
+    kind = next(k for k, v in NARROW_ELEMENT_TYPES.items() if v == out.dtype)[0]
+    return out.astype({"f": np.float32, "s": np.int8, "u": np.uint8}[kind])
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -130,7 +145,6 @@ def run(argv: list[str] | None = None) -> int:
     if ns.repeat < 1:
         p.error("--repeat must be at least 1")
 
-    from minijax.backends import get_backend
     try:
         module = _parse(ns.file)
         args = load_args(ns.args, module)
@@ -141,7 +155,7 @@ def run(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     try:
-        optimized, opt_state = _optimize(module, backend.name, not ns.no_opt)
+        optimized, opt_state = _optimize(module, backend, not ns.no_opt)
         executable = backend.compile(optimized, None)
     except Exception as exc:  # noqa: BLE001 - reported, not a traceback
         print(f"run_hlo: error: compiling on {backend.name} failed: "
@@ -152,7 +166,7 @@ def run(argv: list[str] | None = None) -> int:
     for _ in range(ns.repeat):
         t = time.perf_counter()
         try:
-            outputs = [np.asarray(o) for o in executable.execute(args)]
+            outputs = _run(backend, executable, args)
         except Exception as exc:  # noqa: BLE001 - reported, not a traceback
             print(f"run_hlo: error: running on {backend.name} failed: "
                   f"{type(exc).__name__}: {exc}", file=sys.stderr)
@@ -164,7 +178,7 @@ def run(argv: list[str] | None = None) -> int:
     for i, o in enumerate(outputs):
         print(f"  out{i}: {o.dtype}{list(o.shape)}")
     if ns.out:
-        np.savez(ns.out, **{f"out{i}": o for i, o in enumerate(outputs)})
+        np.savez(ns.out, **{f"out{i}": _storable(o) for i, o in enumerate(outputs)})
 
     status = 0
     if ns.compare:
@@ -173,7 +187,8 @@ def run(argv: list[str] | None = None) -> int:
         except (ValueError, RuntimeError) as exc:
             print(f"run_hlo: error: {exc}", file=sys.stderr)
             return 2
-        reference = reference_backend.compile(_parse(ns.file), None).execute(args)
+        reference = _run(reference_backend, reference_backend.compile(_parse(ns.file), None),
+                         args)
         if len(reference) != len(outputs):
             print(f"compare: {len(outputs)} outputs vs {len(reference)} from {ns.compare}")
             return 1

@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 # XLA element type name -> numpy dtype. bf16 has no numpy dtype; it is stored as float32.
@@ -59,6 +60,25 @@ ELEMENT_TYPES: dict[str, np.dtype] = {
     "c64": np.dtype(np.complex64),
     "c128": np.dtype(np.complex128),
 }
+# Sub-byte integers and the 8-bit (and smaller) floats, one byte per element as ml_dtypes
+# stores them. The parser and the evaluator handle them; code generators fall back to the
+# evaluator for them (arithmetic runs in a wide type and rounds back after every op).
+NARROW_ELEMENT_TYPES: dict[str, np.dtype] = {
+    "s2": np.dtype(ml_dtypes.int2),
+    "u2": np.dtype(ml_dtypes.uint2),
+    "s4": np.dtype(ml_dtypes.int4),
+    "u4": np.dtype(ml_dtypes.uint4),
+    "f4e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
+    "f8e3m4": np.dtype(ml_dtypes.float8_e3m4),
+    "f8e4m3": np.dtype(ml_dtypes.float8_e4m3),
+    "f8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8e4m3b11fnuz": np.dtype(ml_dtypes.float8_e4m3b11fnuz),
+    "f8e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "f8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "f8e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
+    "f8e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+}
+ELEMENT_TYPES.update(NARROW_ELEMENT_TYPES)
 _DTYPE_TO_ELEMENT_TYPE = {v: k for k, v in ELEMENT_TYPES.items() if k != "bf16"}
 
 
@@ -251,7 +271,31 @@ def callees_first(roots) -> list[Computation]:
 
 
 class Module:
-    """An HLO module: computations with one entry. `computations` lists callees first."""
+    """An HLO module: computations with one entry. `computations` lists callees first.
+
+    Besides the computations, a module carries this declared state (and nothing else: passes
+    and the compiler attach only these):
+
+    - `attrs`: the `HloModule name, key=value` header attributes (raw strings);
+    - `num_user_params`: how many entry parameters are the user's arguments (the rest are
+      hoisted constants), None when not lowered from a jaxpr;
+    - `donated_params`: entry parameter numbers whose buffers the caller donates (jit's
+      donate_argnums), which buffer assignment may reuse for outputs;
+    - `fusion_log`: one line per decision of the fusion passes (dumps, tests);
+    - `pass_timings`: seconds per pass of the last pipeline run;
+    - `buffer_assignment`: the BufferAssignment (passes/buffer_assignment.py), set by the last
+      pass of the pipeline and recomputed after a disk-cache load;
+    - `cache_digest`: the persistent cache's digest of this exact module (SHA-256 of its
+      payload) when it was stored or loaded there, else None.
+    """
+
+    # Class-level defaults also cover modules unpickled from older cache entries.
+    num_user_params: int | None = None
+    donated_params: frozenset | set = frozenset()
+    fusion_log: list = []
+    pass_timings: dict = {}
+    buffer_assignment = None
+    cache_digest: str | None = None
 
     def __init__(self, name: str, computations=None, entry: Computation | None = None):
         self.name = name
@@ -263,6 +307,9 @@ class Module:
         # Module-level attributes from the `HloModule name, key=value` header (raw strings,
         # printed back as they are; entry_computation_layout is recomputed when printing).
         self.attrs: dict[str, str] = {}
+        self.donated_params = set()
+        self.fusion_log = []
+        self.pass_timings = {}
 
     def add_computation(self, comp: Computation) -> Computation:
         self.computations.insert(max(len(self.computations) - 1, 0)

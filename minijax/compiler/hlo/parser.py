@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 
-from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape, callees_first
 from minijax.compiler.hlo.parser_lexer import Cursor, HloParseError
 from minijax.compiler.hlo.printer import CALLED_ORDER
+from minijax.compiler.hlo.shape_inference import HloShapeError, infer_shape
 
 __all__ = ["parse_module", "parse_computation", "parse_shape", "HloParseError"]
 
@@ -24,13 +25,16 @@ _INT_LIST_KEYS = frozenset((
     "rhs_batch_dims", "rhs_contracting_dims", "offset_dims", "collapsed_slice_dims",
     "start_index_map", "operand_batching_dims", "start_indices_batching_dims",
     "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
-    "input_batching_dims", "scatter_indices_batching_dims", "slice_sizes",
+    "input_batching_dims", "scatter_indices_batching_dims", "slice_sizes", "fft_length",
 ))
 _INT_KEYS = frozenset(("index", "iota_dimension", "index_vector_dim", "feature_group_count",
-                       "batch_group_count", "exponent_bits", "mantissa_bits"))
+                       "batch_group_count", "exponent_bits", "mantissa_bits",
+                       "feature_index"))
 _BOOL_KEYS = frozenset(("indices_are_sorted", "unique_indices", "is_stable"))
-_WORD_KEYS = frozenset(("direction", "kind", "dim_labels", "distribution"))
+_WORD_KEYS = frozenset(("direction", "kind", "dim_labels", "distribution", "fft_type"))
 _CALLED_KEYS = frozenset(CALLED_ORDER)
+# XLA's text names for opcodes that minijax spells differently inside.
+OPCODE_ALIASES = {"opt-barrier": "optimization-barrier"}
 _DIRECTIONS = frozenset(("EQ", "NE", "LT", "LE", "GT", "GE"))
 
 
@@ -56,11 +60,13 @@ def parse_module(text: str) -> Module:
             key = cur.name("a module attribute")
             cur.expect("=")
             module_attrs[key] = cur.raw_value()
+    _skip_stack_frame_tables(cur)
     computations: list[Computation] = []
     entry = None
     pending: list[tuple[Instruction, str, list[str], int]] = []
+    positions: dict[int, int] = {}
     while not cur.at_end():
-        comp, is_entry = _computation(cur, pending)
+        comp, is_entry = _computation(cur, pending, positions)
         if any(c.name == comp.name for c in computations):
             raise cur.error(f"duplicate computation name {comp.name!r}")
         computations.append(comp)
@@ -78,9 +84,45 @@ def parse_module(text: str) -> Module:
         comps = [by_name[n] for n in names]
         instr.called[key] = comps if key == "branch_computations" else comps[0]
     module = Module(name, computations, entry if entry is not None else computations[-1])
+    _infer_missing_shapes(cur, module, positions)
     module_attrs.pop("entry_computation_layout", None)
     module.attrs = module_attrs
     return module
+
+
+_STACK_FRAME_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def _skip_stack_frame_tables(cur: Cursor) -> None:
+    """Skip the source-location tables XLA prints after the header of optimized modules
+    (`FileNames` / `1 "f.py"`, `StackFrames` / `1 {file_location_id=1 ...}`, ...)."""
+    while any(cur.keyword_ahead(word) for word in _STACK_FRAME_SECTIONS):
+        cur.name()
+        while re.match(r"\d", cur.peek()):
+            cur.integer()
+            if cur.peek() == '"':
+                cur.string()
+            else:
+                cur.raw_value()
+
+
+def _infer_missing_shapes(cur: Cursor, module: Module, positions: dict) -> None:
+    """Give instructions written without a result shape the shape XLA infers for them."""
+    for comp in callees_first(module.computations):
+        for instr in comp.instructions:
+            if instr.shape is not None:
+                continue
+            pos = positions.get(id(instr))
+            try:
+                shape = infer_shape(instr.opcode, [op.shape for op in instr.operands],
+                                    instr.attrs, instr.called)
+            except HloShapeError as e:
+                raise cur.error(f"cannot infer the shape of {instr.name}: {e}", pos) from None
+            if shape is None:
+                raise cur.error(f"cannot infer the shape of {instr.name} ({instr.opcode}); "
+                                f"write it, e.g. `{instr.name} = f32[4] {instr.opcode}(...)`",
+                                pos)
+            instr.shape = shape
 
 
 def parse_computation(text: str) -> Computation:
@@ -89,76 +131,116 @@ def parse_computation(text: str) -> Computation:
     return module.entry
 
 
-def _computation(cur: Cursor, pending: list) -> tuple[Computation, bool]:
+def _computation(cur: Cursor, pending: list, positions: dict) -> tuple[Computation, bool]:
     is_entry = False
     if cur.keyword_ahead("ENTRY"):
         cur.name()
         is_entry = True
     name = cur.name("a computation name")
+    signature: dict[int, Shape] = {}
     if cur.peek() == "(":  # signature: (p0: f32[4], ...) -> f32[4]
         cur.expect("(")
         if not cur.accept(")"):
             while True:
                 cur.name("a parameter name")
                 cur.expect(":")
-                cur.shape()
+                signature[len(signature)] = cur.shape()
                 if cur.accept(")"):
                     break
                 cur.expect(",", "',' or ')' in the signature")
         cur.expect("->")
         cur.shape()
     cur.expect("{", "'{' opening the computation")
-    instructions: list[Instruction] = []
-    operand_names: list[tuple[list[str], int]] = []
+    parsed: list[_Parsed] = []
     root = None
     while not cur.accept("}"):
         if cur.at_end():
             raise cur.error(f"missing '}}' closing computation {name!r}")
-        instr, is_root, ops, pos = _instruction(cur, pending)
+        top, is_root = _instruction(cur, pending, parsed)
         if is_root:
             if root is not None:
-                raise cur.error(f"computation {name!r} has two ROOT instructions", pos)
-            root = instr
-        instructions.append(instr)
-        operand_names.append((ops, pos))
-    while cur.peek(newlines=False) == ",":  # e.g. `}, execution_thread="x"`
+                raise cur.error(f"computation {name!r} has two ROOT instructions", top.pos)
+            root = top.instr
+    while cur.peek() == ",":  # e.g. `}, execution_thread="x"`
         cur.expect(",")
         cur.name()
         cur.expect("=")
         cur.raw_value()
     by_name: dict[str, Instruction] = {}
-    for instr in instructions:
-        if instr.name in by_name:
-            raise cur.error(f"duplicate instruction name {instr.name!r} in {name!r}")
-        by_name[instr.name] = instr
-    for instr, (ops, pos) in zip(instructions, operand_names):
-        for op in ops:
-            if op not in by_name:
-                raise cur.error(f"unknown operand {op!r} of {instr.name} in {name!r}", pos)
-        instr.operands = [by_name[op] for op in ops]
-    if not instructions:
+    for p in parsed:
+        if p.instr.name in by_name:
+            raise cur.error(f"duplicate instruction name {p.instr.name!r} in {name!r}", p.pos)
+        by_name[p.instr.name] = p.instr
+    for p in parsed:
+        operands = []
+        for op in p.operands:
+            if isinstance(op, Instruction):
+                operands.append(op)
+            elif op in by_name:
+                operands.append(by_name[op])
+            else:
+                raise cur.error(f"unknown operand {op!r} of {p.instr.name} in {name!r}", p.pos)
+        p.instr.operands = operands
+        if p.instr.opcode == "parameter" and p.instr.shape is None:
+            if p.instr.parameter_number not in signature:
+                raise cur.error(f"parameter {p.instr.name} has no shape (write it, or give "
+                                f"the computation a signature)", p.pos)
+            p.instr.shape = signature[p.instr.parameter_number]
+    if not parsed:
         raise cur.error(f"computation {name!r} is empty")
+    instructions = [p.instr for p in parsed]
     comp = Computation(name, instructions, root if root is not None else instructions[-1])
     comp.topological_sort()
+    positions.update((id(p.instr), p.pos) for p in parsed)
     return comp, is_entry
 
 
-def _instruction(cur: Cursor, pending: list):
+class _Parsed:
+    """An instruction as read: its operands are names, or nested instructions."""
+
+    __slots__ = ("instr", "operands", "pos")
+
+    def __init__(self, instr: Instruction, operands: list, pos: int):
+        self.instr, self.operands, self.pos = instr, operands, pos
+
+
+def _attribute_ahead(cur: Cursor) -> bool:
+    """After an instruction's `)`: whether `, key=` follows (not `, operand`)."""
+    save = cur.pos
+    try:
+        if not cur.accept(","):
+            return False
+        cur.name()
+        return cur.peek() == "="
+    except HloParseError:
+        return False
+    finally:
+        cur.pos = save
+
+
+def _instruction(cur: Cursor, pending: list, parsed: list, nested: bool = False):
+    """`[ROOT] name = [shape] opcode(operands), attributes`; when `nested`, only the part
+    after `=` (an operand written as an instruction, e.g. `add(s32[] parameter(0), ...)`)."""
     cur.skip_ws()
     pos = cur.pos
     is_root = False
-    if cur.keyword_ahead("ROOT"):
-        cur.name()
-        is_root = True
-    name = cur.name("an instruction name")
-    cur.expect("=", "'=' after the instruction name")
-    shape = cur.shape()
+    name = ""
+    if not nested:
+        if cur.keyword_ahead("ROOT"):
+            cur.name()
+            is_root = True
+        name = cur.name("an instruction name")
+        cur.expect("=", "'=' after the instruction name")
+    shape = cur.shape() if cur.shape_ahead() else None
     opcode = cur.opcode()
+    opcode = OPCODE_ALIASES.get(opcode, opcode)
     instr = Instruction(opcode, shape, name=name)
     cur.expect("(", f"'(' after {opcode}")
-    operands: list[str] = []
+    operands: list = []
     if opcode == "constant":
         if not cur.accept(")"):
+            if shape is None:
+                raise cur.error("a constant needs its shape, e.g. f32[2] constant({1, 2})")
             instr.literal = cur.literal(shape)
             cur.expect(")", "')' closing the constant")
     elif opcode == "parameter":
@@ -166,13 +248,11 @@ def _instruction(cur: Cursor, pending: list):
         cur.expect(")")
     elif not cur.accept(")"):
         while True:
-            if cur.shape_ahead():
-                cur.shape()
-            operands.append(cur.name("an operand name"))
+            operands.append(_operand(cur, pending, parsed))
             if cur.accept(")"):
                 break
             cur.expect(",", "',' or ')' in the operand list")
-    while cur.peek(newlines=False) == ",":
+    while _attribute_ahead(cur) if nested else cur.peek() == ",":
         cur.expect(",")
         key_pos = cur.pos
         key = cur.name("an attribute name")
@@ -186,7 +266,22 @@ def _instruction(cur: Cursor, pending: list):
             raise cur.error(f"bad value for attribute {key}: {msg}", key_pos) from None
         except (ValueError, KeyError, IndexError) as e:
             raise cur.error(f"bad value for attribute {key}: {raw!r} ({e})", key_pos) from None
-    return instr, is_root, operands, pos
+    if nested:
+        instr.name = f"{opcode.replace('-', '_')}.anon.{len(parsed)}"
+    parsed.append(_Parsed(instr, operands, pos))
+    return parsed[-1], is_root
+
+
+def _operand(cur: Cursor, pending: list, parsed: list):
+    """`name`, `f32[4] name`, or a nested instruction `[shape] opcode(...)`."""
+    save = cur.pos
+    if cur.shape_ahead():
+        cur.shape()
+    word = cur.name("an operand name")
+    if cur.peek() != "(":
+        return word
+    cur.pos = save
+    return _instruction(cur, pending, parsed, nested=True)[0].instr
 
 
 # ----------------------------------------------------------------------------- attributes
@@ -309,6 +404,8 @@ def _set_attribute(instr: Instruction, key: str, raw: str, pending: list, pos: i
         attrs[key] = parse_window(raw)
     elif key == "custom_call_target":
         attrs[key] = Cursor(raw).string() if raw.startswith('"') else raw
+    elif key == "epsilon":
+        attrs[key] = float(raw)
     elif key == "metadata":
         instr.metadata = _metadata(raw)
     else:

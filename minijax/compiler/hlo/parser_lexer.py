@@ -18,7 +18,7 @@ _OPCODE_RE = re.compile(r"[a-z][a-z0-9\-]*")
 _NUMBER_RE = re.compile(
     r"[-+]?(?:inf|nan(?:\([^)]*\))?|0x[0-9a-fA-F]+|"
     r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
-_SHAPE_TYPES = frozenset(ELEMENT_TYPES) | {"token", "f8e4m3fn", "f8e5m2", "s4", "u4"}
+_SHAPE_TYPES = frozenset(ELEMENT_TYPES) | {"token"}
 
 
 class HloParseError(ValueError):
@@ -120,8 +120,12 @@ class Cursor:
         return bool(m) and m.group(0) == word
 
     def raw_value(self, allow_empty: bool = False) -> str:
-        """Text up to the next top-level `,`, newline or closing bracket, brackets balanced."""
-        self.skip_ws(newlines=False)
+        """One attribute value as text: a run of characters with brackets balanced that ends
+        at top-level whitespace, `,` or an unmatched closing bracket (so a value never runs
+        into the next attribute or the next instruction, wherever the line breaks are).
+
+        With `allow_empty` (a rank-0 `padding=`), a value must start on the same line."""
+        self.skip_ws(newlines=not allow_empty)
         text, n = self.text, len(self.text)
         start = self.pos
         closers = {"{": "}", "(": ")", "[": "]"}
@@ -139,7 +143,7 @@ class Cursor:
                 if c != stack[-1]:
                     raise self.error(f"unbalanced {c!r}")
                 stack.pop()
-            elif not stack and c in ",\n":
+            elif not stack and (c in ", \t\r\n" or text.startswith(("/*", "//"), self.pos)):
                 break
             self.pos += 1
         if stack:
@@ -180,8 +184,9 @@ class Cursor:
         self.skip_ws()
         if self.peek() == "(":
             return True
-        m = re.match(r"([a-z][a-z0-9]*)\[", self.text[self.pos:self.pos + 12])
-        return bool(m) and m.group(1) in _SHAPE_TYPES
+        # A word directly followed by `[` is a shape (an opcode is followed by `(`); an
+        # unknown element type is then reported by shape().
+        return bool(re.match(r"[a-z][a-z0-9]*\[", self.text[self.pos:self.pos + 24]))
 
     def shape(self) -> Shape:
         """`f32[4,8]{1,0}`, `f32[<=4]`, `f32[8]{0:T(128)}`, `(f32[], s32[4]{0})`, `token[]`."""
@@ -297,7 +302,7 @@ class Cursor:
             tok = self.match(_INT_RE, "true or false")
             return bool(int(tok))
         tok = self.match(_NUMBER_RE, "a number")
-        if et in ("f16", "bf16", "f32", "f64", "c64", "c128"):
+        if et[0] in "fbc":  # f16, bf16, f32, f64, the f8/f4 types, c64, c128
             low = tok.lower()
             if "nan" in low:
                 return float("-nan") if low.startswith("-") else float("nan")

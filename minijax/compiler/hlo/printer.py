@@ -25,7 +25,14 @@ import math
 
 import numpy as np
 
-from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape, callees_first
+from minijax.compiler.hlo.ir import (
+    NARROW_ELEMENT_TYPES,
+    Computation,
+    Instruction,
+    Module,
+    Shape,
+    callees_first,
+)
 
 # Known attributes, in the order they print (after the operand list). Values are Python
 # objects (see ir.py); everything else in Instruction.attrs is printed raw.
@@ -41,6 +48,9 @@ ATTRIBUTE_ORDER = (
     "mantissa_bits", "distribution",
 )
 KNOWN_ATTRIBUTES = frozenset(ATTRIBUTE_ORDER)
+
+# Opcodes whose XLA text name differs from minijax's internal name.
+TEXT_OPCODE_NAMES = {"optimization-barrier": "opt-barrier"}
 
 # Called-computation keys, in print order.
 CALLED_ORDER = ("calls", "to_apply", "condition", "body", "select", "scatter",
@@ -105,6 +115,9 @@ def scalar_to_text(value, element_type: str) -> str:
         dt = np.dtype(np.float32) if element_type == "bf16" else np.dtype(element_type.replace(
             "f", "float"))
         return _float_text(value, dt)
+    if element_type in NARROW_ELEMENT_TYPES and element_type[0] == "f":
+        # Every f8/f4 value is exact in float32, whose shortest text reads back to it.
+        return _float_text(float(value), np.dtype(np.float32))
     return str(int(value))
 
 
@@ -260,7 +273,8 @@ def instruction_to_text(instr: Instruction, is_root: bool = False) -> str:
                                                                 instr.shape.element_type)
     else:
         args = ", ".join(op.name for op in instr.operands)
-    text = f"{instr.name} = {shape_to_text(instr.shape)} {instr.opcode}({args})"
+    opcode = TEXT_OPCODE_NAMES.get(instr.opcode, instr.opcode)
+    text = f"{instr.name} = {shape_to_text(instr.shape)} {opcode}({args})"
     attrs = attributes_to_text(instr)
     if attrs:
         text += ", " + ", ".join(attrs)
@@ -297,7 +311,7 @@ def module_to_text(module: Module) -> str:
     header = f"HloModule {module.name}"
     if module.entry is not None:
         header += f", entry_computation_layout={entry_computation_layout(module)}"
-    for key, value in getattr(module, "attrs", {}).items():
+    for key, value in module.attrs.items():
         if key != "entry_computation_layout":
             header += f", {key}={value}"
     blocks = [header]

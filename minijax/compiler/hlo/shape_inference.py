@@ -28,7 +28,7 @@ ELEMENTWISE_OPCODES = UNARY_OPCODES | BINARY_OPCODES | {"compare", "select", "cl
 EXPLICIT_SHAPE_OPCODES = frozenset((
     "parameter", "constant", "iota", "convert", "bitcast-convert", "broadcast", "reshape",
     "bitcast", "rng", "rng-bit-generator", "custom-call", "rng-get-and-update-state",
-    "infeed", "outfeed", "partition-id", "replica-id",
+    "infeed", "outfeed", "partition-id", "replica-id", "stochastic-convert",
 ))
 _COMPLEX_PART = {"c64": "f32", "c128": "f64"}
 _PART_COMPLEX = {"f32": "c64", "f64": "c128"}
@@ -107,7 +107,7 @@ def _infer_elementwise(opcode, shapes, attrs, called) -> Shape:
             return _arr(_COMPLEX_PART.get(x.element_type, x.element_type), x.dims)
         if opcode == "is-finite":
             return _arr("pred", x.dims)
-        if opcode == "optimization-barrier":
+        if opcode in ("optimization-barrier", "copy") and x.is_tuple:
             return _strip(x)
         return _arr(x.element_type, x.dims)
     if opcode in BINARY_OPCODES or opcode == "compare":
@@ -404,7 +404,72 @@ def _infer_control(opcode, shapes, attrs, called) -> Shape:
     raise AssertionError(opcode)
 
 
+def _infer_batch_norm(opcode, shapes, attrs, called) -> Shape:
+    """batch-norm-training (x, scale, offset) -> (y, mean, var); batch-norm-inference
+    (x, scale, offset, mean, var) -> y; batch-norm-grad (x, scale, mean, var, dy) ->
+    (dx, dscale, doffset). Per-feature operands are rank 1 of the feature dimension."""
+    arity = {"batch-norm-training": 3, "batch-norm-inference": 5, "batch-norm-grad": 5}
+    if len(shapes) != arity[opcode]:
+        _fail(opcode, shapes, f"expects {arity[opcode]} operands")
+    x = shapes[0]
+    if x.element_type not in ("f16", "bf16", "f32", "f64"):
+        _fail(opcode, shapes, "the operand must be floating point")
+    f = attrs.get("feature_index")
+    if not isinstance(f, int) or not 0 <= f < x.rank:
+        _fail(opcode, shapes, f"feature_index={f} is out of range for rank {x.rank}")
+    feature = _arr(x.element_type, (x.dims[f],))
+    per_feature = shapes[1:] if opcode != "batch-norm-grad" else shapes[1:4]
+    for s in per_feature:
+        if not same_shape(s, feature):
+            _fail(opcode, shapes, f"per-feature operands must be {_fmt(feature)}")
+    if opcode == "batch-norm-grad" and not same_shape(shapes[4], x):
+        _fail(opcode, shapes, "grad_output must have the operand's shape")
+    if opcode == "batch-norm-inference":
+        return _strip(x)
+    return Shape.tuple([_strip(x), feature, feature])
+
+
+def _infer_fft(opcode, shapes, attrs, called) -> Shape:
+    """FFT/IFFT: complex -> same; RFFT: real -> complex with the last dim n // 2 + 1;
+    IRFFT: complex -> real with the last dims fft_length."""
+    if len(shapes) != 1:
+        _fail(opcode, shapes, "expects 1 operand")
+    x = shapes[0]
+    kind = attrs.get("fft_type", "FFT")
+    length = tuple(attrs.get("fft_length", ()))
+    n = len(length)
+    if not 1 <= n <= 3 or n > x.rank:
+        _fail(opcode, shapes, f"fft_length={list(length)} must have 1 to 3 entries, at most "
+                              "the operand's rank")
+    inner = x.dims[x.rank - n:]
+    if kind in ("FFT", "IFFT"):
+        if x.element_type not in _COMPLEX_PART:
+            _fail(opcode, shapes, f"{kind} needs a complex operand")
+        if inner != length:
+            _fail(opcode, shapes, f"fft_length={list(length)} differs from the inner dims")
+        return _strip(x)
+    if kind == "RFFT":
+        if x.element_type not in _PART_COMPLEX:
+            _fail(opcode, shapes, "RFFT needs an f32 or f64 operand")
+        if inner != length:
+            _fail(opcode, shapes, f"fft_length={list(length)} differs from the inner dims")
+        dims = x.dims[:-1] + ((length[-1] // 2 + 1) if length[-1] else 0,)
+        return _arr(_PART_COMPLEX[x.element_type], dims)
+    if kind == "IRFFT":
+        if x.element_type not in _COMPLEX_PART:
+            _fail(opcode, shapes, "IRFFT needs a complex operand")
+        want = length[:-1] + ((length[-1] // 2 + 1) if length[-1] else 0,)
+        if inner != want:
+            _fail(opcode, shapes, f"inner dims must be {list(want)} for "
+                                  f"fft_length={list(length)}")
+        return _arr(_COMPLEX_PART[x.element_type], x.dims[:x.rank - n] + length)
+    _fail(opcode, shapes, f"unknown fft_type={kind}")
+
+
 _RULES = {}
+for _op in ("batch-norm-training", "batch-norm-inference", "batch-norm-grad"):
+    _RULES[_op] = _infer_batch_norm
+_RULES["fft"] = _infer_fft
 for _op in ELEMENTWISE_OPCODES - {"convert"}:
     _RULES[_op] = _infer_elementwise
 for _op in ("transpose", "reverse", "slice", "dynamic-slice", "dynamic-update-slice",
@@ -432,7 +497,7 @@ def infer_shape(opcode: str, operand_shapes, attrs=None, called=None) -> Shape |
         return None
     shapes = list(operand_shapes)
     if (opcode not in ("tuple", "after-all", "get-tuple-element", "while", "conditional",
-                       "call", "fusion", "optimization-barrier")
+                       "call", "fusion", "optimization-barrier", "copy")
             and any(s.is_tuple for s in shapes)):
         _fail(opcode, shapes, "operands must be arrays, not tuples")
     if not shapes and opcode not in ("tuple", "after-all", "call", "fusion"):
@@ -468,6 +533,17 @@ def check_explicit_shape(opcode: str, shape: Shape, operand_shapes, attrs=None,
         a, b = shapes[0], shape
         if a.dtype.itemsize == b.dtype.itemsize and a.dims != b.dims:
             _fail(opcode, shapes, f"bitcast-convert to {_fmt(shape)} changes dimensions")
+    elif opcode == "stochastic-convert":
+        if len(shapes) != 2:
+            _fail(opcode, shapes, "expects an operand and random bits")
+        x, r = shapes
+        if x.dims != r.dims or x.dims != shape.dims:
+            _fail(opcode, shapes, f"operand, random bits and result {_fmt(shape)} must have "
+                                  "equal dimensions")
+        if not r.element_type.startswith("u") or r.dtype.itemsize != x.dtype.itemsize:
+            _fail(opcode, shapes, "random bits must be unsigned, as wide as the operand")
+        if shape.element_type[0] != "s" or x.element_type[0] not in "fb":
+            _fail(opcode, shapes, f"converts floats to signed integers, not to {_fmt(shape)}")
     elif opcode == "iota":
         d = attrs.get("iota_dimension", 0)
         if shape.rank == 0 or not 0 <= d < shape.rank:

@@ -159,7 +159,7 @@ class _Liveness:
         for k, instr in enumerate(self.sequence):
             for op in instr.operands:
                 self.last_use[id(op)] = k
-        self.donated = set(getattr(module, "donated_params", None) or ())
+        self.donated = set(module.donated_params)
         self.leaves: dict[int, list[LogicalBuffer]] = {}
         self.buffers: list[LogicalBuffer] = []
         self.aliases: dict[int, list[Instruction]] = {}  # buffer id -> instructions holding it

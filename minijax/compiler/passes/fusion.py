@@ -112,8 +112,6 @@ class Fusion:
         self.max_operands = max_operands
 
     def run(self, module: Module) -> bool:
-        if getattr(module, "fusion_log", None) is None:
-            module.fusion_log = []
         self._log_list = module.fusion_log
         self._logged = set(self._log_list)
         self.indexes: list[UserIndex] = []  # one per computation (tests read their counters)

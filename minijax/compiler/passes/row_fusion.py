@@ -215,8 +215,6 @@ class RowFusion:
         self.max_row_bytes = max_row_bytes
 
     def run(self, module: Module) -> bool:
-        if getattr(module, "fusion_log", None) is None:
-            module.fusion_log = []
         self._log_list = module.fusion_log
         self._logged = set(self._log_list)
         self.names = NameUniquer(module)

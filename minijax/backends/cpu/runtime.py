@@ -2,7 +2,7 @@
 
 `get_jit().compile(parts, symbols)` turns LLVM IR text (one module, or a list of
 (module text, optimization level) parts that together define the symbols, see
-cpu_llvm_parts.py) into native code and returns the address of each named symbol. Level 3
+cpu/llvm_parts.py) into native code and returns the address of each named symbol. Level 3
 is the -O3 pipeline below; level 0 skips the optimizer and uses LLVM's fast code generator
 (for entry-point wrappers). Several parts are optimized and code-generated in parallel on
 the backend's thread pool: each in its own LLVM context with its own target machine, and
@@ -88,7 +88,7 @@ class Jit:
     @staticmethod
     def parallelism() -> int:
         """How many parts a module is split into for compilation (the thread pool's size)."""
-        from minijax.backends.thread_pool import get_pool
+        from minijax.backends.cpu.thread_pool import get_pool
         return get_pool().num_threads
 
     def _tuning(self, level: int = 3):
@@ -154,7 +154,7 @@ class Jit:
     def _emit_objects(self, parts: list[tuple[str, int]]) -> list[bytes]:
         if len(parts) == 1:
             return [self.emit_object(*parts[0])]
-        from minijax.backends.thread_pool import get_pool
+        from minijax.backends.cpu.thread_pool import get_pool
         objs: list = [None] * len(parts)
 
         def work(_, start, end):

@@ -248,9 +248,9 @@ class _Entries:
     a process with a warm cache directory neither builds nor compiles the IR."""
 
     def __init__(self, blas: Blas):
-        from minijax.backends import cpu_fastcall as fastcall
-        from minijax.backends.cpu_kernel import _DATA_OFFSET, _KernelFn
-        from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+        from minijax.backends.cpu import fastcall
+        from minijax.backends.cpu.kernel import _DATA_OFFSET, _KernelFn
+        from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
         symbols = {}
         for dt in ("f32", "f64"):
             name = f"{SYMBOL_PLACEHOLDER}gemm_{dt}"
@@ -281,8 +281,8 @@ def _driver_ir(blas: Blas, symbols: dict) -> str:
     """The driver module's LLVM IR text, defining the names in `symbols`."""
     import llvmlite.ir as ir
 
-    from minijax.backends import cpu_fastcall as fastcall
-    from minijax.backends.cpu_kernel import _DATA_OFFSET
+    from minijax.backends.cpu import fastcall
+    from minijax.backends.cpu.kernel import _DATA_OFFSET
     from minijax.compiler.codegen.llvm_types import F32, F64, I32, I64
     module = ir.Module(name="minijax_gemm")
     ity = I64 if blas.int_bits == 64 else I32
@@ -298,8 +298,8 @@ def _driver_ir(blas: Blas, symbols: dict) -> str:
 
 
 #: Sources whose code shapes the driver's IR (part of its cache key).
-_DRIVER_SOURCES = ("cpu_blas.py", "cpu_fastcall.py", "cpu_kernel.py",
-                   os.path.join("..", "compiler", "codegen", "llvm_types.py"))
+_DRIVER_SOURCES = ("blas.py", "fastcall.py", "kernel.py",
+                   os.path.join("..", "..", "compiler", "codegen", "llvm_types.py"))
 
 
 def driver_key(blas: Blas) -> str:
@@ -308,9 +308,9 @@ def driver_key(blas: Blas) -> str:
     without building the IR)."""
     import hashlib
 
-    from minijax.backends import cpu_fastcall as fastcall
-    from minijax.backends.cpu_kernel import _DATA_OFFSET
-    from minijax.backends.cpu_runtime import get_jit
+    from minijax.backends.cpu import fastcall
+    from minijax.backends.cpu.kernel import _DATA_OFFSET
+    from minijax.backends.cpu.runtime import get_jit
     h = hashlib.sha256(b"minijax-gemm-driver-1\0")
     here = os.path.dirname(os.path.abspath(__file__))
     for rel in _DRIVER_SOURCES:
@@ -347,7 +347,7 @@ class GemmCall:
     """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None):
-        from minijax.backends.thread_pool import get_pool
+        from minijax.backends.cpu.thread_pool import get_pool
         batch, m, n, k, ta, tb = form
         dtype = np.dtype(dtype)
         size = dtype.itemsize

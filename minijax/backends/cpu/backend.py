@@ -3,17 +3,17 @@
 `CpuBackend.compile(module)` turns an optimized HLO module into a `CpuExecutable`: a list of
 thunks over a per-call list of buffers (numpy arrays, one per instruction result).
 - fusions and unfused elementwise/indexing/reduce instructions become LLVM kernels (one LLVM
-  module per HLO module, compiled once at -O3 for the host CPU, see cpu_runtime.py). Kernels
+  module per HLO module, compiled once at -O3 for the host CPU, see cpu/runtime.py). Kernels
   above PARALLEL_THRESHOLD are called through ctypes (which releases the GIL) and split their
   outer loop across the thread pool (thread_pool.py, MINIJAX_NUM_THREADS); smaller ones are
-  called as METH_FASTCALL builtins (cpu_fastcall.py, ~0.1 us per call); large reductions
+  called as METH_FASTCALL builtins (cpu/fastcall.py, ~0.1 us per call); large reductions
   to scalars ("full_reduce" kernels) reduce fixed chunks in parallel into a scratch buffer,
   then combine the partials in one more call;
 - large temporaries of the entry computation are written into per-thread pool buffers (the
   buffer assignment's slots), reused across calls; outputs are always fresh arrays;
-- dot calls the gemm of NumPy's BLAS directly (cpu_blas.py: transposed operands read through
+- dot calls the gemm of NumPy's BLAS directly (cpu/blas.py: transposed operands read through
   trans flags, large products split over the thread pool; np.matmul when no gemm is found);
-  convolution runs as an im2col copy + one gemm (cpu_library.py);
+  convolution runs as an im2col copy + one gemm (cpu/library.py);
 - while/conditional/call run their computations as nested programs (a Python loop over the
   iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
   the body's slots);
@@ -35,22 +35,24 @@ import time
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.backends import cpu_fastcall as fastcall
 from minijax.backends.base import Backend, Device, Executable
-from minijax.backends.cpu_kernel import (
+from minijax.backends.cpu import fastcall
+from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
     _Kernel,
     _KernelFn,
     _row_major,
 )
-from minijax.backends.cpu_llvm_parts import ModuleText
-from minijax.backends.cpu_runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.cpu.library import conv_step, dot_step
+from minijax.backends.cpu.llvm_parts import ModuleText
+from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.planner import Program, ProgramPlanner
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
-from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
+from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
 from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
-from minijax.compiler.hlo.ir import Computation, Instruction, Shape
+from minijax.compiler.hlo.ir import Computation, Shape
 from minijax.config import config, debug_level
 
 #: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
@@ -68,53 +70,22 @@ _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
           "optimization-barrier"}
 _KERNEL_NAME = re.compile(re.escape(SYMBOL_PLACEHOLDER) + r"k\d+")
-class _Program:
-    """A computation as a list of steps over an environment list (one slot per instruction)."""
+class _Compiler(ProgramPlanner):
+    """Compiles the computations of one HLO module into programs sharing one LLVM module
+    (the shared planner decides what runs; this class generates and launches kernels)."""
 
-    def __init__(self, comp: Computation):
-        self.comp = comp
-        self.slot = {id(i): k for k, i in enumerate(comp.instructions)}
-        # One slot per instruction, then the per-call temp pool (see CpuExecutable).
-        self.template: list = [None] * (len(comp.instructions) + 1)
-        self.param_slots = [self.slot[id(p)] for p in comp.parameters]
-        self.root_slot = self.slot[id(comp.root)]
-        self.steps: list = []
-        self.root_operand_slots = None
-        self.notes: list[str] = []
-        self.kernel_count = 0
-
-    def run(self, args):
-        env = self.template.copy()
-        env[-1] = None  # no temp pool: kernels allocate their outputs
-        for s, a in zip(self.param_slots, args):
-            env[s] = a
-        for step in self.steps:
-            step(env)
-        return env[self.root_slot]
-
-
-def _coerce(value, shape):
-    """An evaluator result as this backend's value: contiguous arrays, lists for tuples."""
-    if shape.is_tuple:
-        return [_coerce(v, s) for v, s in zip(value, shape.tuple_shapes)]
-    # np.asarray(order="C"), not np.ascontiguousarray, which turns rank-0 arrays into (1,).
-    return np.asarray(np.asarray(value, dtype=shape.dtype).reshape(shape.dims), order="C")
-
-
-class _Compiler:
-    """Compiles the computations of one HLO module into programs sharing one LLVM module."""
+    kernel_opcodes = _KERNEL_OPCODES
 
     def __init__(self, module, debug: int, replay: dict | None = None):
-        self.module = module
+        super().__init__(module)
         self.debug = debug
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
-        self.programs: dict[int, _Program] = {}
         self.replay = replay
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
         self._texts: dict[str, str] = {}
-        self.ba = getattr(module, "buffer_assignment", None)
+        self.ba = module.buffer_assignment
         self.pool_sizes: dict[int, int] = {}
         self.users: dict[int, list] = {}
         for i in module.entry.instructions:
@@ -257,7 +228,35 @@ class _Compiler:
                 env[out_slot] = outs
         return step
 
-    def _compile_fused(self, prog, comp, operands, instr, label) -> bool:
+    def why_not_kernel(self, comp: Computation) -> str:
+        return unsupported_reason(comp) or "not supported"
+
+    def view_step(self, prog, instr, ops, s) -> bool:
+        """Row-major reshapes and bitcasts are NumPy views."""
+        if not (_row_major(instr.shape) and _row_major(instr.operands[0].shape)
+                and not instr.shape.is_tuple):
+            return False
+        dims, src = instr.shape.dims, ops[0]
+        prog.steps.append(lambda env: env.__setitem__(s, env[src].reshape(dims)))
+        return True
+
+    def library_step(self, prog, instr, ops, s) -> bool:
+        """dot through BLAS gemm; convolution as im2col + gemm (library.py)."""
+        if instr.opcode == "dot":
+            prog.kernel_count += 1
+            prog.notes.append(f"{instr.name}: dot via BLAS gemm")
+            prog.steps.append(dot_step(instr, ops, s))
+            return True
+        if instr.opcode == "convolution":
+            step = conv_step(instr, ops, s)
+            if step is not None:
+                prog.kernel_count += 1
+                prog.notes.append(f"{instr.name}: convolution via im2col + BLAS gemm")
+                prog.steps.append(step)
+                return True
+        return False
+
+    def fused_kernel(self, prog, comp, operands, instr, label) -> bool:
         """Add kernel steps for fused computation `comp`; False if it cannot be generated."""
         if unsupported_reason(comp) is not None:
             return False
@@ -309,101 +308,6 @@ class _Compiler:
             out.append((buf.slot, ba.slots[buf.slot].size) if ok else None)
         return out if any(out) else None
 
-    # ------------------------------------------------------------------ programs
-    def program(self, comp: Computation) -> _Program:
-        cached = self.programs.get(id(comp))
-        if cached is not None:
-            return cached
-        prog = _Program(comp)
-        self.programs[id(comp)] = prog
-        for instr in comp.instructions:
-            self._instruction(prog, instr)
-        return prog
-
-    def _instruction(self, prog: _Program, instr: Instruction) -> None:
-        op = instr.opcode
-        s = prog.slot[id(instr)]
-        ops = [prog.slot[id(o)] for o in instr.operands]
-        if op == "parameter":
-            return
-        if op == "constant":
-            prog.template[s] = _coerce(instr.literal, instr.shape)
-            return
-        if op == "tuple":
-            def tuple_step(env):
-                env[s] = [env[o] for o in ops]
-            if instr is prog.comp.root:
-                prog.root_operand_slots = ops
-                tuple_step.root_tuple = True
-            prog.steps.append(tuple_step)
-            return
-        if op == "get-tuple-element":
-            index, src = instr.attrs["index"], ops[0]
-            prog.steps.append(lambda env: env.__setitem__(s, env[src][index]))
-            return
-        if op in ("reshape", "bitcast") and _row_major(instr.shape) and _row_major(
-                instr.operands[0].shape) and not instr.shape.is_tuple:
-            dims, src = instr.shape.dims, ops[0]
-            prog.steps.append(lambda env: env.__setitem__(s, env[src].reshape(dims)))
-            return
-        if op in ("after-all", "optimization-barrier", "copy-start", "copy-done"):
-            src = ops[0] if ops else None
-            prog.steps.append(lambda env: env.__setitem__(s, env[src] if src is not None
-                                                          else None))
-            return
-        if op == "fusion":
-            comp = instr.called["calls"]
-            if self._compile_fused(prog, comp, instr.operands, instr,
-                                   f"fusion {instr.name}"):
-                return
-            sub = self.program(comp)
-            prog.kernel_count += sub.kernel_count
-            prog.notes.append(f"{instr.name}: fusion run as a program "
-                              f"({unsupported_reason(comp)})")
-            prog.steps.append(self._call_step(sub, ops, s))
-            return
-        if op in _KERNEL_OPCODES:
-            comp, operands = wrap_instruction(instr)
-            if self._compile_fused(prog, comp, operands, instr, f"{op} {instr.name}"):
-                return
-        if op == "dot":
-            from minijax.backends.cpu_library import dot_step
-            prog.kernel_count += 1
-            prog.notes.append(f"{instr.name}: dot via BLAS gemm")
-            prog.steps.append(dot_step(instr, ops, s))
-            return
-        if op == "convolution":
-            from minijax.backends.cpu_library import conv_step
-            step = conv_step(instr, ops, s)
-            if step is not None:
-                prog.kernel_count += 1
-                prog.notes.append(f"{instr.name}: convolution via im2col + BLAS gemm")
-                prog.steps.append(step)
-                return
-        if op in ("while", "conditional", "call"):
-            from minijax.backends.cpu_library import control_step
-            prog.steps.append(control_step(self, instr, ops, s))
-            prog.notes.append(f"{instr.name}: {op} (nested programs)")
-            return
-        prog.kernel_count += 1
-        prog.notes.append(f"{instr.name}: EVALUATOR THUNK ({op})")
-        prog.steps.append(self._evaluator_step(instr, ops, s))
-
-    @staticmethod
-    def _call_step(sub: _Program, ops, s):
-        def step(env):
-            env[s] = sub.run([env[o] for o in ops])
-        return step
-
-    @staticmethod
-    def _evaluator_step(instr, ops, s):
-        from minijax.compiler.evaluator import evaluate_instruction
-        shape = instr.shape
-
-        def step(env):
-            env[s] = _coerce(evaluate_instruction(instr, [env[o] for o in ops]), shape)
-        return step
-
     # ------------------------------------------------------------------ JIT
     def plan(self) -> dict:
         """What a later process needs to rebuild this program without emitting IR."""
@@ -446,7 +350,7 @@ class _Compiler:
 class CpuExecutable(Executable):
     """A compiled module: thunks over per-call numpy buffers."""
 
-    def __init__(self, module, program: _Program, ir_text: str, compiler: _Compiler):
+    def __init__(self, module, program: Program, ir_text: str, compiler: _Compiler):
         self.module = module
         self.program = program
         self._ir_text = ir_text
@@ -546,7 +450,7 @@ class CpuBackend(Backend):
             # A warm disk cache skips IR emission too: the plan lists the kernels' specs
             # and the object file holding them. It is keyed on the persistent cache's
             # digest of this exact module when there is one (printing it costs more).
-            digest = getattr(module, "cache_digest", None)
+            digest = module.cache_digest
             if digest is None:
                 from minijax.compiler.hlo.printer import module_to_text
                 digest = module_to_text(module)

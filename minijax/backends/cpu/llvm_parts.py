@@ -4,7 +4,7 @@ A kernel's loop-nest function (its "hot" body) and its constant globals refer on
 other and to declarations (intrinsics, libm), so the hot definitions fall into connected
 groups, and a set of groups plus every declaration is a valid LLVM module by itself. The
 entry points that call the bodies (ctypes, PyObject and fastcall wrappers: a few loads and
-a call) go into one more "cold" part, which declares the bodies it calls. cpu_runtime
+a call) go into one more "cold" part, which declares the bodies it calls. runtime.py
 compiles the hot parts at -O3 on several threads and the cold part without optimization
 (at -O3 the wrappers took a quarter of the MLP step's LLVM time), and links the object
 files into one library.

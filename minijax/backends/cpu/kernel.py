@@ -7,7 +7,7 @@ import ctypes
 
 import numpy as np
 
-from minijax.backends.thread_pool import get_pool
+from minijax.backends.cpu.thread_pool import get_pool
 from minijax.compiler.codegen.loops import FULL_CHUNKS, SLOT_BYTES
 
 #: Kernels whose elements-times-work is at least this run on several threads.

@@ -1,15 +1,15 @@
-"""CPU backend steps that are not generated kernels: dot via BLAS, control flow."""
+"""CPU backend steps that are not generated kernels: dot via BLAS gemm, convolution as
+im2col + gemm (control flow is the shared planner's, backends/planner.py)."""
 
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 
 def dot_step(instr, ops, s):
-    """dot_general as one BLAS gemm per batch element (cpu_blas.py) reading the operands as
+    """dot_general as one BLAS gemm per batch element (cpu/blas.py) reading the operands as
     stored, or else np.matmul on [batch, M, K] x [batch, K, N] into a preallocated output."""
     step = _gemm_step(instr, ops, s)
     if step is not None:
@@ -56,7 +56,7 @@ def dot_step(instr, ops, s):
 def _gemm_step(instr, ops, s):
     """The dot as a direct gemm call, or None (no BLAS found, an integer or mixed dtype, or
     operands that are not one matrix product as stored)."""
-    from minijax.backends import cpu_blas
+    from minijax.backends.cpu import blas as cpu_blas
     dtype = instr.shape.dtype
     if (dtype not in (np.float32, np.float64) or any(
             o.shape.dtype != dtype for o in instr.operands)):
@@ -79,155 +79,6 @@ def _gemm_step(instr, ops, s):
         call(env[l_src], env[r_src], out)
         env[s] = out
     return step
-
-
-def _unpacked(prog, returns_tuple: bool):
-    """A program over a tuple parameter with its `get-tuple-element(param, i)` steps (and,
-    if `returns_tuple`, its root tuple step) taken out: (template, param slot, [(slot, i)]
-    to seed from the tuple, remaining steps, root slots or root slot), or None when the
-    program does not have that shape."""
-    comp = prog.comp
-    params = comp.parameters
-    if len(params) != 1 or not params[0].shape.is_tuple:
-        return None
-    param = params[0]
-    instrs = [i for i in comp.instructions if i.opcode not in ("parameter", "constant")]
-    if len(instrs) != len(prog.steps):
-        return None  # steps are not one per instruction: leave the program as it is
-    seeds, steps = [], []
-    for instr, step in zip(instrs, prog.steps):
-        if instr.opcode == "get-tuple-element" and instr.operands[0] is param:
-            seeds.append((prog.slot[id(instr)], instr.attrs["index"]))
-        elif not (returns_tuple and instr is comp.root):
-            steps.append(step)
-    if returns_tuple:
-        root = comp.root
-        if root.opcode != "tuple" or root.shape != param.shape:
-            return None
-        out = [prog.slot[id(o)] for o in root.operands]
-    else:
-        out = prog.root_slot
-    return prog.template, prog.slot[id(param)], seeds, steps, out
-
-
-_INT_COMPARES = {"LT": operator.lt, "LE": operator.le, "GT": operator.gt,
-                  "GE": operator.ge, "EQ": operator.eq, "NE": operator.ne}
-_SWAPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
-
-
-def _counter_test(comp):
-    """(i, test, limit) when condition `comp` is `compare(get-tuple-element(param, i),
-    integer constant)` (either order, possibly as a one-instruction fusion): the loop then
-    tests `test(int(state[i]), limit)` in Python instead of running a kernel."""
-    root, operands = comp.root, None
-    if root.opcode == "fusion":
-        inner = root.called["calls"]
-        if len(inner.instructions) != 3 or len(root.operands) != 1:
-            return None
-        operands = root.operands
-        root = inner.root
-    if root.opcode != "compare" or root.shape.rank != 0:
-        return None
-    a, b = root.operands
-    direction = root.attrs.get("direction", "EQ")
-    if a.opcode == "constant":
-        a, b, direction = b, a, _SWAPPED.get(direction)
-    if operands is not None and a.opcode == "parameter":
-        a = operands[a.parameter_number]
-    if (b.opcode != "constant" or a.opcode != "get-tuple-element"
-            or a.operands[0] is not comp.parameters[0] or direction not in _INT_COMPARES
-            or a.shape.rank != 0 or b.shape.rank != 0
-            or not np.issubdtype(a.shape.dtype, np.integer) or b.shape.dtype != a.shape.dtype):
-        return None
-    return a.attrs["index"], _INT_COMPARES[direction], int(np.asarray(b.literal))
-
-
-def _run_unpacked(unpacked, state):
-    """Run one computation unpacked by `_unpacked` on the tuple `state`; its slots."""
-    template, param, seeds, steps, _ = unpacked
-    e = template.copy()
-    e[param] = state
-    for slot, i in seeds:
-        e[slot] = state[i]
-    for step in steps:
-        step(e)
-    return e
-
-
-def _tuple_loop(cond, body, src, s):
-    """A while loop over a tuple state with the per-iteration work cut to the kernels: the
-    state's elements go straight into the slots of the get-tuple-elements that read them,
-    and the next state is read from the body's root tuple operands (no tuple is built)."""
-    c = _unpacked(cond, False)
-    b = _unpacked(body, True)
-    if c is None or b is None:
-        return None
-    c_root, b_out = c[4], b[4]
-    counter = _counter_test(cond.comp)
-    if counter is not None:
-        index, test, limit = counter
-
-        def counted(env):
-            state = env[src]
-            while test(int(state[index]), limit):
-                e = _run_unpacked(b, state)
-                state = [e[k] for k in b_out]
-            env[s] = state
-        return counted
-
-    def while_(env):
-        state = env[src]
-        while True:
-            if not _run_unpacked(c, state)[c_root]:
-                break
-            e = _run_unpacked(b, state)
-            state = [e[k] for k in b_out]
-        env[s] = state
-    return while_
-
-
-def control_step(compiler, instr, ops, s):
-    """while / conditional / call over nested programs of the called computations."""
-    op = instr.opcode
-    if op == "call":
-        body = compiler.program(instr.called["to_apply"])
-
-        def call(env):
-            env[s] = body.run([env[o] for o in ops])
-        return call
-    if op == "while":
-        cond = compiler.program(instr.called["condition"])
-        body = compiler.program(instr.called["body"])
-        src = ops[0]
-        fast = _tuple_loop(cond, body, src, s)
-        if fast is not None:
-            return fast
-
-        def while_(env):
-            state = env[src]
-            while bool(cond.run([state])):
-                state = body.run([state])
-            env[s] = state
-        return while_
-    if "branch_computations" in instr.called:
-        branches = [compiler.program(c) for c in instr.called["branch_computations"]]
-        pred = False
-    else:
-        branches = [compiler.program(instr.called["true_computation"]),
-                    compiler.program(instr.called["false_computation"])]
-        pred = True
-    sel, args = ops[0], ops[1:]
-    last = len(branches) - 1
-
-    def conditional(env):
-        v = env[sel]
-        if pred:
-            k = 0 if bool(v) else 1
-        else:
-            k = int(v)
-            k = last if k < 0 or k > last else k
-        env[s] = branches[k].run([env[args[k]]])
-    return conditional
 
 
 def _conv_labels(labels: str, nsp: int):
@@ -267,7 +118,7 @@ def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms):
     a = cols.reshape(rows, inner)
     wm = np.ascontiguousarray(w).reshape(inner, o)
     res = out if out is not None else np.empty((b, *osp, o), x.dtype)
-    from minijax.backends import cpu_blas
+    from minijax.backends.cpu import blas as cpu_blas
     blas = cpu_blas.find_blas()
     if blas is None:
         np.matmul(a, wm, out=res.reshape(rows, o))
