@@ -163,6 +163,8 @@ def test_jit_eager_and_transfers_on_the_emulated_gpu(gpu):
     x = np.linspace(-2, 2, 60, dtype=np.float32).reshape(6, 10)
     a = minijax.device_put(x, gpu)
     assert repr(a.device) == "CudaDevice(id=0)" and a.device.platform == "gpu"
+    scalar = minijax.device_put(np.float32(3), gpu)       # rank 0 stays rank 0
+    assert scalar.shape == () and float(scalar) == 3.0
 
     @minijax.jit
     def f(v):
@@ -206,3 +208,28 @@ def test_intermediates_go_back_to_the_allocator(gpu):
     live = rt.allocator.stats["bytes_in_use"]
     del y
     assert rt.allocator.stats["bytes_in_use"] < live
+
+
+def test_while_and_cond_run_as_device_programs(gpu):
+    """Loops and branches run their bodies as device steps; only the predicate (one scalar
+    per iteration) is read on the host."""
+    def f(x, n):
+        def body(i, v):
+            return jnp.where(v > 1.0, v * 0.5, v + 1.0)
+        y = minijax.lax.fori_loop(0, n, body, x)
+        return minijax.lax.cond(n > 3, lambda v: v.sum(), lambda v: v.max(), y)
+
+    x = np.linspace(0, 3, 10, dtype=np.float32)
+    module = optimize(minijax.jit(f).lower(x, np.int32(5)).module, CompileOptions())
+    text = get_backend("gpuemu").compile(module).as_text()
+    assert "while (nested programs)" in text and "HOST" not in text
+    ref = x.copy()
+    for _ in range(5):
+        ref = np.where(ref > 1.0, ref * 0.5, ref + 1.0)
+    got = minijax.jit(f)(minijax.device_put(x, gpu), minijax.device_put(np.int32(5), gpu))
+    np.testing.assert_allclose(np.asarray(got), ref.sum(), rtol=1e-6)
+    got2 = minijax.jit(f)(minijax.device_put(x, gpu), minijax.device_put(np.int32(2), gpu))
+    ref2 = x.copy()
+    for _ in range(2):
+        ref2 = np.where(ref2 > 1.0, ref2 * 0.5, ref2 + 1.0)
+    np.testing.assert_allclose(np.asarray(got2), ref2.max(), rtol=1e-6)

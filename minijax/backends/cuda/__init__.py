@@ -26,13 +26,12 @@ NO_GPU = "no CUDA driver/GPU"
 
 class CudaBuffer(Buffer):
     """One array in GPU memory: a DeviceBuffer of the device's runtime (freed to the
-    caching allocator when this object goes away or on `delete()`)."""
+    caching allocator when no array uses it any more, or on `delete()`)."""
 
     __slots__ = ("dbuf", "runtime")
 
     def __init__(self, device: Device, shape, dtype, dbuf, runtime):
         super().__init__(device, shape, dtype)
-        dbuf.owned = False          # this object frees it, not a program
         self.dbuf, self.runtime = dbuf, runtime
 
     def to_host(self) -> np.ndarray:
@@ -51,13 +50,6 @@ class CudaBuffer(Buffer):
 
     def is_deleted(self) -> bool:
         return self.dbuf is None
-
-    def __del__(self):
-        try:
-            if self.dbuf is not None:
-                self.dbuf.release()
-        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to free
-            pass
 
 
 class CudaBackend(Backend):
@@ -111,7 +103,7 @@ class CudaBackend(Backend):
     def buffer_from_host(self, value: np.ndarray, device: Device) -> CudaBuffer:
         """Copy a host array to the GPU (through the pinned staging buffer)."""
         rt = self.runtime()
-        value = np.ascontiguousarray(value)
+        value = np.asarray(value, order="C")
         return CudaBuffer(device, value.shape, value.dtype, rt.upload(value, "device_put"), rt)
 
     def buffer_to_host(self, buffer: CudaBuffer) -> np.ndarray:

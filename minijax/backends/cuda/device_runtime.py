@@ -15,27 +15,31 @@ from minijax.backends.cuda.allocator import Block, CachingAllocator
 
 
 class DeviceBuffer:
-    """Device memory holding one array (or scratch): address, bytes, reference count.
+    """Device memory holding one array (or scratch): address and bytes, plus the array's
+    `dims`/`dtype` where a program set them. The memory goes back to the runtime's caching
+    allocator when the last reference to this object goes, or on `release()`."""
 
-    `owned` buffers go back to the allocator when their last reference is dropped;
-    parameters' and constants' buffers are not owned by the program that reads them."""
+    __slots__ = ("runtime", "block", "nbytes", "dims", "dtype")
 
-    __slots__ = ("runtime", "block", "nbytes", "refs", "owned")
-
-    def __init__(self, runtime, block: Block, nbytes: int, owned: bool = True):
+    def __init__(self, runtime, block: Block, nbytes: int):
         self.runtime, self.block, self.nbytes = runtime, block, nbytes
-        self.refs = 0
-        self.owned = owned
+        self.dims, self.dtype = None, None
 
     @property
     def ptr(self) -> int:
         return self.block.ptr
 
     def release(self) -> None:
-        """Give the memory back to the runtime's caching allocator."""
-        if self.block is not None:
-            self.runtime.allocator.free(self.block)
-            self.block = None
+        """Give the memory back to the caching allocator now."""
+        block, self.block = self.block, None
+        if block is not None:
+            self.runtime.allocator.free(block)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to free
+            pass
 
     def __repr__(self) -> str:
         return f"DeviceBuffer(0x{self.ptr:x}, {self.nbytes} bytes)" if self.block else \

@@ -95,7 +95,7 @@ class CudaRuntime(DeviceRuntime):
         return np.frombuffer(raw, np.uint8, nbytes)
 
     def upload(self, array: np.ndarray, label: str = "") -> DeviceBuffer:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         buf = self.allocate(array.nbytes, label)
         if array.nbytes:
             cu = driver()

@@ -62,7 +62,7 @@ class EmulatedRuntime(DeviceRuntime):
         return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
 
     def upload(self, array: np.ndarray, label: str = "") -> DeviceBuffer:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         buf = self.allocate(array.nbytes, label)
         if array.nbytes:
             self.view(buf, array.shape, array.dtype)[...] = array

@@ -1,18 +1,22 @@
-"""A compiled HLO module on a GPU: device buffers and a list of steps over them.
+"""A compiled HLO module on a GPU: the shared program planner (backends/planner.py) with
+device buffers and the GPU's hooks.
 
-`GpuExecutable(module, runtime)` plans the entry computation once:
+`GpuExecutable(module, runtime)` plans every computation of the module once:
 - fusions and unfused elementwise/indexing/reduce instructions become generated kernels
   (compiler/codegen/gpu), all in one LLVM module per HLO module, loaded once (PTX/cubin
   cached per architecture, see driver_runtime.py);
 - dot in the canonical [B, M, K] x [B, K, N] form (passes/dot_canonicalization.py) runs as
   a GEMM (cuBLAS on a GPU), reading transposed operands through trans flags;
 - row-major reshapes/bitcasts and tuples alias their operands' buffers (no copy);
+- while / conditional / call run as nested programs of device steps; the loop predicate or
+  branch index is the only value copied to the host (one scalar per iteration);
 - everything else runs on the host evaluator: its operands are copied to the host and the
-  result back (`as_text()` marks each such HOST step; sort, gather, scatter, while, ...
-  have no device kernels yet).
-Buffers are reference counted: an intermediate goes back to the caching allocator right
-after its last reader. `execute` takes and returns numpy arrays (uploading and downloading
-them); `execute_buffers` takes and returns device buffers.
+  result back (`as_text()` marks each such HOST step; sort, gather, scatter, convolution,
+  ... have no device kernels yet).
+Buffers are DeviceBuffers, freed to the caching allocator when the last reference goes;
+the entry program drops each intermediate right after its last reader, so peak memory
+follows liveness. Kernels are queued on the device's stream (scratch and intermediates can
+be reused by later launches in stream order); only host steps and downloads wait.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 
 from minijax.backends.base import Executable
 from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, GemmSpec
+from minijax.backends.planner import Program, ProgramPlanner
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel
@@ -33,9 +38,7 @@ from minijax.compiler.codegen.target import NVPTX_TARGET
 from minijax.compiler.evaluator import evaluate_instruction, flatten_value
 from minijax.compiler.hlo.ir import Computation, Instruction
 
-_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
-_ALIAS = {"reshape", "bitcast"}
-_NO_OP = {"after-all", "optimization-barrier"}
+_KERNEL_OPCODES = frozenset((ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 
 
 def _row_major(shape) -> bool:
@@ -82,224 +85,235 @@ def _gemm_spec(instr: Instruction) -> GemmSpec | None:
     return GemmSpec(batch, m, n, k, trans_a, trans_b, et, instr.shape.element_type)
 
 
+def _label(instr) -> str:
+    meta = instr.metadata
+    where = ""
+    if meta.get("source_file"):
+        where = f" at {os.path.basename(str(meta['source_file']))}:{meta.get('source_line')}"
+    return f"{instr.name} {instr.shape.element_type}{list(instr.shape.dims)}{where}"
+
+
+class _GpuPlanner(ProgramPlanner):
+    """The planner's hooks for a device runtime (see the module docstring)."""
+
+    kernel_opcodes = _KERNEL_OPCODES
+
+    def __init__(self, module, runtime: DeviceRuntime, debug: int):
+        super().__init__(module)
+        self.runtime, self.debug = runtime, debug
+        self.ir = nvvm.new_module(module.name)
+        self.kernels: list = []
+        self.loaded = None
+        self.constant_ids: set[int] = set()
+        self.owners: dict[int, list] = {}     # id(program) -> the instruction of each step
+
+    # ------------------------------------------------------------------ buffers
+    def upload(self, array: np.ndarray, label: str) -> DeviceBuffer:
+        buf = self.runtime.upload(np.asarray(array, order="C"), label)
+        buf.dims, buf.dtype = array.shape, array.dtype
+        return buf
+
+    def allocate(self, shape, label: str) -> DeviceBuffer:
+        buf = self.runtime.allocate(shape.nbytes, label)
+        buf.dims, buf.dtype = shape.dims, shape.dtype
+        return buf
+
+    def to_host(self, value, shape):
+        if shape.is_tuple:
+            return tuple(self.to_host(v, s) for v, s in zip(value, shape.tuple_shapes))
+        return self.runtime.download(value, shape.dims, shape.dtype)
+
+    def read_scalar(self, value):
+        return self.runtime.download(value, (), value.dtype)[()]
+
+    # ------------------------------------------------------------------ hooks
+    def constant(self, instr: Instruction):
+        value = np.asarray(instr.literal, dtype=instr.shape.dtype).reshape(instr.shape.dims)
+        buf = self.upload(value, f"constant {instr.name}")
+        self.constant_ids.add(id(buf))
+        return buf
+
+    def view_step(self, prog: Program, instr: Instruction, ops: list, s: int) -> bool:
+        if instr.shape.is_tuple or not (_row_major(instr.shape)
+                                         and _row_major(instr.operands[0].shape)):
+            return False
+        src = ops[0]
+        prog.steps.append(lambda env: env.__setitem__(s, env[src]))
+        return True
+
+    def why_not_kernel(self, comp: Computation) -> str:
+        return gpu_unsupported_reason(comp) or "not supported by the GPU backend"
+
+    def fused_kernel(self, prog, comp, operands, instr, label) -> bool:
+        if gpu_unsupported_reason(comp) is not None:
+            return False
+        parts = split_roots(comp) or [comp]
+        kernels = []
+        base = f"k{len(self.kernels)}_{instr.name}".replace("-", "_").replace(".", "_")
+        for n, part in enumerate(parts):
+            kernel = emit_gpu_kernel(self.ir, base if len(parts) == 1 else f"{base}_{n}", part)
+            self.kernels.append(kernel)
+            kernels.append(kernel)
+        prog.kernel_count += sum(len(k.launches) for k in kernels)
+        prog.notes.append(f"{instr.name}: " + ", ".join(
+            f"{k.name} ({k.mode}: " + ", ".join(f"<<<{la.grid}, {la.block}>>>"
+                                                 for la in k.launches) + ")" for k in kernels))
+        in_slots = [prog.slot[id(o)] for o in operands]
+        s = prog.slot[id(instr)]
+        tuple_out = instr.shape.is_tuple
+
+        def step(env):
+            outs = self.run_kernels(kernels, [env[k] for k in in_slots], instr)
+            env[s] = outs if tuple_out else outs[0]
+        prog.steps.append(step)
+        return True
+
+    def library_step(self, prog, instr, ops, s) -> bool:
+        if instr.opcode != "dot":
+            return False
+        spec = _gemm_spec(instr)
+        if spec is None:
+            return False
+        prog.kernel_count += 1
+        prog.notes.append(f"{instr.name}: dot as a GEMM {spec}")
+        a, b = ops
+
+        def step(env):
+            out = self.allocate(instr.shape, _label(instr))
+            if not self.runtime.gemm(spec, env[a], env[b], out):
+                out = self.host(instr, [env[a], env[b]])
+            env[s] = out
+        prog.steps.append(step)
+        return True
+
+    def fallback_step(self, prog, instr, ops, s) -> None:
+        prog.kernel_count += 1
+        why = ""
+        if instr.opcode in _KERNEL_OPCODES:
+            why = f": {gpu_unsupported_reason(wrap_instruction(instr)[0])}"
+        prog.notes.append(f"{instr.name}: HOST evaluator ({instr.opcode}{why})")
+        prog.steps.append(lambda env: env.__setitem__(s, self.host(instr, [env[o] for o in
+                                                                          ops])))
+
+    def _instruction(self, prog: Program, instr: Instruction) -> None:
+        before = len(prog.steps)
+        super()._instruction(prog, instr)
+        self.owners.setdefault(id(prog), []).extend([instr] * (len(prog.steps) - before))
+
+    # ------------------------------------------------------------------ running
+    def run_kernels(self, kernels, inputs, instr) -> list:
+        in_ptrs = [b.ptr for b in inputs]
+        outs = []
+        t0 = time.perf_counter() if self.debug >= 2 else 0.0
+        for kernel in kernels:
+            bufs = [self.allocate(s, _label(instr)) for s in kernel.output_shapes]
+            scratch = self.runtime.allocate(kernel.scratch_bytes, "reduction partials") \
+                if kernel.scratch_bytes else None
+            ptrs = in_ptrs + [b.ptr for b in bufs] + [scratch.ptr if scratch else 0]
+            if all(s.size for s in kernel.output_shapes):
+                for launch in kernel.launches:
+                    self.loaded.launch(launch.function, launch.grid, launch.block, ptrs)
+            outs += bufs
+        if self.debug >= 2:
+            self.runtime.synchronize()
+            dt = time.perf_counter() - t0
+            nbytes = sum(b.nbytes for b in inputs) + sum(b.nbytes for b in outs)
+            print(f"[minijax] {instr.name}: {dt * 1e6:.1f} us, "
+                  f"{nbytes / max(dt, 1e-9) / 1e9:.1f} GB/s", file=sys.stderr)
+        return outs
+
+    def host(self, instr, operands):
+        host_ops = [self.to_host(v, op.shape) for v, op in zip(operands, instr.operands)]
+        leaves = flatten_value(evaluate_instruction(instr, host_ops))
+        bufs = [self.upload(np.asarray(v, dtype=s.dtype).reshape(s.dims), _label(instr))
+                for v, s in zip(leaves, instr.shape.flat())]
+        if not instr.shape.is_tuple:
+            return bufs[0]
+        it = iter(bufs)
+
+        def build(s):
+            return [build(t) for t in s.tuple_shapes] if s.is_tuple else next(it)
+        return build(instr.shape)
+
+    def free_after_last_use(self, prog: Program) -> None:
+        """Make `prog` drop each intermediate right after its last reader's step."""
+        comp = prog.comp
+        position = {id(i): k for k, i in enumerate(comp.instructions)}
+        last: dict[int, int] = {}
+        for k, instr in enumerate(comp.instructions):
+            for op in instr.operands:
+                last[id(op)] = k
+        dead: dict[int, list[int]] = {}
+        for instr in comp.instructions:
+            if instr is not comp.root and instr.opcode != "parameter":
+                k = last.get(id(instr), position[id(instr)])
+                dead.setdefault(k, []).append(prog.slot[id(instr)])
+        owners = self.owners.get(id(prog), [])
+        if len(owners) != len(prog.steps):
+            return
+        steps = []
+        for n, (step, owner) in enumerate(zip(prog.steps, owners)):
+            is_last = n + 1 == len(owners) or owners[n + 1] is not owner
+            slots = dead.get(position[id(owner)], []) if is_last else []
+            steps.append(_clearing(step, slots) if slots else step)
+        prog.steps[:] = steps
+
+
+def _clearing(step, slots):
+    def run(env):
+        step(env)
+        for d in slots:
+            env[d] = None
+    return run
+
+
 class GpuExecutable(Executable):
-    """The steps of one HLO module's entry computation on one device runtime."""
+    """One HLO module planned for a device runtime (see the module docstring)."""
 
     def __init__(self, module, runtime: DeviceRuntime, debug: int = 0, device=None,
                  buffer_type=None):
-        self.module, self.runtime, self.debug = module, runtime, debug
+        self.module, self.runtime = module, runtime
         self.device, self.buffer_type = device, buffer_type
         self.comp = module.entry
-        self.ir = nvvm.new_module(module.name)
-        self.kernels: list = []
-        self.notes: list[str] = []
-        self.steps: list = []
-        self.constants: dict[int, object] = {}
-        self.slot = {id(i): k for k, i in enumerate(self.comp.instructions)}
-        self.kernel_count = 0
-        self._plan()
-        self.ir_text = str(self.ir)
+        self.planner = _GpuPlanner(module, runtime, debug)
+        self.program = self.planner.program(module.entry)
+        self.planner.free_after_last_use(self.program)
+        self.kernels = self.planner.kernels
+        self.kernel_count = self.program.kernel_count
+        self.ir_text = str(self.planner.ir)
         names = [launch.function for k in self.kernels for launch in k.launches]
-        self.loaded = runtime.load_kernels(self.ir_text, names) if names else None
+        if names:
+            self.planner.loaded = runtime.load_kernels(self.ir_text, names)
 
-    # ------------------------------------------------------------------ planning
-    def _plan(self) -> None:
-        comp = self.comp
-        last_use: dict[int, int] = {}
-        for k, instr in enumerate(comp.instructions):
-            for op in instr.operands:
-                last_use[id(op)] = k
-        self.dies_after: list[list[int]] = [[] for _ in comp.instructions]
-        for k, instr in enumerate(comp.instructions):
-            if instr is comp.root or instr.opcode == "parameter":
-                continue
-            self.dies_after[last_use.get(id(instr), k)].append(k)
-        for k, instr in enumerate(comp.instructions):
-            self.steps.append(self._step(instr, k))
+    @property
+    def notes(self) -> list[str]:
+        """Per instruction of every planned computation: what it runs as."""
+        return [n for prog in self.planner.programs.values() for n in prog.notes]
 
-    def _step(self, instr: Instruction, k: int):
-        op = instr.opcode
-        ops = [self.slot[id(o)] for o in instr.operands]
-        if op == "parameter":
-            return None
-        if op == "constant":
-            arr = np.ascontiguousarray(np.asarray(instr.literal, dtype=instr.shape.dtype)
-                                       .reshape(instr.shape.dims))
-            buf = self.runtime.upload(arr, f"constant {instr.name}")
-            buf.owned = False
-            self.constants[k] = buf
-            return ("value", buf)
-        if op == "tuple":
-            return ("tuple", ops)
-        if op == "get-tuple-element":
-            return ("gte", ops[0], instr.attrs["index"])
-        if op in _ALIAS and _row_major(instr.shape) and _row_major(instr.operands[0].shape):
-            return ("alias", ops[0])
-        if op in _NO_OP:
-            return ("alias", ops[0]) if ops else ("value", None)
-        if op == "fusion":
-            step = self._kernel_step(instr.called["calls"], instr.operands, instr)
-            if step is not None:
-                return step
-        elif op in _KERNEL_OPCODES:
-            comp, operands = wrap_instruction(instr)
-            step = self._kernel_step(comp, operands, instr)
-            if step is not None:
-                return step
-        if op == "dot":
-            spec = _gemm_spec(instr)
-            if spec is not None:
-                self.kernel_count += 1
-                self.notes.append(f"{instr.name}: dot as a GEMM {spec}")
-                return ("gemm", spec, ops, instr)
-        self.kernel_count += 1
-        self.notes.append(f"{instr.name}: HOST evaluator ({op})")
-        return ("host", instr, ops)
+    def execute_buffers(self, args: list[DeviceBuffer]) -> list[DeviceBuffer]:
+        """Run on device buffers (one per entry parameter); returns the flat outputs."""
+        return _leaves(self.program.run(list(args)))
 
-    def _kernel_step(self, comp, operands, instr):
-        reason = gpu_unsupported_reason(comp)
-        if reason is not None:
-            self.notes.append(f"{instr.name}: no GPU kernel ({reason})")
-            return None
-        parts = split_roots(comp) or [comp]
-        kernels = []
-        for n, part in enumerate(parts):
-            name = f"k{len(self.kernels)}_{instr.name}".replace("-", "_").replace(".", "_")
-            kernel = emit_gpu_kernel(self.ir, name if len(parts) == 1 else f"{name}_{n}", part)
-            self.kernels.append(kernel)
-            kernels.append(kernel)
-        self.kernel_count += sum(len(k.launches) for k in kernels)
-        self.notes.append(f"{instr.name}: " + ", ".join(
-            f"{k.name} ({k.mode}: " + ", ".join(f"<<<{la.grid}, {la.block}>>>"
-                                                 for la in k.launches) + ")" for k in kernels))
-        return ("kernel", kernels, [self.slot[id(o)] for o in operands], instr)
-
-    # ------------------------------------------------------------------ running
     def execute(self, args: list) -> list:
         """Run on the backend's buffers (CudaBuffer); returns new buffers of the results."""
-        outs = self.execute_buffers([a.dbuf for a in args])
-        shapes = self.comp.root.shape.flat()
-        results, seen = [], set()
-        for b, s in zip(outs, shapes):
-            if not b.owned or id(b) in seen:     # a parameter, constant or repeated output
+        dbufs = [a.dbuf for a in args]
+        taken = {id(b) for b in dbufs} | self.planner.constant_ids
+        results = []
+        for b, s in zip(self.execute_buffers(dbufs), self.comp.root.shape.flat()):
+            if id(b) in taken:       # a parameter, a constant or a repeated output: copy
                 fresh = self.runtime.allocate(b.nbytes, "output copy")
                 self.runtime.copy(fresh, b, b.nbytes)
                 b = fresh
-            seen.add(id(b))
+            taken.add(id(b))
             results.append(self.buffer_type(self.device, s.dims, s.dtype, b, self.runtime))
         return results
 
     def execute_host(self, args: list[np.ndarray]) -> list[np.ndarray]:
         """Run on host arrays (uploaded, outputs downloaded)."""
-        rt = self.runtime
-        bufs = [rt.upload(np.asarray(a), f"argument {n}") for n, a in enumerate(args)]
-        try:
-            outs = self.execute_buffers(bufs)
-            shapes = self.comp.root.shape.flat()
-            results = [rt.download(b, s.dims, s.dtype) for b, s in zip(outs, shapes)]
-        finally:
-            for b in bufs:
-                b.release()
-        for b in set(outs):
-            if b.owned:
-                b.release()
-        return results
-
-    def execute_buffers(self, args: list[DeviceBuffer]) -> list[DeviceBuffer]:
-        """Run on device buffers (one per entry parameter); returns the flat outputs.
-        Returned buffers marked `owned` belong to the caller."""
-        env: list = [None] * len(self.comp.instructions)
-        for p, buf in zip(self.comp.parameters, args):
-            buf.refs += 1
-            env[self.slot[id(p)]] = buf
-        for k, (instr, step) in enumerate(zip(self.comp.instructions, self.steps)):
-            if step is not None:
-                env[k] = self._run(step, env, instr)
-                for leaf in _leaves(env[k]):
-                    if isinstance(leaf, DeviceBuffer):
-                        leaf.refs += 1
-            for dead in self.dies_after[k]:
-                self._drop(env[dead])
-                env[dead] = None
-        root = env[self.slot[id(self.comp.root)]]
-        outs = _leaves(root)
-        for p in self.comp.parameters:
-            buf = env[self.slot[id(p)]]
-            if buf is not None:
-                buf.refs -= 1
-        for b in outs:
-            b.refs -= 1
-        return outs
-
-    @staticmethod
-    def _drop(value) -> None:
-        for leaf in _leaves(value):
-            if isinstance(leaf, DeviceBuffer):
-                leaf.refs -= 1
-                if leaf.refs <= 0 and leaf.owned:
-                    leaf.release()
-
-    def _run(self, step, env, instr):
-        kind = step[0]
-        if kind == "value":
-            return step[1]
-        if kind == "tuple":
-            return [env[s] for s in step[1]]
-        if kind == "gte":
-            return env[step[1]][step[2]]
-        if kind == "alias":
-            return env[step[1]]
-        if kind == "kernel":
-            return self._run_kernels(step[1], [env[s] for s in step[2]], instr)
-        if kind == "gemm":
-            spec, ops = step[1], step[2]
-            out = self.runtime.allocate(instr.shape.nbytes, _label(instr))
-            if self.runtime.gemm(spec, env[ops[0]], env[ops[1]], out):
-                return out
-            out.release()
-            return self._host(instr, [env[s] for s in ops])
-        return self._host(instr, [env[s] for s in step[2]])
-
-    def _run_kernels(self, kernels, inputs, instr):
-        rt = self.runtime
-        in_ptrs = [b.ptr for b in inputs]
-        outs = []
-        t0 = time.perf_counter() if self.debug >= 2 else 0.0
-        for kernel in kernels:
-            bufs = [rt.allocate(s.nbytes, _label(instr)) for s in kernel.output_shapes]
-            scratch = rt.allocate(kernel.scratch_bytes, "scratch") if kernel.scratch_bytes \
-                else None
-            ptrs = in_ptrs + [b.ptr for b in bufs] + [scratch.ptr if scratch else 0]
-            if all(s.size for s in kernel.output_shapes):
-                for launch in kernel.launches:
-                    self.loaded.launch(launch.function, launch.grid, launch.block, ptrs)
-            if scratch is not None:
-                rt.synchronize()
-                scratch.release()
-            outs += bufs
-        if self.debug >= 2:
-            rt.synchronize()
-            dt = time.perf_counter() - t0
-            nbytes = sum(b.nbytes for b in inputs) + sum(b.nbytes for b in outs)
-            print(f"[minijax] {instr.name}: {dt * 1e6:.1f} us, {nbytes / max(dt, 1e-9) / 1e9:.1f}"
-                  f" GB/s", file=sys.stderr)
-        return outs if instr.shape.is_tuple else outs[0]
-
-    def _host(self, instr, operands):
-        rt = self.runtime
-        host_ops = [self._to_host(v, op.shape) for v, op in zip(operands, instr.operands)]
-        result = evaluate_instruction(instr, host_ops)
-        leaves = flatten_value(result)
-        bufs = [rt.upload(np.ascontiguousarray(np.asarray(v, dtype=s.dtype).reshape(s.dims)),
-                          _label(instr)) for v, s in zip(leaves, instr.shape.flat())]
-        if not instr.shape.is_tuple:
-            return bufs[0]
-        return _nest(bufs, instr.shape)
-
-    def _to_host(self, value, shape):
-        if shape.is_tuple:
-            return tuple(self._to_host(v, s) for v, s in zip(value, shape.tuple_shapes))
-        return self.runtime.download(value, shape.dims, shape.dtype)
+        bufs = [self.planner.upload(np.asarray(a), f"argument {n}") for n, a in enumerate(args)]
+        outs = self.execute_buffers(bufs)
+        return [self.runtime.download(b, s.dims, s.dtype)
+                for b, s in zip(outs, self.comp.root.shape.flat())]
 
     def as_text(self) -> str:
         """The module's HLO and, per instruction, the kernels/GEMM/host step it runs as."""
@@ -315,22 +329,6 @@ class GpuExecutable(Executable):
     def host_steps(self) -> list[str]:
         """Notes of the steps that run on the host evaluator."""
         return [n for n in self.notes if "HOST" in n]
-
-
-def _nest(flat: list, shape):
-    it = iter(flat)
-
-    def build(s):
-        return [build(t) for t in s.tuple_shapes] if s.is_tuple else next(it)
-    return build(shape)
-
-
-def _label(instr) -> str:
-    meta = instr.metadata
-    where = ""
-    if meta.get("source_file"):
-        where = f" at {os.path.basename(str(meta['source_file']))}:{meta.get('source_line')}"
-    return f"{instr.name} {instr.shape.element_type}{list(instr.shape.dims)}{where}"
 
 
 __all__ = ["GpuExecutable", "gpu_unsupported_reason"]
