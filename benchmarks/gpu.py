@@ -4,8 +4,9 @@
 
 Workloads (float32 unless named): fused elementwise (GELU) and a fused full reduction
 (sum(x + y*z)) at 2^26 elements, row softmax 65536x1024, matmul 4096^3 in float32 and
-bfloat16, the MLP and CNN training steps at GPU batch sizes, and the tiny jitted call (host
-overhead). (First-call compile on the GPU is not measured here yet.) Bandwidth-bound
+bfloat16, the MLP and CNN training steps at GPU batch sizes, the tiny jitted call (host
+overhead), and the first call of the MLP step in a fresh process (compile included), then
+again from the disk cache (MINIJAX_CACHE_DIR / JAX's compilation cache). Bandwidth-bound
 rows report GB/s against a device-to-device copy measured in the same run. Every result
 is blocked on; each figure is the median after warm-up.
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -95,6 +98,42 @@ def _copy_gbps(repeat: int) -> float:
     return 2 * n / statistics.median(best) / 1e9
 
 
+_FIRST_CALL = """
+import os, sys, time
+sys.path.insert(0, {bench!r}); sys.path.insert(0, {root!r})
+import workloads as W
+if {use_jax}:
+    import jax
+    lib, lax, grad, dev = jax, jax.lax, jax.grad, jax.devices("gpu")[0]
+    jax.config.update("jax_compilation_cache_dir", os.environ["CACHE"])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+else:
+    import minijax
+    import minijax.lax as lax
+    lib, grad, dev = minijax, minijax.grad, minijax.devices("cuda")[0]
+_, traced, args = W.make_mlp(4096)
+args = [lib.device_put(a, dev) for a in args]
+t0 = time.perf_counter()
+out = lib.jit(traced(lax, grad))(*args)
+lib.block_until_ready(out)
+print(time.perf_counter() - t0)
+"""
+
+
+def _first_call(use_jax: bool) -> tuple[float, float]:
+    """Seconds of the MLP step's first call in a fresh process: cold, then from disk."""
+    script = _FIRST_CALL.format(bench=os.path.dirname(os.path.abspath(__file__)), root=ROOT,
+                                use_jax=use_jax)
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, MINIJAX_CACHE_DIR=cache, CACHE=cache)
+        times = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                                 text=True, check=True)
+            times.append(float(out.stdout.strip().splitlines()[-1]))
+    return times[0], times[1]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -140,6 +179,13 @@ def main(argv=None) -> int:
             gbps = nbytes / t_mj / 1e9
             line += f" {gbps:7.0f} {100 * gbps / copy:6.0f}%"
         print(line)
+    if not only or "compile" in only:
+        cold, warm = _first_call(False)
+        j_cold, j_warm = _first_call(True) if jax is not None else (float("nan"),) * 2
+        print(f"{'MLP step first call (fresh process)':40s} {cold * 1e3:11.1f} "
+              f"{j_cold * 1e3:9.1f} {cold / j_cold:7.2f}")
+        print(f"{'MLP step first call (disk cache)':40s} {warm * 1e3:11.1f} "
+              f"{j_warm * 1e3:9.1f} {warm / j_warm:7.2f}")
     return 0
 
 

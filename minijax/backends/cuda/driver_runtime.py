@@ -35,6 +35,7 @@ class _LoadedModule:
 
     def launch(self, name: str, grid: int, block: int, ptrs: list[int]) -> None:
         cu = driver()
+        self.runtime._bind()
         values = (ctypes.c_uint64 * len(ptrs))(*ptrs)
         params = (ctypes.c_void_p * len(ptrs))(
             *[ctypes.addressof(values) + 8 * k for k in range(len(ptrs))])
@@ -58,9 +59,10 @@ class CudaRuntime(DeviceRuntime):
         self.device = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
         self.context = check(cu.cuDevicePrimaryCtxRetain(self.device),
                              "cuDevicePrimaryCtxRetain")
+        self._tls = threading.local()
         self._bind()
-        self.stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING),
-                            "cuStreamCreate")
+        self.stream = check(cu.cuStreamCreate(
+            int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)), "cuStreamCreate")
         self.allocator = CachingAllocator(self._raw_alloc, self._raw_free, _is_oom,
                                           device=f"cuda:{ordinal} ({self.name})")
         self._staging_ptr, self._staging_size = 0, 0
@@ -68,7 +70,11 @@ class CudaRuntime(DeviceRuntime):
         self._cublas = None
 
     def _bind(self) -> None:
+        """Make the device's context current in this thread (once per thread)."""
+        if getattr(self._tls, "bound", False):
+            return
         check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self._tls.bound = True
 
     # ------------------------------------------------------------------ memory
     def _raw_alloc(self, nbytes: int) -> int:
@@ -99,6 +105,7 @@ class CudaRuntime(DeviceRuntime):
         buf = self.allocate(array.nbytes, label)
         if array.nbytes:
             cu = driver()
+            self._bind()
             with self._lock:
                 self.synchronize()           # the staging buffer may still be in flight
                 self._staged(array.nbytes)[:] = array.reshape(-1).view(np.uint8)
@@ -110,6 +117,7 @@ class CudaRuntime(DeviceRuntime):
         out = np.empty(shape, dtype)
         if out.nbytes:
             cu = driver()
+            self._bind()
             with self._lock:
                 staged = self._staged(out.nbytes)
                 check(cu.cuMemcpyDtoHAsync(self._staging_ptr, buf.ptr, out.nbytes,
@@ -120,10 +128,12 @@ class CudaRuntime(DeviceRuntime):
 
     def copy(self, dst: DeviceBuffer, src: DeviceBuffer, nbytes: int) -> None:
         """Device-to-device copy on the stream."""
+        self._bind()
         check(driver().cuMemcpyDtoDAsync(dst.ptr, src.ptr, nbytes, self.stream),
               "cuMemcpyDtoDAsync")
 
     def synchronize(self) -> None:
+        self._bind()
         check(driver().cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
     # ------------------------------------------------------------------ timing
