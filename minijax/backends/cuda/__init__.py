@@ -20,6 +20,7 @@ import numpy as np
 
 from minijax.backends.base import Backend, Buffer, Device
 from minijax.backends.cuda.driver import cuda_devices
+from minijax.config import debug_level
 
 NO_GPU = "no CUDA driver/GPU"
 
@@ -85,7 +86,7 @@ class CudaBackend(Backend):
     def compile(self, module, options=None):
         """Plan the module's entry computation as kernels, GEMMs and host steps."""
         from minijax.backends.cuda.program import GpuExecutable  # noqa: PLC0415 - llvmlite
-        debug = int(os.environ.get("MINIJAX_DEBUG", "0") or 0)
+        debug = debug_level()
         executable = GpuExecutable(module, self.runtime(), debug, self.devices()[0],
                                    CudaBuffer)
         dump_to = getattr(options, "dump_to", None) if options is not None else None

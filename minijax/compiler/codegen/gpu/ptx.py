@@ -20,6 +20,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from minijax.compiler.codegen.gpu.nvvm import DATA_LAYOUT, TRIPLE
+from minijax.config import config
 
 #: Architectures the tests assemble for (A100 and H100).
 ARCHS = ("sm_80", "sm_90")
@@ -67,14 +68,12 @@ def compile_ptx(ir_text: str, arch: str = "sm_80") -> str:
 
 
 def ptxas_path() -> str | None:
-    """The ptxas executable on PATH (or under CUDA_HOME/bin), if any."""
+    """The ptxas executable on PATH (or in /usr/local/cuda/bin), if any."""
     found = shutil.which("ptxas")
     if found:
         return found
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if home and os.path.exists(os.path.join(home, "bin", "ptxas")):
-        return os.path.join(home, "bin", "ptxas")
-    return None
+    default = "/usr/local/cuda/bin/ptxas"
+    return default if os.path.exists(default) else None
 
 
 class PtxasError(RuntimeError):
@@ -106,7 +105,7 @@ class PtxCache:
     """PTX and cubin files per architecture under `root`/gpu/<arch>/ (MINIJAX_CACHE_DIR)."""
 
     def __init__(self, root: str | None = None):
-        self.root = root if root is not None else os.environ.get("MINIJAX_CACHE_DIR")
+        self.root = root if root is not None else (config.minijax_cache_dir or None)
 
     def key(self, ir_text: str, arch: str) -> str:
         h = hashlib.sha256(ir_text.encode())
