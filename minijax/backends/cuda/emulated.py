@@ -3,7 +3,8 @@
 Memory comes from the same caching allocator as on a GPU (over numpy byte arrays), kernels
 are the very modules the CUDA runtime would turn into PTX, run by
 compiler/codegen/gpu/emulate.py with each launch's grid cut to `max_blocks` (the kernels'
-grid-stride loops cover the rest), and GEMMs run with numpy. Tests use it to check the GPU
+grid-stride loops cover the rest), and GEMMs run with numpy (float types only, like cuBLAS;
+`gemm=False` sends every dot to the generated GEMM kernel). Tests use it to check the GPU
 backend's programs end to end without a GPU.
 """
 
@@ -35,8 +36,10 @@ class EmulatedRuntime(DeviceRuntime):
 
     name = "emulated GPU"
 
-    def __init__(self, max_blocks: int | None = 3, capacity: int | None = None):
+    def __init__(self, max_blocks: int | None = 3, capacity: int | None = None,
+                 gemm: bool = True):
         self.max_blocks = max_blocks
+        self.use_gemm = gemm           # False: dots use the generated GEMM kernel
         self.capacity = capacity
         self._arrays: dict[int, np.ndarray] = {}
         self.allocator = CachingAllocator(self._raw_alloc, self._raw_free,
@@ -81,7 +84,8 @@ class EmulatedRuntime(DeviceRuntime):
         return _Module(HostKernels(ir_text), self.max_blocks)
 
     def gemm(self, spec: GemmSpec, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer) -> bool:
-        if spec.dtype not in ("f32", "f64", "f16") or spec.out_dtype != spec.dtype:
+        if not self.use_gemm or spec.dtype not in ("f32", "f64", "f16") or \
+                spec.out_dtype != spec.dtype:
             return False
         dt = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[spec.dtype]
         ashape = (spec.batch, spec.k, spec.m) if spec.trans_a else (spec.batch, spec.m, spec.k)

@@ -32,6 +32,7 @@ from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, Ge
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.gpu import nvvm
+from minijax.compiler.codegen.gpu.gemm import GEMM_TYPES, emit_gemm_kernel
 from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.target import NVPTX_TARGET
@@ -75,7 +76,7 @@ def _gemm_spec(instr: Instruction) -> GemmSpec | None:
     if not all(_row_major(s) for s in (lhs.shape, rhs.shape, instr.shape)):
         return None
     et = lhs.shape.element_type
-    if et not in ("f16", "bf16", "f32", "f64") or rhs.shape.element_type != et:
+    if et not in GEMM_TYPES + ("bf16",) or rhs.shape.element_type != et:
         return None
     trans_a, trans_b = lc[0] == nb, rc[0] == nb + 1
     ld, rd = lhs.shape.dims, rhs.shape.dims
@@ -175,12 +176,23 @@ class _GpuPlanner(ProgramPlanner):
         if spec is None:
             return False
         prog.kernel_count += 1
-        prog.notes.append(f"{instr.name}: dot as a GEMM {spec}")
+        kernel = None
+        if spec.dtype in GEMM_TYPES and spec.out_dtype == spec.dtype:
+            kernel = emit_gemm_kernel(self.ir, f"k{len(self.kernels)}_gemm", spec)
+            self.kernels.append(kernel)
+        prog.notes.append(f"{instr.name}: dot as a GEMM {spec}"
+                          + (f" (generated fallback {kernel.name})" if kernel else ""))
         a, b = ops
 
         def step(env):
             out = self.allocate(instr.shape, _label(instr))
-            if not self.runtime.gemm(spec, env[a], env[b], out):
+            if self.runtime.gemm(spec, env[a], env[b], out):
+                pass
+            elif kernel is not None:
+                launch = kernel.launches[0]
+                self.loaded.launch(launch.function, launch.grid, launch.block,
+                                   [env[a].ptr, env[b].ptr, out.ptr, 0])
+            else:
                 out = self.host(instr, [env[a], env[b]])
             env[s] = out
         prog.steps.append(step)
