@@ -75,7 +75,7 @@ def export(fun, *example_args, target: str = "x86_64-linux-gnu", path: str,
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise ValueError(f"minijax.aot.export: name {name!r} is not a C identifier")
     hoisted = [np.ascontiguousarray(h) for h in lowered.hoisted]
-    from minijax.compiler.codegen.aot_program import emit_program
+    from minijax.compiler.codegen.cpu.aot_program import emit_program
     ir_text, temp_bytes, in_shapes, out_shapes = emit_program(module, name, hoisted, _ALIGN)
     triple, default_cpu = TARGETS[target]
     obj = _compile_object(ir_text, triple, cpu or default_cpu)

@@ -8,11 +8,12 @@ from minijax import dtypes, tree_util
 from minijax.api import _check_input_dtype_revderiv, _check_output_dtype_revderiv, jvp, vjp, vmap
 from minijax.api_util import normalize_argnums
 from minijax.core import get_aval
+from minijax.dispatch import device_put
+from minijax.lax import reshape, slice_in_dim
 
 
 def _std_basis(leaves):
     """One-hot tangents for every element of the flat inputs, stacked on a new axis."""
-    from minijax.dispatch import device_put
     sizes = [int(np.prod(get_aval(x).shape, dtype=np.int64)) for x in leaves]
     total = sum(sizes)
     dtype = dtypes.result_type(*[get_aval(x).dtype for x in leaves])
@@ -70,7 +71,6 @@ def _check_input_dtype_jacfwd(holomorphic, x):
 
 
 def _split_cols(y, jcols, leaves, sizes, tree, single):
-    from minijax.lax import reshape, slice_in_dim
     out_shape = get_aval(y).shape
     parts, start = [], 0
     for x, n in zip(leaves, sizes, strict=True):
@@ -104,7 +104,6 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
             _check_output_dtype_revderiv("jacrev", holomorphic, leaf)
         basis, sizes = _std_basis(y_leaves)
         cts = vmap(lambda *b: vjp_fn(tree_util.tree_unflatten(y_tree, list(b))))(*basis)
-        from minijax.lax import reshape, slice_in_dim
         per_out = []
         start = 0
         for yl, n in zip(y_leaves, sizes, strict=True):

@@ -11,6 +11,7 @@ import numpy as np
 
 from minijax import dtypes, placement
 from minijax.core import ShapedArray
+from minijax.errors import immutability_error
 
 
 class Array:
@@ -109,10 +110,6 @@ class Array:
     def is_fully_addressable(self) -> bool:
         return True
 
-    def __array_namespace__(self, api_version=None):
-        import minijax.numpy
-        return minijax.numpy
-
     # ----- Python protocol
     def __len__(self) -> int:
         if not self.shape:
@@ -175,30 +172,3 @@ def array_repr(value: np.ndarray, weak_type: bool) -> str:
         body = np.array2string(value, separator=", ", prefix=prefix, suffix=suffix,
                                threshold=1000)
     return prefix + body + suffix
-
-
-def immutability_error(x, index) -> TypeError:
-    """The TypeError for `x[idx] = y`, showing the functional `.at[]` rewrite."""
-    idx = _index_text(index)
-    return TypeError(
-        f"'{type(x).__name__}' object does not support item assignment. minijax arrays are "
-        f"immutable (as in JAX). Instead of ``x[{idx}] = y``, use ``x = x.at[{idx}].set(y)`` "
-        "or another .at[] method (add, multiply, min, max, ...); see "
-        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
-
-
-def _index_text(index) -> str:
-    def one(i):
-        if isinstance(i, slice):
-            parts = ["" if p is None else str(p) for p in (i.start, i.stop, i.step)]
-            return ":".join(parts[:2]) + (f":{parts[2]}" if i.step is not None else "")
-        if i is Ellipsis:
-            return "..."
-        if i is None:
-            return "None"
-        if isinstance(i, (int, np.integer)):
-            return str(int(i))
-        return "idx"
-    if isinstance(index, tuple):
-        return ", ".join(one(i) for i in index)
-    return one(index)

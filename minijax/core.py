@@ -30,8 +30,11 @@ from minijax.errors import (
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
+    UnexpectedTracerError,
     concretization_message,
+    immutability_error,
 )
+from minijax.jaxpr_printer import jaxpr_to_text
 from minijax.source_info import SourceInfo
 
 # --------------------------------------------------------------------------- abstract values
@@ -159,7 +162,6 @@ class EvalTrace(Trace):
 
 
 def _escaped_tracer_error(primitive, tracer):
-    from minijax.errors import UnexpectedTracerError
     origin = getattr(tracer, "_trace", None)
     return UnexpectedTracerError(
         f"Encountered an unexpected tracer {tracer.short_repr()} in {primitive.name}. A value "
@@ -277,7 +279,6 @@ class Tracer:
                         "arguments instead.")
 
     def __setitem__(self, index, value):
-        from minijax.array import immutability_error
         raise immutability_error(self, index)
 
 
@@ -354,13 +355,11 @@ class Jaxpr:
     out_avals = property(lambda self: [v.aval for v in self.outvars])
 
     def __str__(self) -> str:
-        from minijax.jaxpr_printer import jaxpr_to_text
         return jaxpr_to_text(self)
 
     __repr__ = __str__
 
     def pretty_print(self, **kwargs) -> str:
-        from minijax.jaxpr_printer import jaxpr_to_text
         return jaxpr_to_text(self, **kwargs)
 
 

@@ -6,7 +6,8 @@
 - `custom_vjp`: bound as `custom_vjp_call`; its JVP rule runs the user's fwd (saving
   residuals) and emits a linear `custom_vjp_lin` whose transpose calls the user's bwd.
   Forward mode (jvp) through a custom_vjp function is an error, as in JAX.
-- `stop_gradient`: an identity primitive with a zero derivative.
+- `stop_gradient` (re-exported; defined in lax/stop_gradient.py): an identity primitive
+  with a zero derivative.
 
 checkpoint / remat live in ad_checkpoint.py (re-exported here).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from minijax import core, dtypes, tree_util
+from minijax import core, tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import Primitive, get_aval
 from minijax.interpreters import ad, batching
@@ -31,27 +32,7 @@ from minijax.lax.control_flow_common import (
     trace_user_fun,
     typematch,
 )
-
-# --------------------------------------------------------------------------- stop_gradient
-
-
-def stop_gradient(x):
-    """The identity on values, with zero derivative (applies to every leaf of a pytree)."""
-    def stop(leaf):
-        if dtypes.is_inexact(get_aval(leaf).dtype):
-            return stop_gradient_p.bind(leaf)
-        return leaf
-    return tree_util.tree_map(stop, x)
-
-
-stop_gradient_p = Primitive("stop_gradient")
-stop_gradient_p.def_abstract_eval(lambda x: x)
-stop_gradient_p.def_impl(lambda x: as_array(x, get_aval(x)))
-ad.defjvp_zero(stop_gradient_p)
-batching.primitive_batchers[stop_gradient_p] = \
-    lambda trace, vals, dims: (stop_gradient_p.bind(vals[0]), dims[0])
-register_lowering(stop_gradient_p, lambda ctx, x: x)
-
+from minijax.lax.stop_gradient import stop_gradient, stop_gradient_p  # noqa: F401
 
 # --------------------------------------------------------------------------- shared helpers
 

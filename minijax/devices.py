@@ -6,12 +6,12 @@ import numpy as np
 
 from minijax import tree_util
 from minijax.array import Array
+from minijax.backends import get_backend
 from minijax.dispatch import device_put as _device_put_leaf
 
 
 def devices(backend: str | None = None) -> list:
     """The devices of a backend (the default one: cuda if present, else cpu)."""
-    from minijax.backends import get_backend
     return list(get_backend(backend).devices())
 
 
@@ -20,7 +20,6 @@ local_devices = devices
 
 def default_backend() -> str:
     """The platform name of the default backend ("cpu", "cuda" or "interpreter")."""
-    from minijax.backends import get_backend
     return get_backend().platform
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 
 class JAXTypeError(TypeError):
     """Base of minijax's tracing errors (they are TypeErrors, as in JAX)."""
@@ -49,3 +51,30 @@ def concretization_message(what: str, tracer, fixes: str) -> str:
         parts.append(f"The value has shape {tuple(aval.shape)} and dtype {aval.dtype}.")
     parts.append(fixes)
     return "\n".join(parts)
+
+
+def immutability_error(x, index) -> TypeError:
+    """The TypeError for `x[idx] = y`, showing the functional `.at[]` rewrite."""
+    idx = _index_text(index)
+    return TypeError(
+        f"'{type(x).__name__}' object does not support item assignment. minijax arrays are "
+        f"immutable (as in JAX). Instead of ``x[{idx}] = y``, use ``x = x.at[{idx}].set(y)`` "
+        "or another .at[] method (add, multiply, min, max, ...); see "
+        "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+
+def _index_text(index) -> str:
+    def one(i):
+        if isinstance(i, slice):
+            parts = ["" if p is None else str(p) for p in (i.start, i.stop, i.step)]
+            return ":".join(parts[:2]) + (f":{parts[2]}" if i.step is not None else "")
+        if i is Ellipsis:
+            return "..."
+        if i is None:
+            return "None"
+        if isinstance(i, (int, np.integer)):
+            return str(int(i))
+        return "idx"
+    if isinstance(index, tuple):
+        return ", ".join(one(i) for i in index)
+    return one(index)

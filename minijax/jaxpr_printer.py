@@ -25,8 +25,7 @@ class _Namer:
         self.fresh = _var_names()
 
     def __call__(self, v) -> str:
-        from minijax.core import Literal
-        if type(v) is Literal:
+        if _is_literal(v):
             return _literal_text(v.val)
         if v not in self.names:
             self.names[v] = next(self.fresh)
@@ -48,13 +47,27 @@ def _literal_text(val) -> str:
     return f"<{arr.dtype}{list(arr.shape)}>"
 
 
+# The printer sits below core (core's Jaxpr.__str__ uses it), so it recognizes core's types
+# by their structure instead of importing them.
+def _is_literal(v) -> bool:
+    return type(v).__name__ == "Literal" and hasattr(v, "val")
+
+
+def _is_jaxpr(value) -> bool:
+    return hasattr(value, "eqns") and hasattr(value, "invars") and hasattr(value, "outvars")
+
+
+def _is_closed_jaxpr(value) -> bool:
+    return hasattr(value, "jaxpr") and hasattr(value, "consts")
+
+
 def _param_text(value, namer, indent: int, source: bool) -> str:
-    from minijax.core import ClosedJaxpr, Jaxpr
-    if isinstance(value, ClosedJaxpr):
+    if _is_closed_jaxpr(value):
         value = value.jaxpr
-    if isinstance(value, Jaxpr):
+    if _is_jaxpr(value):
         return _jaxpr_text(value, _Namer(), indent + 2, source)
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (Jaxpr, ClosedJaxpr)):
+    if isinstance(value, (list, tuple)) and value and (
+            _is_jaxpr(value[0]) or _is_closed_jaxpr(value[0])):
         inner = [_param_text(v, namer, indent, source) for v in value]
         return "(\n" + "\n".join(inner) + "\n" + " " * indent + ")"
     if isinstance(value, np.dtype):

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+import minijax.lax as lax_module
+import minijax.numpy as numpy_module
 from minijax import dtypes, tree_util
 from minijax.core import get_aval
 from minijax.lax import threefry
@@ -33,13 +35,11 @@ __all__ = [
 
 
 def _lax():
-    import minijax.lax as lax
-    return lax
+    return lax_module
 
 
 def _jnp():
-    import minijax.numpy as jnp
-    return jnp
+    return numpy_module
 
 
 # --------------------------------------------------------------------------- keys

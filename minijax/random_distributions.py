@@ -13,6 +13,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import get_aval
+from minijax.lax.vmap import vmap
 from minijax.random import (
     _check_prng_key,
     _check_shape,
@@ -297,7 +298,6 @@ def _gamma_one(data, alpha, log_space: bool):
 
 def _gamma_samples(data, a, log_space: bool):
     """Element i of a (flattened) uses key i of split(key, a.size), as JAX's random_gamma."""
-    from minijax.api import vmap
     jnp = _jnp()
     shape = a.shape
     n = math.prod(shape)

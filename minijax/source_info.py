@@ -10,9 +10,8 @@ import os
 import sys
 from dataclasses import dataclass
 
-import minijax
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(minijax.__file__)) + os.sep
+# This file sits at the top of the minijax package: its directory is the package's.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _TEST_MARKER = os.sep + "tests" + os.sep
 
 

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 
 from minijax.backends.cpu import CpuBackend, thread_pool  # noqa: E402
-from minijax.compiler.codegen.loops import FULL_REDUCE_MIN  # noqa: E402
+from minijax.compiler.codegen.cpu.loops import FULL_REDUCE_MIN  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 
 NP_TYPES = {"f32": np.float32, "f64": np.float64, "s32": np.int32, "u32": np.uint32,

@@ -48,3 +48,74 @@ def test_backends_and_compiler_never_import_the_frontend():
                 if name.startswith(frontend) or name in ("minijax.array",):
                     offenders.append(f"{path.relative_to(root)} imports {name}")
     assert offenders == []
+
+
+#: The frontend's layers, lowest first: a module may import (at module level or inside a
+#: function) only modules of its own or a lower layer. compiler/ and backends/ sit beside
+#: the leaves (the frontend uses them; they never import the frontend, tested above).
+FRONTEND_LAYERS = [
+    ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
+                "tree_util_paths", "tree_util_registry", "api_util", "compiler", "backends"]),
+    ("core", ["core"]),
+    ("arrays", ["array", "placement"]),
+    ("dispatch", ["dispatch", "eager_compiled"]),
+    ("interpreters", ["interpreters"]),
+    ("lax", ["lax"]),
+    ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
+    ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy"]),
+    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot"]),
+    ("top", ["example_libraries", "test_util", "tools", "__init__"]),
+]
+
+
+def _layer_of(module: str):
+    parts = module.split(".")
+    if parts[0] != "minijax":
+        return None
+    name = parts[1] if len(parts) > 1 else "__init__"
+    for rank, (_, names) in enumerate(FRONTEND_LAYERS):
+        if name in names:
+            return rank
+    return None
+
+
+def _imports(path):
+    import ast
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "minijax":
+                for alias in node.names:
+                    yield node.lineno, f"minijax.{alias.name}"
+            else:
+                yield node.lineno, node.module
+
+
+def test_frontend_imports_follow_the_layers():
+    """core -> arrays -> dispatch -> interpreters -> lax -> numpy/random/nn -> api: no
+    module imports a higher layer, not even inside a function (that is how the old import
+    cycle was held together)."""
+    import pathlib
+
+    import minijax
+    root = pathlib.Path(minijax.__file__).parent
+    every = {name for _, names in FRONTEND_LAYERS for name in names}
+    offenders, unlisted = [], []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        top = rel.parts[0].removesuffix(".py")
+        if top not in every:
+            unlisted.append(str(rel))
+            continue
+        if top in ("compiler", "backends"):
+            continue  # checked by test_backends_and_compiler_never_import_the_frontend
+        mine = _layer_of(f"minijax.{top}")
+        for line, target in _imports(path):
+            theirs = _layer_of(target)
+            if theirs is not None and theirs > mine:
+                offenders.append(f"{rel}:{line} ({FRONTEND_LAYERS[mine][0]}) imports "
+                                 f"{target} ({FRONTEND_LAYERS[theirs][0]})")
+    assert unlisted == [], "add these modules to FRONTEND_LAYERS"
+    assert offenders == []

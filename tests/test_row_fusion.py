@@ -27,7 +27,7 @@ import minijax.numpy as jnp  # noqa: E402
 from minijax import lax  # noqa: E402
 from minijax.api import make_jaxpr  # noqa: E402
 from minijax.backends.cpu import PARALLEL_THRESHOLD, CpuBackend  # noqa: E402
-from minijax.compiler.codegen.row_loops import plan_row_cache  # noqa: E402
+from minijax.compiler.codegen.cpu.row_loops import plan_row_cache  # noqa: E402
 from minijax.compiler.evaluator import evaluate_module  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 from minijax.compiler.hlo.printer import module_to_text  # noqa: E402
@@ -153,7 +153,7 @@ def test_each_reduction_is_computed_once_per_row(f, nargs):
     inside a loop (an elemental inline reduce there would cost cols^2 per row)."""
     import llvmlite.ir as ir
 
-    from minijax.compiler.codegen.loops import emit_kernel
+    from minijax.compiler.codegen.cpu.loops import emit_kernel
     args = _ln_args(16, 64)[:nargs]
     if nargs == 2:
         args = (args[0], args[0] * 2)

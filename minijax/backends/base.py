@@ -149,6 +149,13 @@ class Backend:
         """Compile an (already optimized) HLO module into an Executable."""
         raise NotImplementedError
 
+    def opcode_support(self, opcode: str) -> str:
+        """How this backend runs `opcode`: "kernel" (generated code), "library" (a library
+        call: BLAS, cuBLAS), "view" (no copy), "program" (nested programs: control flow),
+        "no-op" (moves or names data), "thunk" (the HLO evaluator on the host) or
+        "unsupported" (python -m minijax.tools.opcode_coverage prints these)."""
+        return "unsupported"
+
     # ----- devices and buffers
     def devices(self) -> list[Device]:
         """The devices this backend can run on (empty when none is usable)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax.backends.base import Backend, Device, Executable
-from minijax.compiler.evaluator import evaluate_module
+from minijax.compiler.evaluator import evaluate_module, has_implementation
 
 # Instructions that move or name data without running a kernel.
 _NO_KERNEL = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
@@ -39,6 +39,10 @@ class InterpreterBackend(Backend):
     def compile(self, module, options=None) -> InterpreterExecutable:
         """Wrap the module; nothing is generated."""
         return InterpreterExecutable(module)
+
+    def opcode_support(self, opcode: str) -> str:
+        """Every opcode the evaluator implements runs on it."""
+        return "thunk" if has_implementation(opcode) else "unsupported"
 
     def devices(self) -> list[Device]:
         """One host device."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TRANSCENDENTAL = frozenset({
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "tanh", "logistic", "sine",
-    "cosine", "tan", "atan2", "sqrt", "rsqrt", "cbrt", "erf", "power"})
+from minijax.compiler.hlo import opcodes
+
+TRANSCENDENTAL = opcodes.select(trait="t")
 FREE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "reshape",
                   "broadcast", "iota", "transpose", "slice", "concatenate", "pad", "reverse",
                   "copy", "after-all"})

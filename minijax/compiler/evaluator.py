@@ -481,3 +481,8 @@ def _register_structural() -> None:
 
 
 _register_structural()
+
+
+def has_implementation(opcode: str) -> bool:
+    """Whether the evaluator runs `opcode` (opcode table names or their aliases)."""
+    return opcode in _OPCODES

@@ -186,11 +186,11 @@ __all__ += [
 ]
 
 # control flow and custom derivatives (lax/control_flow*.py, minijax/custom_derivatives.py)
-from minijax.custom_derivatives import stop_gradient  # noqa: E402
 from minijax.lax.control_flow import cond, switch  # noqa: E402
 from minijax.lax.control_flow_assoc import associative_scan  # noqa: E402
 from minijax.lax.control_flow_loops import fori_loop, while_loop  # noqa: E402
 from minijax.lax.control_flow_scan import map, scan  # noqa: E402
+from minijax.lax.stop_gradient import stop_gradient  # noqa: E402
 
 __all__ += [
     "associative_scan", "cond", "fori_loop", "map", "scan", "stop_gradient", "switch",

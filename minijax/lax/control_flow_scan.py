@@ -34,6 +34,7 @@ from minijax.lax.control_flow_common import (
     trace_user_fun,
     transpose_jaxpr,
 )
+from minijax.lax.vmap import vmap
 
 # --------------------------------------------------------------------------- wrapper
 
@@ -144,7 +145,6 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 - JAX's name
     With `batch_size`, slices are processed in vmapped groups of that size.
     """
     if batch_size is not None:
-        from minijax.api import vmap
         leaves, tree = tree_util.tree_flatten(xs)
         n = get_aval(leaves[0]).shape[0]
         batch_size = int(batch_size)

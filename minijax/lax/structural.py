@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.array import Array
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -31,7 +32,6 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
 
 def standard_cast_scalar(value, dtype, weak_type):
-    from minijax.array import Array
     return Array(np.asarray(value).astype(dtype), weak_type)
 
 

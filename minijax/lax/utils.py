@@ -8,12 +8,12 @@ import numpy as np
 from minijax import dtypes
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, get_aval
+from minijax.dispatch import register_impl
 from minijax.interpreters.batching import not_mapped
 
 
 def standard_primitive(name: str, abstract_eval, numpy_impl, multiple_results=False):
     """A Primitive with its abstract evaluation and eager NumPy implementation registered."""
-    from minijax.dispatch import register_impl
     prim = Primitive(name)
     prim.multiple_results = multiple_results
     prim.def_abstract_eval(abstract_eval)

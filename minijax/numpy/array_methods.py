@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import minijax.numpy as numpy_namespace
 from minijax import dtypes, lax
 from minijax.array import Array
 from minijax.core import Tracer, get_aval
@@ -23,6 +24,11 @@ from minijax.numpy import (
     ufuncs_logic,
     util,
 )
+
+
+def _array_namespace(self, api_version=None):
+    """The array API namespace of minijax arrays: minijax.numpy."""
+    return numpy_namespace
 
 
 def _accepted(other) -> bool:
@@ -218,6 +224,8 @@ def _install(cls):
         setattr(cls, name, fn)
     for name, getter in _PROPERTIES.items():
         setattr(cls, name, property(getter))
+    if cls is Array:
+        cls.__array_namespace__ = _array_namespace
     if cls is Tracer:
         cls.item = _item
         cls.itemsize = property(lambda self: self.aval.dtype.itemsize)

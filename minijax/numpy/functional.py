@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 import minijax.numpy as jnp
+from minijax.lax.vmap import vmap
 from minijax.numpy import util
 from minijax.numpy.util import check_arraylike, to_array
 
@@ -16,7 +17,6 @@ __all__ = ["apply_along_axis", "apply_over_axes", "fromfunction", "vectorize"]
 
 
 def _vmap(*args, **kwargs):
-    from minijax.api import vmap
     return vmap(*args, **kwargs)
 
 

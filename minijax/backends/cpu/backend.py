@@ -17,8 +17,9 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
 - while/conditional/call run their computations as nested programs (a Python loop over the
   iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
   the body's slots);
-- everything else runs the evaluator's per-instruction function: EVALUATOR_THUNK_OPCODES
-  lists those; `CpuExecutable.as_text()` marks each such thunk.
+- everything else runs the evaluator's per-instruction function (EVALUATOR_THUNK_OPCODES
+  lists those opcodes; element types the emitter does not support, e.g. complex numbers,
+  and grouped convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
 With MINIJAX_CACHE_DIR set, the object file and a compile plan (kernel specs) are stored, so
 a later process rebuilds the executable without emitting IR or running LLVM.
 MINIJAX_DEBUG=2 prints each kernel's time and GB/s; MINIJAX_DEBUG=4 prints the LLVM IR.
@@ -48,20 +49,15 @@ from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.planner import Program, ProgramPlanner
+from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.codegen.loops import KernelSpec, emit_kernel, output_shapes
+from minijax.compiler.evaluator import has_implementation
+from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Shape
 from minijax.config import config, debug_level
 
-#: Opcodes that run through minijax.compiler.evaluator.evaluate_instruction (not compiled).
-EVALUATOR_THUNK_OPCODES = (
-    "sort", "gather", "scatter", "grouped convolution", "reduce-window", "select-and-scatter",
-    "rng", "rng-bit-generator", "custom-call", "fft", "cholesky", "triangular-solve",
-    "reduce-precision", "real", "imag", "complex", "map", "all-reduce", "and any opcode or "
-    "element type the elemental emitter does not support (e.g. complex numbers)",
-)
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
 REUSE_MIN_BYTES = 1 << 16
 _KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
@@ -70,6 +66,8 @@ _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
           "optimization-barrier"}
 _KERNEL_NAME = re.compile(re.escape(SYMBOL_PLACEHOLDER) + r"k\d+")
+
+
 class _Compiler(ProgramPlanner):
     """Compiles the computations of one HLO module into programs sharing one LLVM module
     (the shared planner decides what runs; this class generates and launches kernels)."""
@@ -475,9 +473,33 @@ class CpuBackend(Backend):
                 f.write(text.replace(SYMBOL_PLACEHOLDER, ""))
         return CpuExecutable(module, program, text, compiler)
 
+    def opcode_support(self, opcode: str) -> str:
+        """How the CPU backend runs `opcode` (for its usual element types)."""
+        return cpu_opcode_support(opcode)
+
     def devices(self) -> list[Device]:
         """The host CPU."""
         return [Device("cpu", 0, get_jit().cpu)]
+
+
+def cpu_opcode_support(opcode: str) -> str:
+    """"kernel", "view", "library", "program", "no-op", "thunk" or "unsupported"."""
+    if opcode in _KERNEL_OPCODES or opcode == "fusion":
+        return "kernel"
+    if opcode in ("reshape", "bitcast"):
+        return "view"
+    if opcode in ("dot", "convolution"):
+        return "library"
+    if opcode in ("while", "conditional", "call"):
+        return "program"
+    if opcode in _NO_OP:
+        return "no-op"
+    return "thunk" if has_implementation(opcode) else "unsupported"
+
+
+#: Opcodes of the table that run through the evaluator's instruction (not compiled).
+EVALUATOR_THUNK_OPCODES = tuple(sorted(
+    op for op in opcodes.OPCODES if cpu_opcode_support(op) == "thunk"))
 
 
 def create_backend() -> CpuBackend:

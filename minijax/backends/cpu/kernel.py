@@ -8,7 +8,7 @@ import ctypes
 import numpy as np
 
 from minijax.backends.cpu.thread_pool import get_pool
-from minijax.compiler.codegen.loops import FULL_CHUNKS, SLOT_BYTES
+from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
 
 #: Kernels whose elements-times-work is at least this run on several threads.
 PARALLEL_THRESHOLD = 1 << 20

@@ -30,12 +30,11 @@ import numpy as np
 from minijax.backends.base import Executable
 from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, GemmSpec
 from minijax.backends.planner import Program, ProgramPlanner
-from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
+from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.gemm import GEMM_TYPES, emit_gemm_kernel
-from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel
+from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel, gpu_unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
-from minijax.compiler.codegen.target import NVPTX_TARGET
 from minijax.compiler.evaluator import evaluate_instruction, flatten_value
 from minijax.compiler.hlo.ir import Computation, Instruction
 
@@ -44,16 +43,6 @@ _KERNEL_OPCODES = frozenset((ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", 
 
 def _row_major(shape) -> bool:
     return shape.layout is None or shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
-
-
-def gpu_unsupported_reason(comp: Computation) -> str | None:
-    """Why `comp` cannot become GPU kernels (None if it can)."""
-    reason = unsupported_reason(comp, target=NVPTX_TARGET)
-    if reason is None:
-        for instr in comp.instructions:
-            if any(leaf.element_type == "bf16" for leaf in instr.shape.flat()):
-                return "bf16 (kernels store it as f32)"
-    return reason
 
 
 def _leaves(value) -> list:

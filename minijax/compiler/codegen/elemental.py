@@ -19,7 +19,7 @@ import contextlib
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen import math_approx
+from minijax.compiler.codegen import math_approx, target
 from minijax.compiler.codegen.int_arith import int_divide, int_power, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
@@ -35,33 +35,23 @@ from minijax.compiler.codegen.llvm_types import (
     storage_type,
     value_type,
 )
-from minijax.compiler.codegen.target import CPU_TARGET, LIBM_F64_OPCODES, CodegenTarget
+from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Instruction, Shape
 
-ELEMENTWISE_UNARY = {
-    "abs", "negate", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one",
-    "logistic", "tanh", "sqrt", "rsqrt", "cbrt", "sine", "cosine", "tan", "floor", "ceil",
-    "round-nearest-afz", "round-nearest-even", "is-finite", "not", "popcnt",
-    "count-leading-zeros", "clz", "convert", "bitcast-convert", "copy", "erf",
-}
-ELEMENTWISE_BINARY = {
-    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
-    "atan2", "and", "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic",
-    "compare",
-}
+# What the emitter generates, from the opcode table (hlo/opcodes.py): every elementwise and
+# data-movement opcode except complex numbers and reduce-precision.
+_NOT_EMITTED = {"real", "imag", "complex", "reduce-precision"}
+ELEMENTWISE_UNARY = set(opcodes.select(family="elementwise", arity=1)) - _NOT_EMITTED
+ELEMENTWISE_BINARY = set(opcodes.select(family="elementwise", arity=2)) - _NOT_EMITTED
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
-INDEXING = {
-    "broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate", "iota",
-    "reverse", "dynamic-slice", "dynamic-update-slice",
-}
+INDEXING = set(opcodes.select(family="data-movement"))
 # float32 routines computed in float64 (see math_approx); on f16 they would need a libcall.
 _VIA_F64 = {"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"}
 SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
 
 
-def unsupported_reason(comp: Computation, allow_reduce: bool = True,
-                       target: CodegenTarget = CPU_TARGET) -> str | None:
-    """Why `comp` cannot be emitted elementally for `target` (None if it can)."""
+def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | None:
+    """Why `comp` cannot be emitted elementally (None if it can)."""
     for instr in comp.instructions:
         if instr.opcode not in SUPPORTED_OPCODES:
             return f"opcode {instr.opcode}"
@@ -71,7 +61,7 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True,
             return "reduce"
         if instr.opcode == "reduce":
             body = instr.called["to_apply"]
-            inner = unsupported_reason(body, allow_reduce=False, target=target)
+            inner = unsupported_reason(body, allow_reduce=False)
             if inner:
                 return f"reduce computation: {inner}"
         for leaf in instr.shape.flat():
@@ -80,8 +70,6 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True,
         src_et = instr.operands[0].shape.element_type if instr.operands else None
         if instr.opcode in _VIA_F64 and src_et == "f16":
             return f"{instr.opcode} on f16 (would need a double->half libcall)"
-        if not target.has_libm and instr.opcode in LIBM_F64_OPCODES and src_et == "f64":
-            return f"{instr.opcode} on f64 (calls the C math library, absent on {target.name})"
         if instr.opcode == "convert" and (src_et, instr.shape.element_type) == ("f64", "f16"):
             return "f64 -> f16 convert (needs a libcall)"
         if instr.opcode == "bitcast-convert":
@@ -144,6 +132,11 @@ def scalar_index(shape: Shape) -> Index:
     return Index(shape, multi=[], linear=const(I64, 0))
 
 
+def _intrinsic(b: ir.IRBuilder, name: str, args: list, **kwargs):
+    """Call LLVM intrinsic `name` as the current target names it (codegen/target.py)."""
+    return call_intrinsic(b, target.current().math_function(name), args, **kwargs)
+
+
 class ElementalEmitter:
     """Emits per-element LLVM IR for the instructions of one computation.
 
@@ -176,7 +169,7 @@ class ElementalEmitter:
 
     def bind(self, instr: Instruction, value) -> None:
         """Use `value` for `instr` at every index until unbound (a row fusion's values for
-        the current row, see row_loops.py)."""
+        the current row, see cpu/row_loops.py)."""
         self.bound[id(instr)] = value
 
     def unbind(self, instrs) -> None:
@@ -317,7 +310,7 @@ class ElementalEmitter:
     def _minmax(self, op, x, y, et):
         b = self.b
         if is_float(et):
-            return call_intrinsic(b, "llvm." + op, [x, y])
+            return _intrinsic(b, "llvm." + op, [x, y])
         cmp = b.icmp_signed if is_signed(et) else b.icmp_unsigned
         return b.select(cmp(">" if op == "maximum" else "<", x, y), x, y)
 
@@ -336,14 +329,14 @@ class ElementalEmitter:
                       "ceil": "llvm.ceil", "round-nearest-afz": "llvm.round",
                       "round-nearest-even": "llvm.roundeven"}
         if op in intrinsics:
-            return call_intrinsic(b, intrinsics[op], [x])
+            return _intrinsic(b, intrinsics[op], [x])
         if op == "rsqrt":
-            return b.fdiv(const(x.type, 1.0), call_intrinsic(b, "llvm.sqrt", [x]))
+            return b.fdiv(const(x.type, 1.0), _intrinsic(b, "llvm.sqrt", [x]))
         if op == "sign":
             pos = b.select(b.fcmp_ordered(">", x, const(x.type, 0.0)), const(x.type, 1.0), x)
             return b.select(b.fcmp_ordered("<", x, const(x.type, 0.0)), const(x.type, -1.0), pos)
         if op == "is-finite":
-            ax = call_intrinsic(b, "llvm.fabs", [x])
+            ax = _intrinsic(b, "llvm.fabs", [x])
             return b.fcmp_ordered("<", ax, const(x.type, float("inf")))
         fn = math_approx.UNARY.get(op) or math_approx.BINARY.get(op)
         if fn is None:
@@ -378,9 +371,9 @@ class ElementalEmitter:
             pos = b.zext(b.icmp_signed(">", x, zero), ty)
             return b.select(b.icmp_signed("<", x, zero), const(ty, -1), pos)
         if op == "popcnt":
-            return call_intrinsic(b, "llvm.ctpop", [x])
-        if op in ("count-leading-zeros", "clz"):
-            return call_intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
+            return _intrinsic(b, "llvm.ctpop", [x])
+        if op == "count-leading-zeros":
+            return _intrinsic(b, "llvm.ctlz", [x, ir.Constant(I1, 0)], overloads=[ty])
         if op in ("divide", "remainder"):
             return int_divide(b, op, x, ops[1], signed)
         if op.startswith("shift"):
@@ -546,7 +539,7 @@ class ElementalEmitter:
     # ---------------------------------------------------------------- reduce (not a root)
     def _inline_reduce(self, instr, index):
         """A reduce used inside a fusion: a scalar loop over the reduced dimensions."""
-        from minijax.compiler.codegen.loops import emit_counted_loop
+        from minijax.compiler.codegen.cpu.loops import emit_counted_loop
 
         b = self.b
         n = len(instr.operands) // 2
@@ -600,7 +593,7 @@ def convert(b: ir.IRBuilder, v, src: str, dst: str):
         return b.fpext(v, dty) if db > sb else b.fptrunc(v, dty)
     if is_float(src):
         name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
-        return call_intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
+        return _intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
     if is_float(dst):
         return b.sitofp(v, dty) if is_signed(src) else b.uitofp(v, dty)
     sb, db = bit_width(v.type), bit_width(dty)

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from minijax.compiler.codegen.loops import mixed_reduce_roots, reduce_roots
+from minijax.compiler.codegen.cpu.loops import mixed_reduce_roots, reduce_roots
 from minijax.compiler.hlo.ir import Computation, Instruction
+from minijax.compiler.hlo.row_plan import row_fusion_plan
 
 
 def wrap_instruction(instr: Instruction) -> tuple[Computation, list[Instruction]]:
@@ -41,7 +42,6 @@ def split_roots(comp: Computation) -> list[Computation] | None:
         return None
     if reduce_roots(comp) is not None or mixed_reduce_roots(comp) is not None:
         return None
-    from minijax.compiler.passes.row_fusion import row_fusion_plan
     if row_fusion_plan(comp) is not None:  # one "row_fused" kernel computes every root
         return None
     roots = root.operands

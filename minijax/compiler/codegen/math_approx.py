@@ -27,6 +27,7 @@ import math
 import llvmlite.ir as ir
 import numpy as np
 
+from minijax.compiler.codegen import target
 from minijax.compiler.codegen.llvm_types import (
     F32,
     F64,
@@ -465,7 +466,9 @@ def cbrt(b: ir.IRBuilder, x):
 
 
 def _scalar_libm(b: ir.IRBuilder, name: str, *args):
-    """Call a libm function or libm-backed intrinsic (float64; scalar only)."""
+    """Call a libm function or libm-backed intrinsic (float64; scalar only), as the current
+    target names it (codegen/target.py)."""
+    name = target.current().math_function(name)
     if name.startswith("llvm."):
         return call_intrinsic(b, name, list(args))
     if isinstance(args[0].type, ir.VectorType):

@@ -1,37 +1,61 @@
-"""The target hook of the shared code generator: what differs between LLVM targets.
+"""The target hook: what differs between the LLVM targets code is generated for.
 
-The elemental emitter (elemental.py) and the math approximations are target-neutral; a
-kernel emitter for a target (the CPU loop nests in loops.py, the GPU grid mapping in gpu/)
-passes a `CodegenTarget` describing what its target can do:
+The elemental emitter (elemental.py) and the math approximations (math_approx.py) are
+target-neutral; the few target-specific choices they make go through the current Target:
 
-- `has_libm`: whether scalar C math calls (float64 sin, cos, tan, erf, pow, atan2, cbrt
-  fall back to them, see math_approx.py) can be linked; a GPU has no libm, so those ops are
-  reported unsupported instead of producing an unresolved symbol;
-- `global_addrspace` / `shared_addrspace`: the LLVM address spaces of kernel buffers and
-  block-shared scratch (0 = generic on the CPU; NVPTX: 1 = global, 3 = shared);
-- `vector_bytes`: the widest load/store the kernel emitter should form (CPU: left to the
-  loop vectorizer, 0; NVPTX: 16-byte ld.global.v4 / st.global.v4).
+- `math_function(name)`: the symbol for a math routine the emitter does not inline (float64
+  `tan`, `erf`, `atan2`, `cbrt`, and the `llvm.sin`/`llvm.cos`/`llvm.pow` intrinsics): the C
+  library's names on the CPU; a GPU target maps them to its device library (or to names it
+  provides itself). A name starting with "llvm." is called as an intrinsic.
+- `global_address_space` / `shared_address_space`: where kernel arguments and block-shared
+  scratch live (0 and None on the CPU; 1 and 3 on NVPTX);
+- `vector_bytes`: the widest load/store the loop emitters aim for (the CPU's loop vectorizer
+  picks its own width; a GPU emitter uses 16-byte vector loads where aligned).
+
+A backend emits under `generating_for(target)` (a context manager; the CPU target is the
+default), so the shared emitters need no extra parameter.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import contextvars
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class CodegenTarget:
-    """What a kernel emitter's target supports (see the module docstring)."""
+class Target:
+    """One code generation target (see the module docstring)."""
 
     name: str
-    has_libm: bool = True
-    global_addrspace: int = 0
-    shared_addrspace: int = 0
-    vector_bytes: int = 0
+    global_address_space: int = 0
+    shared_address_space: int | None = None
+    vector_bytes: int = 32
+    math_functions: Mapping[str, str] = field(default_factory=dict)
+
+    def math_function(self, name: str) -> str:
+        """The symbol (or "llvm.*" intrinsic) implementing math routine `name` here."""
+        return self.math_functions.get(name, name)
 
 
-CPU_TARGET = CodegenTarget("cpu")
-NVPTX_TARGET = CodegenTarget("nvptx", has_libm=False, global_addrspace=1, shared_addrspace=3,
-                             vector_bytes=16)
+#: The host CPU (x86-64, AArch64): C library math, address space 0.
+CPU = Target("cpu")
 
-#: Opcodes whose float64 form calls the C math library (math_approx._scalar_libm).
-LIBM_F64_OPCODES = frozenset({"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"})
+_current: contextvars.ContextVar[Target] = contextvars.ContextVar("codegen_target",
+                                                                   default=CPU)
+
+
+def current() -> Target:
+    """The target code is being generated for."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def generating_for(target: Target):
+    """Generate code for `target` inside the block."""
+    token = _current.set(target)
+    try:
+        yield target
+    finally:
+        _current.reset(token)

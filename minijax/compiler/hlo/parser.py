@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape, callees_first
 from minijax.compiler.hlo.parser_lexer import Cursor, HloParseError
 from minijax.compiler.hlo.printer import CALLED_ORDER
@@ -234,6 +235,7 @@ def _instruction(cur: Cursor, pending: list, parsed: list, nested: bool = False)
     shape = cur.shape() if cur.shape_ahead() else None
     opcode = cur.opcode()
     opcode = OPCODE_ALIASES.get(opcode, opcode)
+    opcode = opcodes.canonical(opcode)
     instr = Instruction(opcode, shape, name=name)
     cur.expect("(", f"'(' after {opcode}")
     operands: list = []

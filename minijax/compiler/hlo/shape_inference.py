@@ -9,27 +9,14 @@ Errors raise `HloShapeError` naming the opcode and the operand shapes.
 
 from __future__ import annotations
 
+from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Shape
 
-UNARY_OPCODES = frozenset((
-    "abs", "negate", "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt",
-    "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil",
-    "round-nearest-afz", "round-nearest-even", "sign", "not", "popcnt",
-    "count-leading-zeros", "erf", "copy", "real", "imag", "is-finite", "reduce-precision",
-    "optimization-barrier", "conj",
-))
-BINARY_OPCODES = frozenset((
-    "add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",
-    "atan2", "and", "or", "xor", "shift-left", "shift-right-arithmetic",
-    "shift-right-logical", "complex",
-))
-ELEMENTWISE_OPCODES = UNARY_OPCODES | BINARY_OPCODES | {"compare", "select", "clamp",
-                                                        "convert", "map"}
-EXPLICIT_SHAPE_OPCODES = frozenset((
-    "parameter", "constant", "iota", "convert", "bitcast-convert", "broadcast", "reshape",
-    "bitcast", "rng", "rng-bit-generator", "custom-call", "rng-get-and-update-state",
-    "infeed", "outfeed", "partition-id", "replica-id", "stochastic-convert",
-))
+# Opcode sets, from the opcode table (hlo/opcodes.py).
+UNARY_OPCODES = opcodes.select(arity=1, shape_rule="elementwise")
+BINARY_OPCODES = opcodes.select(arity=2, shape_rule="elementwise") - {"compare"}
+ELEMENTWISE_OPCODES = opcodes.select(shape_rule="elementwise")
+EXPLICIT_SHAPE_OPCODES = opcodes.select(shape_rule="explicit") | opcodes.UNSUPPORTED
 _COMPLEX_PART = {"c64": "f32", "c128": "f64"}
 _PART_COMPLEX = {"f32": "c64", "f64": "c128"}
 
@@ -466,23 +453,42 @@ def _infer_fft(opcode, shapes, attrs, called) -> Shape:
     _fail(opcode, shapes, f"unknown fft_type={kind}")
 
 
-_RULES = {}
-for _op in ("batch-norm-training", "batch-norm-inference", "batch-norm-grad"):
-    _RULES[_op] = _infer_batch_norm
-_RULES["fft"] = _infer_fft
-for _op in ELEMENTWISE_OPCODES - {"convert"}:
-    _RULES[_op] = _infer_elementwise
-for _op in ("transpose", "reverse", "slice", "dynamic-slice", "dynamic-update-slice",
-            "concatenate", "pad"):
-    _RULES[_op] = _infer_shape_ops
-for _op in ("reduce", "reduce-window"):
-    _RULES[_op] = _infer_reduce
-for _op in ("tuple", "get-tuple-element", "call", "fusion", "while", "conditional", "sort",
-            "scatter", "select-and-scatter", "after-all"):
-    _RULES[_op] = _infer_control
-_RULES["dot"] = _infer_dot
-_RULES["convolution"] = _infer_convolution
-_RULES["gather"] = _infer_gather
+def _infer_operands(opcode, shapes, attrs, called) -> Shape:
+    """Result shaped like the operand(s): one array, or a tuple of several (all-reduce,
+    collective-permute, cholesky, add-dependency's first operand)."""
+    if opcode == "add-dependency":
+        return _strip(shapes[0])
+    if opcode == "triangular-solve":
+        a, b = shapes
+        if a.rank < 2 or a.dims[-1] != a.dims[-2] or a.element_type != b.element_type:
+            _fail(opcode, shapes, "a must be a batch of square matrices of b's type")
+        return _strip(b)
+    if opcode == "cholesky" and (shapes[0].rank < 2 or shapes[0].dims[-1] != shapes[0].dims[-2]):
+        _fail(opcode, shapes, "expects a batch of square matrices")
+    return _maybe_tuple([_strip(s) for s in shapes])
+
+
+def _infer_topk(opcode, shapes, attrs, called) -> Shape:
+    """topk(x[..., n]), k= -> (values[..., k], s32 indices[..., k])."""
+    (x,) = shapes
+    k = int(attrs.get("k", -1))
+    if x.rank < 1 or not 0 <= k <= x.dims[-1]:
+        _fail(opcode, shapes, f"k={k} must be in [0, {x.dims[-1] if x.rank else 0}]")
+    dims = x.dims[:-1] + (k,)
+    return Shape.tuple([_arr(x.element_type, dims), _arr("s32", dims)])
+
+
+#: Shape rules by the name the opcode table gives them.
+SHAPE_RULES = {
+    "elementwise": _infer_elementwise, "shape-ops": _infer_shape_ops,
+    "reduce": _infer_reduce, "control": _infer_control, "dot": _infer_dot,
+    "convolution": _infer_convolution, "gather": _infer_gather,
+    "batch-norm": _infer_batch_norm, "fft": _infer_fft, "topk": _infer_topk,
+    "operands": _infer_operands, "first-operand": _infer_operands,
+    "second-operand": _infer_operands,
+}
+_RULES = {op.name: SHAPE_RULES[op.shape_rule] for op in opcodes.OPCODES.values()
+          if op.shape_rule != "explicit"}
 
 
 def infer_shape(opcode: str, operand_shapes, attrs=None, called=None) -> Shape | None:

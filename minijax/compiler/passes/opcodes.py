@@ -1,4 +1,5 @@
-"""Opcode families that the passes reason about.
+"""Opcode families that the passes reason about (derived from the opcode table,
+minijax/compiler/hlo/opcodes.py).
 
 These sets are the passes' vocabulary: which ops are elementwise, which are expensive enough
 that fusion must never compute them twice, which can live inside a loop fusion, and which
@@ -7,46 +8,28 @@ have side effects (so DCE, CSE and constant folding leave them alone).
 
 from __future__ import annotations
 
-ELEMENTWISE_UNARY = frozenset({
-    "abs", "ceil", "floor", "round-nearest-afz", "round-nearest-even", "sign", "negate", "not",
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "sqrt", "rsqrt",
-    "cbrt", "tanh", "sine", "cosine", "tan", "atan", "erf", "is-finite", "popcnt", "clz",
-    "count-leading-zeros",
-    "real", "imag", "convert", "bitcast-convert", "copy", "reduce-precision",
-})
+from minijax.compiler.hlo import opcodes
 
-ELEMENTWISE_BINARY = frozenset({
-    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power",
-    "atan2", "and", "or", "xor", "shift-left", "shift-right-arithmetic", "shift-right-logical",
-    "compare", "complex",
-})
-
-ELEMENTWISE_TERNARY = frozenset({"select", "clamp"})
-
+ELEMENTWISE_UNARY = opcodes.select(family="elementwise", arity=1)
+ELEMENTWISE_BINARY = opcodes.select(family="elementwise", arity=2)
+ELEMENTWISE_TERNARY = opcodes.select(family="elementwise", arity=3)
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | ELEMENTWISE_TERNARY
 
 # Ops whose per-element cost is far above a load/store: fusion never duplicates them.
-EXPENSIVE = frozenset({
-    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "sqrt",
-    "rsqrt", "cbrt", "tanh", "sine", "cosine", "tan", "atan", "atan2", "erf", "power",
-    "divide", "remainder", "dot", "convolution", "reduce", "reduce-window", "sort", "fusion",
-})
+EXPENSIVE = opcodes.select(trait="x")
 
 # Ops that only move or replicate data; each output element reads at most one input element.
-DATA_MOVEMENT = frozenset({
-    "broadcast", "reshape", "bitcast", "transpose", "slice", "pad", "concatenate", "reverse",
-})
+# (Dynamic slices read at run-time offsets and iota reads nothing: not listed here.)
+DATA_MOVEMENT = opcodes.select(family="data-movement") - {
+    "dynamic-slice", "dynamic-update-slice", "iota"}
 
 # Everything a loop fusion may contain (besides parameters and scalar constants).
 LOOP_FUSIBLE = ELEMENTWISE | DATA_MOVEMENT | frozenset({"iota"})
 
 # Ops with effects beyond their result: never removed, merged or folded.
-SIDE_EFFECTING = frozenset({
-    "rng", "rng-bit-generator", "rng-get-and-update-state", "custom-call", "infeed", "outfeed",
-    "send", "recv", "send-done", "recv-done", "after-all", "all-reduce", "all-gather",
-})
+SIDE_EFFECTING = opcodes.select(trait="s") | opcodes.UNSUPPORTED
 
-COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+COMMUTATIVE = opcodes.select(trait="c")
 
 
 def is_elementwise(opcode: str) -> bool:

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from minijax.compiler.codegen.elemental import ELEMENTWISE, Index
+from minijax.compiler.codegen.elemental import ELEMENTWISE, Index, unsupported_reason
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.function import KernelFunction, delinearize, stride_loop
 from minijax.compiler.codegen.gpu.reductions import emit_reduction
 from minijax.compiler.codegen.gpu.spec import BLOCK, MAX_GRID, GpuKernel, Launch, grid_for
 from minijax.compiler.codegen.llvm_types import I64, const, storage_type
-from minijax.compiler.codegen.target import NVPTX_TARGET
+from minijax.compiler.codegen.target import generating_for
 from minijax.compiler.hlo.ir import Computation
 
 TILE = 32
@@ -64,7 +64,7 @@ def _vector_lanes(comp: Computation, outs) -> int:
     widths = {s.dtype.itemsize for s in sized}
     if len(widths) != 1 or any(s.element_type == "bf16" for s in sized):
         return 1
-    lanes = NVPTX_TARGET.vector_bytes // widths.pop()
+    lanes = nvvm.NVPTX.vector_bytes // widths.pop()
     return lanes if lanes > 1 and n % lanes == 0 and n >= lanes else 1
 
 
@@ -254,14 +254,33 @@ class _TransposeKernel:
 
 def emit_gpu_kernel(module: ir.Module, name: str, comp: Computation) -> GpuKernel:
     """Emit the kernel function(s) computing fused computation `comp` into `module`."""
-    kernel = emit_reduction(module, name, comp)
-    if kernel is not None:
-        return kernel
-    tiled = tile_transpose(comp)
-    if tiled is not None:
-        return _TransposeKernel(module, name, comp, *tiled).emit()
-    return _LoopKernel(module, name, comp).emit()
+    with generating_for(nvvm.NVPTX):
+        kernel = emit_reduction(module, name, comp)
+        if kernel is not None:
+            return kernel
+        tiled = tile_transpose(comp)
+        if tiled is not None:
+            return _TransposeKernel(module, name, comp, *tiled).emit()
+        return _LoopKernel(module, name, comp).emit()
 
 
-__all__ = ["BLOCK", "MAX_GRID", "GpuKernel", "Launch", "emit_gpu_kernel", "grid_for",
+def gpu_unsupported_reason(comp: Computation) -> str | None:
+    """Why `comp` cannot become GPU kernels (None if it can)."""
+    reason = unsupported_reason(comp)
+    if reason is not None:
+        return reason
+    for instr in comp.instructions:
+        for sub in [instr] + [i for c in instr.called.values() if isinstance(c, Computation)
+                              for i in c.instructions]:
+            src = sub.operands[0].shape.element_type if sub.operands else None
+            if sub.opcode in nvvm.HOST_ONLY_F64 and src == "f64":
+                return (f"{sub.opcode} on f64 (calls the C math library, absent on "
+                        f"{nvvm.NVPTX.name})")
+            if any(leaf.element_type == "bf16" for leaf in sub.shape.flat()):
+                return "bf16 (kernels store it as f32)"
+    return None
+
+
+__all__ = ["BLOCK", "MAX_GRID", "GpuKernel", "Launch", "emit_gpu_kernel",
+           "gpu_unsupported_reason", "grid_for",
            "tile_transpose"]

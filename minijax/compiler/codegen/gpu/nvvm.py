@@ -11,13 +11,19 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from minijax.compiler.codegen.llvm_types import F16, F32, F64, I1, I32, I64, bit_width, const
-from minijax.compiler.codegen.target import NVPTX_TARGET
+from minijax.compiler.codegen.target import Target
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 WARP = 32
-GLOBAL = NVPTX_TARGET.global_addrspace
-SHARED = NVPTX_TARGET.shared_addrspace
+#: The code generation target of GPU kernels (codegen/target.py): global and shared
+#: address spaces, 16-byte vector accesses. Float64 routines the CPU takes from the C
+#: library have no device implementation: HOST_ONLY_F64 lists the opcodes (kernels.py
+#: reports them unsupported on f64).
+NVPTX = Target("nvptx", global_address_space=1, shared_address_space=3, vector_bytes=16)
+HOST_ONLY_F64 = frozenset({"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"})
+GLOBAL = NVPTX.global_address_space
+SHARED = NVPTX.shared_address_space
 
 _SREGS = {
     "tid": "llvm.nvvm.read.ptx.sreg.tid.x",

@@ -12,7 +12,7 @@ run (no atomics):
 - "col_reduce" (the minor dim is kept): a thread per output element walks the reduced dims
   (consecutive threads read consecutive columns); with many reduced rows it runs in two
   stages too (chunks of COL_CHUNK_ROWS rows, partials combined in chunk order).
-- "row_fused" (passes/row_fusion.py's plan): a block per row runs each reduction stage as a
+- "row_fused" (hlo/row_plan.py's plan): a block per row runs each reduction stage as a
   block reduction, broadcasts the per-row results through shared memory, and stores the
   row-shaped outputs in a last strided loop, as the CPU's row-fused kernels do.
 Threads keep a "valid" flag instead of starting from an identity, so any reducer works
@@ -23,6 +23,7 @@ reads each input element.
 
 from __future__ import annotations
 
+from minijax.compiler.codegen.cpu.loops import mixed_reduce_roots, reduce_roots
 from minijax.compiler.codegen.elemental import Index
 from minijax.compiler.codegen.gpu.function import (
     KernelFunction,
@@ -35,9 +36,8 @@ from minijax.compiler.codegen.gpu.function import (
 )
 from minijax.compiler.codegen.gpu.spec import BLOCK, MAX_GRID, GpuKernel, Launch, grid_for
 from minijax.compiler.codegen.llvm_types import I64, bit_width, const
-from minijax.compiler.codegen.loops import mixed_reduce_roots, reduce_roots
 from minijax.compiler.hlo.ir import Computation, Shape
-from minijax.compiler.passes.row_fusion import row_fusion_plan
+from minijax.compiler.hlo.row_plan import row_fusion_plan
 
 #: A row reduction with fewer outputs than this and at least SPLIT_MIN reduced elements
 #: per output runs in two stages.

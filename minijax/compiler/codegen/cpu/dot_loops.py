@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from minijax.compiler.codegen.cpu.loops import emit_counted_loop
 from minijax.compiler.codegen.elemental import convert, strides_of
 from minijax.compiler.codegen.llvm_types import I64, const, is_float, storage_type, value_type
-from minijax.compiler.codegen.loops import emit_counted_loop
 
 
 def dot_dims(instr):

@@ -48,6 +48,7 @@ from minijax.compiler.codegen.llvm_types import (
     value_type,
 )
 from minijax.compiler.hlo.ir import Computation, Shape
+from minijax.compiler.hlo.row_plan import row_fusion_plan
 
 BLOCK = 2048
 #: Full reductions of at least this many elements split into FULL_CHUNKS partials.
@@ -289,10 +290,9 @@ class KernelEmitter:
     # ------------------------------------------------------------------ kernels
     def emit(self) -> KernelSpec:
         self.extras = []
-        from minijax.compiler.passes.row_fusion import row_fusion_plan
         plan = row_fusion_plan(self.comp)
         if plan is not None:
-            from minijax.compiler.codegen.row_loops import emit_row_fused
+            from minijax.compiler.codegen.cpu.row_loops import emit_row_fused
             spec = emit_row_fused(self, plan)
             self.b.ret_void()
             return spec

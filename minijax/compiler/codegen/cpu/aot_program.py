@@ -18,11 +18,11 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen.dot_loops import emit_dot_kernel
+from minijax.compiler.codegen.cpu.dot_loops import emit_dot_kernel
+from minijax.compiler.codegen.cpu.loops import emit_kernel
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.codegen.llvm_types import I8, I64, storage_type, value_type
-from minijax.compiler.codegen.loops import emit_kernel
 
 _KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
 _PASS_THROUGH = ("after-all", "optimization-barrier", "copy-start", "copy-done")

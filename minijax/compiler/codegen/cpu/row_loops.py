@@ -26,21 +26,21 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from minijax.compiler.codegen.elemental import ELEMENTWISE, Index
-from minijax.compiler.codegen.llvm_types import F64, I64, const, is_float, value_type
-from minijax.compiler.codegen.loops import (
+from minijax.compiler.codegen.cpu.loops import (
     BLOCK,
     block_bounds,
     block_partial,
     emit_counted_loop,
     reducer_kind,
 )
+from minijax.compiler.codegen.elemental import ELEMENTWISE, Index
+from minijax.compiler.codegen.llvm_types import F64, I64, const, is_float, value_type
 from minijax.compiler.hlo.ir import Shape
-from minijax.compiler.passes.opcodes import EXPENSIVE
+from minijax.compiler.hlo.opcodes import select
 
 #: Stack bytes per kernel call for row values kept between loops instead of recomputed.
 MAX_SCRATCH_BYTES = 64 * 1024
-_COSTLY = EXPENSIVE & ELEMENTWISE
+_COSTLY = select(trait="x") & ELEMENTWISE
 
 
 def _reached(roots, stop: set[int]) -> dict[int, object]:
@@ -218,7 +218,7 @@ class _RowKernel:
 
 def emit_row_fused(ke, plan):
     """Emit the body of kernel emitter `ke` (loops.KernelEmitter) for a row fusion with
-    RowPlan `plan` (passes/row_fusion.py); returns its KernelSpec."""
+    RowPlan `plan` (hlo/row_plan.py); returns its KernelSpec."""
     return _RowKernel(ke, plan).emit()
 
 
