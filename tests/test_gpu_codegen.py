@@ -4,6 +4,8 @@ emulator over the whole grid (compiler/codegen/gpu/emulate.py), match the HLO ev
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -69,10 +71,15 @@ def _inputs(dtype, rng, n=N):
     return x, y
 
 
-def _compare(got, ref, rtol, atol=1e-30):
+def _compare(got, ref, rtol, atol=1e-30, scaled_atol=0.0):
+    """Outputs equal (ints) or close (floats: rtol, plus `scaled_atol` times the output's
+    largest magnitude, for sums whose order differs from the evaluator's)."""
     for k, (g, r) in enumerate(zip(got, ref)):
         assert g.dtype == r.dtype, k
         if g.dtype.kind == "f":
+            finite = np.abs(r[np.isfinite(r)])
+            if scaled_atol and finite.size:
+                atol = max(atol, scaled_atol * float(finite.max()))
             np.testing.assert_allclose(g, r, rtol=rtol, atol=atol, equal_nan=True,
                                        err_msg=f"output {k}")
         else:
@@ -183,7 +190,7 @@ FUSIONS = {
 
 def _fusion_case(name):
     f, shapes = FUSIONS[name]
-    rng = np.random.default_rng(abs(hash(name)) % 1000)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))   # the same inputs every run
     args = [rng.normal(0, 2, s).astype(np.float32) for s in shapes]
     if name == "min_int":
         args = [rng.integers(-1000, 1000, shapes[0]).astype(np.int32)]
@@ -198,7 +205,7 @@ def test_fusion_emulated_matches_evaluator(name):
     assert not ex.host_steps(), ex.host_steps()
     ref = evaluate_module(module, args)
     got = ex.execute_host(args)
-    _compare(got, ref, 2e-5, atol=1e-6)
+    _compare(got, ref, 2e-5, atol=1e-7, scaled_atol=2e-6)
 
 
 def test_fusion_kernel_modes():
