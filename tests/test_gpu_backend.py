@@ -233,3 +233,14 @@ def test_while_and_cond_run_as_device_programs(gpu):
     for _ in range(2):
         ref2 = np.where(ref2 > 1.0, ref2 * 0.5, ref2 + 1.0)
     np.testing.assert_allclose(np.asarray(got2), ref2.max(), rtol=1e-6)
+
+
+def test_jit_backend_argument_cost_and_memory_analysis(gpu):
+    f = minijax.jit(lambda x: jnp.exp(x).sum(), backend="gpuemu")
+    x = np.full((8, 8), 0.5, np.float32)
+    compiled = f.lower(x).compile()
+    assert compiled.cost_analysis()["transcendentals"] == 64.0
+    assert "arguments 256 B" in str(compiled.memory_analysis())
+    y = f(x)
+    assert y.device == gpu
+    np.testing.assert_allclose(float(y), 64 * np.exp(0.5), rtol=1e-6)

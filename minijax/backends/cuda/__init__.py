@@ -14,6 +14,7 @@ are written to DIR; MINIJAX_DEBUG=2 prints each kernel step's time and GB/s.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import numpy as np
@@ -97,7 +98,8 @@ class CudaBackend(Backend):
             with open(os.path.join(dump_to, f"{module.name}.ptx"), "w") as f:
                 f.write(executable.ptx())
         if debug >= 4:
-            print(executable.ir_text)
+            print(executable.ir_text, file=sys.stderr)
+            print(executable.ptx(), file=sys.stderr)
         return executable
 
 
