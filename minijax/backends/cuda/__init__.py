@@ -63,29 +63,33 @@ class CudaBackend(Backend):
     host_memory = False
 
     def __init__(self, runtime=None, name: str = "cuda"):
-        self._runtime = runtime
+        self._runtimes = {0: runtime} if runtime is not None else {}
+        self._emulated = runtime is not None
         self.name = name
         self._lock = threading.Lock()
 
     def devices(self) -> list[Device]:
         """One CudaDevice per GPU the driver reports (the emulated device in tests)."""
-        if self._runtime is not None:
-            return [Device("gpu", 0, self._runtime.name, backend=self.name)]
+        if self._emulated:
+            return [Device("gpu", 0, self._runtimes[0].name, backend=self.name)]
         return [Device("gpu", k, name, backend=self.name) for k, name, _cc in cuda_devices()]
 
-    def runtime(self):
-        """The device runtime of GPU 0 (created on first use)."""
+    def runtime(self, ordinal: int = 0):
+        """The device runtime of GPU `ordinal` (its context, stream and allocator; created
+        on first use)."""
         with self._lock:
-            if self._runtime is None:
+            rt = self._runtimes.get(ordinal)
+            if rt is None:
                 if not cuda_devices():
                     raise RuntimeError(f"the cuda backend cannot compile: {NO_GPU} "
                                        f"(use MINIJAX_BACKEND=cpu)")
                 from minijax.backends.cuda.driver_runtime import CudaRuntime  # noqa: PLC0415
-                self._runtime = CudaRuntime(0)
-            return self._runtime
+                rt = self._runtimes[ordinal] = CudaRuntime(ordinal)
+            return rt
 
     def compile(self, module, options=None):
-        """Plan the module's entry computation as kernels, GEMMs and host steps."""
+        """Plan the module's entry computation as kernels, GEMMs and host steps, for GPU 0
+        (the compile interface names no device yet: executables run on the first GPU)."""
         from minijax.backends.cuda.program import GpuExecutable  # noqa: PLC0415 - llvmlite
         debug = debug_level()
         executable = GpuExecutable(module, self.runtime(), debug, self.devices()[0],
@@ -102,10 +106,9 @@ class CudaBackend(Backend):
             print(executable.ptx(), file=sys.stderr)
         return executable
 
-
     def buffer_from_host(self, value: np.ndarray, device: Device) -> CudaBuffer:
         """Copy a host array to the GPU (through the pinned staging buffer)."""
-        rt = self.runtime()
+        rt = self.runtime(device.id)
         value = np.asarray(value, order="C")
         return CudaBuffer(device, value.shape, value.dtype, rt.upload(value, "device_put"), rt)
 
