@@ -1,17 +1,26 @@
-# Two commands: `make demo` and `make test`. Each builds .venv from scratch if needed.
+# `make demo`, `make test` and `make notebooks`. Each builds .venv from scratch if needed.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
-	touch $(STAMP)
 
-.PHONY: demo test lint bench cross-tools
-demo: $(STAMP)
+# The demo installs minijax and its data set's package only (not the test extras).
+$(DEMO_STAMP): pyproject.toml $(VENV)/bin/python
+	$(PY) -m pip install -q -e ".[demo]"
+	touch $(DEMO_STAMP)
+
+# Tests need the notebook extras too: tests/test_notebooks.py executes every notebook.
+$(STAMP): pyproject.toml $(VENV)/bin/python
+	$(PY) -m pip install -q -e ".[test,notebooks]"
+	touch $(STAMP) $(DEMO_STAMP)
+
+.PHONY: demo test lint bench notebooks cross-tools
+demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP) cross-tools
@@ -23,6 +32,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# Re-execute every notebook in place at full size, saving its outputs.
+notebooks: $(STAMP)
+	$(PY) notebooks/execute.py
 
 # Best effort, for the AArch64 AOT test: as root with apt-get, install Debian's cross gcc and
 # qemu-user when missing (about 15 s); otherwise that test skips and says why.

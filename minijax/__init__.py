@@ -47,9 +47,9 @@ __all__ = [
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).
-from minijax import example_libraries, nn, random, scipy  # noqa: E402
+from minijax import debug, example_libraries, nn, random, scipy  # noqa: E402
 
-__all__ += ["example_libraries", "nn", "random", "scipy"]
+__all__ += ["debug", "example_libraries", "nn", "random", "scipy"]
 
 
 def __getattr__(name):

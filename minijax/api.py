@@ -266,7 +266,7 @@ def _check_output_dtype_revderiv(name, holomorphic, x):
                         "differentiation, pass holomorphic=True. For differentiating "
                         "non-holomorphic functions involving complex outputs, use jax.vjp "
                         "directly.")
-    elif dtype.kind != "f":
+    elif dtypes.kind(dtype) != "f":
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a "
                         f"sub-dtype of np.floating), but got {dtype.name}. For "
                         "differentiation of functions with integer outputs, use jax.vjp "

@@ -62,7 +62,7 @@ def _check_input_dtype_jacfwd(holomorphic, x):
         if dtype.kind != "c":
             raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex "
                             f"dtype, but got {dtype.name}.")
-    elif dtype.kind != "f":
+    elif dtypes.kind(dtype) != "f":
         raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
                         f"of np.floating), but got {dtype.name}. For holomorphic "
                         "differentiation, pass holomorphic=True. For differentiation of "

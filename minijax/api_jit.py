@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from minijax import core, placement, tree_util
+from minijax import core, display, float_checks, placement, trace_events, tree_util
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -36,7 +36,7 @@ from minijax.compiler import driver
 from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
-from minijax.dispatch import check_nans, place_buffer, target_device
+from minijax.dispatch import place_buffer, target_device
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 
 _disable_jit = threading.local()
@@ -93,8 +93,6 @@ class _CompiledEntry:
         device = self.device
         bufs = [place_buffer(x, device) for x in flat_values]
         outs = self.executable.execute(bufs + self.hoisted)
-        if config._values["jax_debug_nans"]:
-            check_nans(f"jit({self.lowered.fun_name})", outs)
         dev, committed = self.array_device, self.committed
         arrays = [Array(o if type(o) is not np.ndarray or o.dtype == a.dtype
                         else o.astype(a.dtype), a.weak_type, dev, committed)
@@ -160,6 +158,7 @@ def _numpy_value(x):
     return np.array(x, order="C", copy=True)
 _FAST_MAX = 32
 _current_trace = core.current_trace
+_float_checks_enabled = float_checks.enabled
 
 
 class _FunctionCacheWithFastPath(cache_mod.FunctionCache):
@@ -213,7 +212,8 @@ class JitWrapped:
             except TypeError:
                 call = None
             if call is not None and type(_current_trace()) is EvalTrace and not (
-                    _disable_jit.__dict__.get("value") or config._values["jax_disable_jit"]):
+                    _disable_jit.__dict__.get("value") or config._values["jax_disable_jit"]
+                    or _float_checks_enabled()):
                 self._cache.stats.hits += 1
                 return call(args)
         if _jit_disabled() or type(core.current_trace()) is not EvalTrace:
@@ -229,10 +229,12 @@ class JitWrapped:
                           x._committed) if type(x) is Array
                          else _numpy_fast_key(x) for x in args])
             # Only arguments already where the entry runs (no transfer) take the fast path.
-            if _NOT_FAST not in key and not config._values["jax_debug_nans"] and all(
+            if _NOT_FAST not in key and all(
                     k[3] == entry.array_device for k in key) and (
                     entry.array_device is None or all(type(x) is Array for x in args)):
                 self._cache.fast[key] = entry.fast_caller()
+        if _float_checks_enabled():
+            return float_checks.checked_call(self._name, entry, dyn_leaves)
         return entry.call(dyn_leaves)
 
     def _signature(self, args, kwargs):
@@ -312,12 +314,17 @@ class JitWrapped:
             stats = self._cache.stats
             reason = cache_mod.explain_miss(signature, self._cache.entries.keys(), names)
             stats.misses += 1
-            timings = {}
+            timings = trace_events.StageTimings(self._name) if trace_events.ACTIVE else {}
             t0 = time.perf_counter()
             closed, out_tree = self._trace(signature, call_fun, names)
             timings["trace"] = time.perf_counter() - t0
             lowered = Lowered(self, closed, out_tree, signature, names)
+            timings["lower"] = lowered.lower_seconds
             entry = lowered._compile_entry(timings)
+            if trace_events.ACTIVE:
+                trace_events.add(f"jit compile {self._name}", "compile", t0,
+                                 time.perf_counter() - t0, {"reason": reason,
+                                                            "signature": _sig_text(signature)})
             stats.compiles += 1
             stats.compile_seconds += sum(timings.values())
             stats.history.append(reason)
@@ -445,6 +452,9 @@ class Lowered:
         from minijax.compiler.analysis import cost_analysis
         return cost_analysis(self.module)
 
+    def _repr_html_(self) -> str:
+        return display.lowered_html(self)
+
 
 class Compiled:
     """A compiled program (`jit(f).lower(*args).compile()`): callable and inspectable."""
@@ -471,6 +481,10 @@ class Compiled:
     @property
     def kernel_count(self) -> int:
         return getattr(self._entry.executable, "kernel_count", 0)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the fused graph (SVG with Graphviz) and the highlighted HLO."""
+        return display.compiled_html(self)
 
     def __call__(self, *args, **kwargs):
         signature, leaves, _, _ = self._lowered._wrapped._signature(args, kwargs)
@@ -585,5 +599,5 @@ def _clear_fast_paths(_value=None) -> None:
             fast.clear()
 
 
-for _option in ("minijax_backend", "jax_platforms", "jax_debug_nans"):
+for _option in ("minijax_backend", "jax_platforms"):
     config.on_change(_option, _clear_fast_paths)

@@ -163,12 +163,17 @@ def _reconstruct(value, weak_type):
 
 
 def array_repr(value: np.ndarray, weak_type: bool) -> str:
-    """`Array([1., 2.], dtype=float32)`, as JAX prints arrays."""
+    """`Array([1., 2.], dtype=float32)`, exactly as JAX prints arrays (also where its
+    output is odd: when the dtype does not fit on the last line, JAX separates it by six
+    spaces instead of one, on the same line)."""
     prefix = "Array("
-    suffix = f", dtype={value.dtype.name}" + (", weak_type=True" if weak_type else "") + ")"
-    if value.size == 0 and value.ndim > 0:
+    dtype_text = f"dtype={value.dtype.name}" + (", weak_type=True" if weak_type else "")
+    if value.size == 0:
         body = f"[], shape={value.shape}"
     else:
-        body = np.array2string(value, separator=", ", prefix=prefix, suffix=suffix,
-                               threshold=1000)
-    return prefix + body + suffix
+        body = np.array2string(value, separator=", ", prefix=prefix, suffix=",",
+                               max_line_width=np.get_printoptions()["linewidth"])
+    last_line = len(body) - body.rfind("\n") + 1
+    fits = last_line + len(dtype_text) + 2 <= np.get_printoptions()["linewidth"]
+    return f"{prefix}{body},{' ' if fits else ' ' * len(prefix)}{dtype_text})"
+

@@ -9,7 +9,8 @@ option (environment variable)          meaning
 jax_enable_x64 (JAX_ENABLE_X64)        64-bit default dtypes
 jax_disable_jit (JAX_DISABLE_JIT)      run jitted functions op by op
 jax_log_compiles (JAX_LOG_COMPILES)    log every compile
-jax_explain_cache_misses, jax_debug_nans (JAX_...)   accepted (misses explained at debug 1)
+jax_explain_cache_misses (JAX_EXPLAIN_CACHE_MISSES)  log each compile with the miss reason
+jax_debug_nans, jax_debug_infs (JAX_DEBUG_NANS/INFS)  raise at the first NaN/Inf (float_checks.py)
 jax_platforms (JAX_PLATFORMS)          backend preference list ("cpu", "cuda")
 jax_threefry_partitionable             JAX's random-bits scheme (default True)
 minijax_debug (MINIJAX_DEBUG)          1 compiles, 2 kernel timings, 3 HLO per pass, 4 IR/PTX
@@ -61,7 +62,8 @@ def _str(value) -> str:
 #: Converters applied by `update` (other options keep the value as given).
 _TYPES = {
     "jax_enable_x64": _bool, "jax_disable_jit": _bool, "jax_log_compiles": _bool,
-    "jax_explain_cache_misses": _bool, "jax_debug_nans": _bool, "jax_platforms": _str,
+    "jax_explain_cache_misses": _bool, "jax_debug_nans": _bool, "jax_debug_infs": _bool,
+    "jax_platforms": _str,
     "jax_threefry_partitionable": _bool, "minijax_debug": _int, "minijax_backend": _str,
     "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
     "minijax_dot_blas": _bool, "minijax_dot_split": _bool,
@@ -78,6 +80,7 @@ class Config:
             "jax_log_compiles": _env_bool("JAX_LOG_COMPILES"),
             "jax_explain_cache_misses": _env_bool("JAX_EXPLAIN_CACHE_MISSES"),
             "jax_debug_nans": _env_bool("JAX_DEBUG_NANS"),
+            "jax_debug_infs": _env_bool("JAX_DEBUG_INFS"),
             "jax_platforms": os.environ.get("JAX_PLATFORMS", ""),
             "jax_threefry_partitionable": True,
             "minijax_debug": _env_int("MINIJAX_DEBUG"),

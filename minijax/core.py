@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import display, dtypes
 from minijax.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -359,6 +359,10 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the printed jaxpr, highlighted."""
+        return display.jaxpr_html(str(self))
+
     def pretty_print(self, **kwargs) -> str:
         return jaxpr_to_text(self, **kwargs)
 
@@ -378,6 +382,10 @@ class ClosedJaxpr:
         return str(self.jaxpr)
 
     __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the printed jaxpr, highlighted."""
+        return display.jaxpr_html(str(self))
 
     def pretty_print(self, **kwargs) -> str:
         return self.jaxpr.pretty_print(**kwargs)

@@ -16,10 +16,12 @@ import numpy as np
 from minijax import dtypes, eager_compiled, placement
 from minijax.array import Array
 from minijax.backends.base import Device
-from minijax.config import config
 from minijax.core import ShapedArray
 
 numpy_impls: dict = {}
+#: Called as post_check(primitive, out) after each eager primitive when set (the
+#: jax_debug_nans / jax_debug_infs checks of minijax/float_checks.py).
+post_check = None
 
 
 def _to_numpy(x):
@@ -85,7 +87,7 @@ def apply_primitive(primitive, *args, **params):
     impl = numpy_impls.get(primitive)
     if impl is None:
         raise NotImplementedError(f"primitive {primitive.name} has no eager implementation")
-    if _host_default():
+    if _DEFAULT and _DEFAULT[2]:  # placement's default state, filled on first use
         for x in args:
             if type(x) is Array and x._device is not None:
                 return _apply_placed(primitive, impl, args, params)
@@ -93,22 +95,18 @@ def apply_primitive(primitive, *args, **params):
         with np.errstate(all="ignore"):
             out = impl(*map(_to_numpy, args), **params)
         if primitive.multiple_results:
-            return [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
-        return wrap_output(out, out_aval)
+            out = [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
+        else:
+            out = wrap_output(out, out_aval)
+        if post_check is not None:
+            post_check(primitive, out)
+        return out
     return _apply_placed(primitive, impl, args, params)
 
 
-def _host_default() -> bool:
-    state = placement._default or placement._default_state()
-    return state[3]
-
-
-def check_nans(what: str, values) -> None:
-    """jax_debug_nans: raise JAX's FloatingPointError when a float result holds a NaN."""
-    for v in values:
-        host = np.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v.to_host()
-        if host.dtype.kind in "fc" and np.isnan(host).any():
-            raise FloatingPointError(f"invalid value (nan) encountered in {what}")
+#: placement's default-device state (one list, rebuilt in place when the options change):
+#: [device, backend, host_memory]; empty until first used.
+_DEFAULT = placement._default
 
 
 def _argument_names(n: int) -> list[str]:
@@ -144,21 +142,24 @@ def _apply_placed(primitive, impl, args, params):
         with np.errstate(all="ignore"):
             out = impl(*host, **params)
         dev = device if (committed or device != placement.default_device()) else None
-        if config._values["jax_debug_nans"]:
-            check_nans(primitive.name, out if primitive.multiple_results else [out])
         if primitive.multiple_results:
-            return [wrap_output(o, a, dev, committed)
-                    for o, a in zip(out, out_aval, strict=True)]
-        return wrap_output(out, out_aval, dev, committed)
+            result = [wrap_output(o, a, dev, committed)
+                      for o, a in zip(out, out_aval, strict=True)]
+        else:
+            result = wrap_output(out, out_aval, dev, committed)
+        if post_check is not None:
+            post_check(primitive, result)
+        return result
     bufs = [place_buffer(x, device) for x in args]
     executable = eager_compiled.executable(primitive, avals, params, device)
     outs = executable.execute(bufs)
-    if config._values["jax_debug_nans"]:
-        check_nans(primitive.name, outs)
     out_avals = out_aval if primitive.multiple_results else [out_aval]
     arrays = [Array(o, a.weak_type, device, committed)
               for o, a in zip(outs, out_avals, strict=True)]
-    return arrays if primitive.multiple_results else arrays[0]
+    result = arrays if primitive.multiple_results else arrays[0]
+    if post_check is not None:
+        post_check(primitive, result)
+    return result
 
 
 def place_buffer(x, device):

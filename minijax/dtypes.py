@@ -3,13 +3,16 @@
 The lattice (JAX's "type promotion semantics"):
 
     b1 -> i*;  i* -> u8, i8;  u8 -> u16, i16;  u16 -> u32, i32;  u32 -> u64, i64;
-    u64 -> f*;  i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, c*;  f16 -> f32 -> f64, c64;
-    f64 -> c128;  c* -> c64 -> c128
+    u64 -> f*;  i8 -> i16 -> i32 -> i64 -> f*;  f* -> f16, bf16, c*;  f16 -> f32;
+    bf16 -> f32;  f32 -> f64, c64;  f64 -> c128;  c* -> c64 -> c128
 
 i*, f*, c* are the weak (Python scalar) types. The promoted type of several values is the
 least upper bound of their lattice nodes; when it is weak, the result takes the default
 dtype of that kind and stays weakly typed. With x64 disabled (JAX's default) 64-bit types
 are canonicalized to their 32-bit counterparts.
+
+bfloat16 is ml_dtypes' NumPy dtype (as JAX's). NumPy gives it kind "V", so code asks
+`kind(dtype)` (or the is_* helpers here) rather than `dtype.kind`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import functools
 import warnings
 
+import ml_dtypes
 import numpy as np
 
 from minijax.config import config
@@ -26,13 +30,14 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32,
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 # JAX's dtype of the trivial tangents and gradients of integer and boolean values (zero bytes
 # per element); such gradients are NumPy arrays, never minijax Arrays.
 float0 = np.dtype([("float0", np.void, 0)])
 
 SUPPORTED_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                    float16, float32, float64, complex64, complex128)
+                    bfloat16, float16, float32, float64, complex64, complex128)
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 
 _CANONICAL_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
@@ -45,8 +50,8 @@ _LATTICE_UP = {
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64],
     uint64: [F_WEAK],
     int8: [int16], int16: [int32], int32: [int64], int64: [F_WEAK],
-    F_WEAK: [float16, C_WEAK],
-    float16: [float32], float32: [float64, complex64], float64: [complex128],
+    F_WEAK: [float16, bfloat16, C_WEAK],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
     C_WEAK: [complex64], complex64: [complex128], complex128: [],
 }
 
@@ -74,7 +79,7 @@ _warned_x64: set = set()
 
 def canonicalize_dtype(dtype, *, warn: bool = False) -> np.dtype:
     """Map a dtype to the one minijax uses: 64-bit types become 32-bit unless x64 is on."""
-    dtype = np.dtype(dtype)
+    dtype = as_dtype(dtype)
     if dtype not in _SUPPORTED:
         raise TypeError(f"minijax does not support dtype {dtype}. Supported dtypes: "
                         + ", ".join(str(d) for d in SUPPORTED_DTYPES))
@@ -90,6 +95,39 @@ def canonicalize_dtype(dtype, *, warn: bool = False) -> np.dtype:
                 UserWarning, stacklevel=3)
         return new
     return dtype
+
+
+def as_dtype(dtype) -> np.dtype:
+    """np.dtype(dtype), also for the name "bfloat16" and ml_dtypes' scalar type."""
+    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        return bfloat16
+    return np.dtype(dtype)
+
+
+def kind(dtype) -> str:
+    """NumPy's kind character of a dtype, with "f" for bfloat16 (which NumPy calls "V")."""
+    dtype = np.dtype(dtype)
+    return "f" if dtype == bfloat16 else dtype.kind
+
+
+def is_16bit_float(dtype) -> bool:
+    """float16 or bfloat16: the types whose reductions accumulate in float32."""
+    return np.dtype(dtype) in (float16, bfloat16)
+
+
+def upcast_16bit(dtype) -> np.dtype:
+    """float32 for a 16-bit float type (the type JAX's reductions accumulate in), else dtype."""
+    return float32 if is_16bit_float(dtype) else np.dtype(dtype)
+
+
+def astype(x, dtype) -> np.ndarray:
+    """x.astype(dtype) with XLA's rounding: values reach a 16-bit float through float32
+    (JAX and XLA:CPU round a float64 twice: f16(1 + 2**-11 + 2**-40) == 1)."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if is_16bit_float(dtype) and x.dtype not in (float16, bfloat16, float32, bool_):
+        x = x.astype(float32)
+    return x.astype(dtype)
 
 
 def default_int_dtype() -> np.dtype:
@@ -110,12 +148,12 @@ _WEAK_DEFAULTS = {I_WEAK: default_int_dtype, F_WEAK: default_float_dtype,
 
 def weak_kind(dtype) -> str:
     """The weak lattice node of a dtype's kind: int -> i*, float -> f*, complex -> c*."""
-    kind = np.dtype(dtype).kind
-    if kind in "iu":
+    k = kind(dtype)
+    if k in "iu":
         return I_WEAK
-    if kind == "f":
+    if k == "f":
         return F_WEAK
-    if kind == "c":
+    if k == "c":
         return C_WEAK
     raise TypeError(f"no weak type for {dtype}")
 
@@ -160,7 +198,7 @@ def _lattice_node(dtype, weak: bool):
 
 def promote_types(a, b) -> np.dtype:
     """jnp.promote_types: the promoted (strong) dtype of two dtypes."""
-    node = _least_upper_bound(frozenset({np.dtype(a), np.dtype(b)}))
+    node = _least_upper_bound(frozenset({as_dtype(a), as_dtype(b)}))
     return canonicalize_dtype(_node_dtype(node))
 
 
@@ -177,7 +215,7 @@ def result_type_and_weak(*args) -> tuple[np.dtype, bool]:
     nodes = set()
     for x in args:
         if isinstance(x, (np.dtype, type)) or (isinstance(x, str) and x not in ("i*", "f*")):
-            nodes.add(np.dtype(x))
+            nodes.add(as_dtype(x))
         else:
             dtype, weak = dtype_and_weak(x)
             nodes.add(_lattice_node(dtype, weak))
@@ -190,17 +228,31 @@ def result_type(*args) -> np.dtype:
     return result_type_and_weak(*args)[0]
 
 
+_BF16_SUPERTYPES = (np.floating, np.inexact, np.number, np.generic)
+
+
 def issubdtype(a, b) -> bool:
-    """np.issubdtype with minijax's dtype objects."""
+    """np.issubdtype with minijax's dtype objects (bfloat16 is a floating type)."""
+    if _is_bf16(a):
+        return _is_bf16(b) or (isinstance(b, type) and b in _BF16_SUPERTYPES)
+    if _is_bf16(b):
+        return False
     return np.issubdtype(a, b)
 
 
+def _is_bf16(x) -> bool:
+    try:
+        return as_dtype(x) == bfloat16 and not (isinstance(x, type) and x in _BF16_SUPERTYPES)
+    except TypeError:
+        return False
+
+
 def is_float(dtype) -> bool:
-    return np.dtype(dtype).kind == "f"
+    return kind(dtype) == "f"
 
 
 def is_inexact(dtype) -> bool:
-    return np.dtype(dtype).kind in "fc"
+    return kind(dtype) in "fc"
 
 
 def is_complex(dtype) -> bool:
@@ -214,7 +266,7 @@ def is_integer(dtype) -> bool:
 def to_inexact(dtype) -> np.dtype:
     """The floating dtype that an integer/bool input becomes in float functions."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if kind(dtype) in "fc":
         return dtype
     return default_float_dtype()
 
@@ -225,7 +277,8 @@ def real_dtype(dtype) -> np.dtype:
 
 
 def finfo(dtype):
-    return np.finfo(canonicalize_dtype(dtype))
+    dtype = canonicalize_dtype(dtype)
+    return ml_dtypes.finfo(dtype) if dtype == bfloat16 else np.finfo(dtype)
 
 
 def iinfo(dtype):
@@ -237,4 +290,6 @@ def short_name(dtype) -> str:
     dtype = np.dtype(dtype)
     if dtype == bool_:
         return "bool"
+    if dtype == bfloat16:
+        return "bf16"
     return {"f": "f", "i": "i", "u": "u", "c": "c"}[dtype.kind] + str(dtype.itemsize * 8)

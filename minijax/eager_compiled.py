@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 
+from minijax.compiler import cache as cache_mod
 from minijax.compiler import driver
 from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.compiler.options import CompileOptions
@@ -68,6 +69,9 @@ def _compile(primitive, avals, params, device):
 
 
 def clear() -> None:
-    """Forget every compiled one-op program."""
+    """Forget every compiled one-op program (minijax.clear_caches() calls this)."""
     with _lock:
         _cache.clear()
+
+
+cache_mod.clear_hooks.append(clear)

@@ -19,9 +19,8 @@ from minijax.backends import available_backends, get_backend
 from minijax.backends.base import Device
 from minijax.config import config
 
-# [default device, its backend, whether that backend keeps host NumPy buffers, whether
-# eager ops may take dispatch's NumPy fast path (host buffers and no jax_debug_nans)];
-# rebuilt when those options change.
+# [default device, its backend, whether that backend keeps host NumPy buffers]; rebuilt
+# when the backend options change.
 _default: list = []
 
 
@@ -29,15 +28,14 @@ def _reset(_value=None) -> None:
     _default.clear()
 
 
-for _option in ("minijax_backend", "jax_platforms", "jax_debug_nans"):
+for _option in ("minijax_backend", "jax_platforms"):
     config.on_change(_option, _reset)
 
 
 def _default_state() -> list:
     if not _default:
         backend = get_backend()
-        _default.extend([backend.devices()[0], backend, backend.host_memory,
-                         backend.host_memory and not config._values["jax_debug_nans"]])
+        _default.extend([backend.devices()[0], backend, backend.host_memory])
     return _default
 
 

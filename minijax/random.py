@@ -304,7 +304,7 @@ def _shape(shape) -> tuple:
 
 def _float_dtype(dtype, name: str) -> np.dtype:
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
 
@@ -366,7 +366,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
 
 def _uniform(data, shape, dtype, minval, maxval):
     lax = _lax()
-    finfo = np.finfo(dtype)
+    finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = threefry.UINT_DTYPES[nbits]
     minval = _bcast(_convert(minval, dtype), shape)
@@ -382,7 +382,7 @@ def normal(key, shape=(), dtype=None):
     """Standard normal samples: sqrt(2) * erfinv(u) for u uniform in (-1, 1)."""
     data, _ = _check_prng_key("normal", key)
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if dt.kind not in "fc":
+    if dtypes.kind(dt) not in "fc":
         raise ValueError("dtype argument to `normal` must be a float or complex dtype, "
                          f"got {dt}")
     shape = _shape(shape)
@@ -447,7 +447,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     data, _ = _check_prng_key("bernoulli", key)
     dt = _jnp().asarray(p).dtype
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     if shape is None:
         shape = tuple(np.shape(p))
@@ -460,7 +460,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
         u = _uniform(data, (2, *shape), dt, 0.0, 1.0)
         u1 = lax.reshape(lax.slice_in_dim(u, 0, 1, axis=0), shape)
         u2 = lax.reshape(lax.slice_in_dim(u, 1, 2, axis=0), shape)
-        u2 = lax.mul(u2, _const(2.0 ** -np.finfo(dt).nmant, dt))
+        u2 = lax.mul(u2, _const(2.0 ** -dtypes.finfo(dt).nmant, dt))
         return lax.lt(u2, lax.sub(p, u1))
     return lax.lt(_uniform(data, shape, dt, 0.0, 1.0), p)
 

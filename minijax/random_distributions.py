@@ -122,7 +122,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
             result = lax.slice_in_dim(perm, 0, n_draws, axis=axis)
     else:
         p_arr = jnp.asarray(p)
-        if p_arr.dtype.kind not in "fc":
+        if dtypes.kind(p_arr.dtype) not in "fc":
             p_arr = p_arr.astype(dtypes.default_float_dtype())
         if p_arr.shape != (n_inputs,):
             raise ValueError("p must be None or a 1D vector with the same size as "
@@ -157,7 +157,7 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None):
 
 def _gumbel(data, shape, dt, mode):
     lax = _lax()
-    info = np.finfo(dt)
+    info = dtypes.finfo(dt)
     if mode == "low":
         u = _uniform(data, shape, dt, _const(info.tiny, dt), _const(1.0, dt))
         return lax.neg(lax.log(lax.neg(lax.log(u))))
@@ -226,7 +226,7 @@ def laplace(key, shape=(), dtype=None):
     data, _ = _check_prng_key("laplace", key)
     dt = _float_dtype(dtype, "laplace")
     lax = _lax()
-    lo = -1.0 + float(np.finfo(dt).epsneg)
+    lo = -1.0 + float(dtypes.finfo(dt).epsneg)
     u = _uniform(data, _shape(shape), dt, _const(lo, dt), _const(1.0, dt))
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
@@ -236,7 +236,7 @@ def logistic(key, shape=(), dtype=None):
     data, _ = _check_prng_key("logistic", key)
     dt = _float_dtype(dtype, "logistic")
     lax = _lax()
-    u = _uniform(data, _shape(shape), dt, _const(np.finfo(dt).tiny, dt), _const(1.0, dt))
+    u = _uniform(data, _shape(shape), dt, _const(dtypes.finfo(dt).tiny, dt), _const(1.0, dt))
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
 
 
@@ -245,7 +245,7 @@ def cauchy(key, shape=(), dtype=None):
     data, _ = _check_prng_key("cauchy", key)
     dt = _float_dtype(dtype, "cauchy")
     lax = _lax()
-    u = _uniform(data, _shape(shape), dt, _const(np.finfo(dt).eps, dt), _const(1.0, dt))
+    u = _uniform(data, _shape(shape), dt, _const(dtypes.finfo(dt).eps, dt), _const(1.0, dt))
     return lax.tan(lax.mul(_const(np.pi, dt), lax.sub(u, _const(0.5, dt))))
 
 

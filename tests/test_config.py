@@ -87,6 +87,14 @@ def test_debug_nans(option):
     assert np.isnan(np.asarray(f(jnp.array([-1.0])))).all()
 
 
+def test_debug_infs(option):
+    option("jax_debug_infs", True)
+    with pytest.raises(FloatingPointError, match="invalid value \\(inf\\) encountered in div"):
+        jnp.array(1.0) / jnp.array(0.0)
+    option("jax_debug_infs", False)
+    assert np.isinf(np.asarray(jnp.array(1.0) / jnp.array(0.0)))
+
+
 @pytest.mark.parametrize("name", ["minijax_backend", "jax_platforms"])
 def test_backend_options(option, name):
     option(name, "interpreter")

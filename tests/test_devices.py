@@ -213,9 +213,12 @@ def test_device_backend_eager_ops_stay_on_device(fakedev):
     assert FakeBuffer.to_host_calls == 1
     compiled = eager_compiled.compiles - before
     assert compiled >= 4  # sin, mul, add, reduce_sum (and scalar conversions)
-    # The same ops again: served from the one-op program cache.
+    # The same ops again: served from the one-op program cache (until clear_caches).
     jnp.sum(jnp.sin(x) * 2 + x, axis=1)
     assert eager_compiled.compiles - before == compiled
+    minijax.clear_caches()
+    jnp.sin(x)
+    assert eager_compiled.compiles - before == compiled + 1
 
 
 def test_device_backend_jit_and_mixing(fakedev):

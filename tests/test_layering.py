@@ -55,15 +55,16 @@ def test_backends_and_compiler_never_import_the_frontend():
 #: the leaves (the frontend uses them; they never import the frontend, tested above).
 FRONTEND_LAYERS = [
     ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
-                "tree_util_paths", "tree_util_registry", "api_util", "compiler", "backends"]),
+                "tree_util_paths", "tree_util_registry", "api_util", "trace_events", "display",
+                "compiler", "backends"]),
     ("core", ["core"]),
     ("arrays", ["array", "placement"]),
-    ("dispatch", ["dispatch", "eager_compiled"]),
+    ("dispatch", ["dispatch", "eager_compiled", "float_checks"]),
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
-    ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy"]),
-    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot"]),
+    ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug"]),
+    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler"]),
     ("top", ["example_libraries", "test_util", "tools", "__init__"]),
 ]
 

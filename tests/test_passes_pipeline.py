@@ -167,3 +167,14 @@ def test_layout_assignment_makes_everything_row_major():
     assert all(i.shape.layout is None for i in module.entry.instructions
                if not i.shape.is_tuple)
     assert not LayoutAssignment().run(module)
+
+
+def test_every_default_pass_implements_the_pass_interface():
+    from minijax.compiler.passes.base import Pass
+    from minijax.compiler.pipeline import FixedPoint, default_passes
+    for level in (0, 1, 2):
+        items = default_passes(CompileOptions(opt_level=level))
+        flat = [q for p in items for q in (p.passes if isinstance(p, FixedPoint) else [p])]
+        assert flat and all(isinstance(p, Pass) and p.name for p in flat)
+    with pytest.raises(NotImplementedError, match="does not implement run"):
+        Pass().run(None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.compiler.evaluator import evaluate_module, has_implementation
 
@@ -22,7 +23,9 @@ class InterpreterExecutable(Executable):
 
     def execute(self, args: list[np.ndarray]) -> list[np.ndarray]:
         """Run the module on flat arguments; returns the entry result's leaves."""
-        return evaluate_module(self.module, [np.asarray(a) for a in args])
+        with trace_events.span(f"execute {self.module.name}", "execute",
+                               backend="interpreter"):
+            return evaluate_module(self.module, [np.asarray(a) for a in args])
 
     def as_text(self) -> str:
         """The HLO text of the module being interpreted."""

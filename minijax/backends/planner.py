@@ -45,6 +45,7 @@ class Program:
         self.root_operand_slots = None
         self.notes: list[str] = []
         self.kernel_count = 0
+        self.step_instrs: list[Instruction] = []  # the instruction of each step (profiler)
 
     def run(self, args):
         env = self.template.copy()
@@ -121,7 +122,9 @@ class ProgramPlanner:
         prog = Program(comp)
         self.programs[id(comp)] = prog
         for instr in comp.instructions:
+            n = len(prog.steps)
             self._instruction(prog, instr)
+            prog.step_instrs.extend([instr] * (len(prog.steps) - n))
         return prog
 
     def _instruction(self, prog: Program, instr: Instruction) -> None:

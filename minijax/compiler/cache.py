@@ -131,11 +131,18 @@ class ExecutableCache:
 executable_cache = ExecutableCache()
 
 
+#: Other caches of compiled code (eager one-op programs) register their `clear` here.
+clear_hooks: list = []
+
+
 def clear_caches() -> None:
-    """Empty every compile cache (all jitted functions and the shared executable cache)."""
+    """Empty every compile cache (all jitted functions, the shared executable cache and the
+    caches registered in `clear_hooks`)."""
     for cache in list(_all_function_caches):
         cache.clear()
     executable_cache.entries.clear()
+    for hook in clear_hooks:
+        hook()
 
 
 # --------------------------------------------------------------------------- explanations

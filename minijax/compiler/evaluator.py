@@ -8,7 +8,8 @@ Public entry points:
 
 Values are numpy arrays (0-d for scalars) or Python tuples of values. Every result is cast to
 its instruction's dtype and dims, so float32 programs stay float32; bf16 values live in
-float32 storage and are rounded to bfloat16 after every instruction.
+float32 storage and are rounded to bfloat16 after every instruction (callers see ml_dtypes
+bfloat16 arrays).
 
 Scalar computations applied elementwise (reducers, comparators, scatter combiners, map
 bodies) are evaluated "batched": once over whole arrays, with numpy broadcasting, instead of
@@ -77,6 +78,15 @@ def flatten_value(value) -> list[np.ndarray]:
     return [value]
 
 
+def _external(shape: Shape, value):
+    """A value as callers hold it: bf16 leaves (float32 inside) as ml_dtypes bfloat16."""
+    if isinstance(value, tuple):
+        return tuple(_external(s, v) for s, v in zip(shape.tuple_shapes, value))
+    if shape.element_type == "bf16" and value.dtype != shape.dtype:
+        return value.astype(shape.dtype)
+    return value
+
+
 def _materialize(value):
     """Own, writable, C-contiguous arrays (results may be broadcast views internally)."""
     if isinstance(value, tuple):
@@ -96,10 +106,10 @@ def _coerce(shape: Shape, value, batched: bool):
     if shape.element_type == "token":
         return ()
     arr = np.asarray(value)
-    if arr.dtype != shape.dtype:
+    if shape.element_type == "bf16":  # float32 storage inside, see _external
+        arr = ew.round_to_bf16(arr.astype(np.float32, copy=False))
+    elif arr.dtype != shape.dtype:
         arr = arr.astype(shape.dtype)
-    if shape.element_type == "bf16":
-        arr = ew.round_to_bf16(arr)
     if not batched and arr.shape != shape.dims:
         if arr.size != shape.size:
             raise EvaluatorError(f"computed shape {arr.shape}, instruction declares {shape}")
@@ -171,12 +181,20 @@ def _is_batchable(comp: Computation) -> bool:
 
 
 def _needed(comp: Computation) -> list[Instruction]:
-    """Instructions the root depends on, in the computation's order."""
+    """Instructions the root depends on, in the computation's order (plus custom-calls
+    with no result: they exist for their effect, e.g. minijax.debug.print)."""
     live = {id(comp.root)}
+    live.update(id(i) for i in comp.instructions if _is_effect(i))
     for instr in reversed(comp.instructions):
         if id(instr) in live:
             live.update(id(op) for op in instr.operands)
     return [i for i in comp.instructions if id(i) in live]
+
+
+def _is_effect(instr: Instruction) -> bool:
+    if instr.opcode == "custom-call":
+        return instr.shape.is_tuple and not instr.shape.tuple_shapes
+    return any(_is_effect(i) for c in instr.called_computations() for i in c.instructions)
 
 
 def _evaluate(comp: Computation, args: list, batched: bool):
@@ -266,12 +284,13 @@ def evaluate_instruction(instr: Instruction, operand_values: list):
     """
     if instr.opcode == "parameter":
         raise EvaluatorError(f"{instr.name}: a parameter has no value without arguments")
-    return _materialize(_evaluate_one(instr, list(operand_values), _Context(False)))
+    value = _evaluate_one(instr, list(operand_values), _Context(False))
+    return _materialize(_external(instr.shape, value))
 
 
 def evaluate_computation(comp: Computation, args: list):
     """Evaluate a computation on argument values; returns an array or a tuple of values."""
-    return _evaluate(comp, list(args), batched=False)
+    return _external(comp.root.shape, _evaluate(comp, list(args), batched=False))
 
 
 def evaluate_module(module: Module, args: list) -> list[np.ndarray]:
@@ -300,7 +319,8 @@ def evaluate_module(module: Module, args: list) -> list[np.ndarray]:
                                      f"expected {param.shape}")
             arr = arr.astype(param.shape.dtype)
         checked.append(arr)
-    outs = [_materialize(v) for v in flatten_value(_evaluate(entry, checked, batched=False))]
+    result = _external(entry.root.shape, _evaluate(entry, checked, batched=False))
+    outs = [_materialize(v) for v in flatten_value(result)]
     # Outputs never alias the caller's arguments.
     return [o.copy() if any(np.may_share_memory(o, a) for a in checked
                             if isinstance(a, np.ndarray)) else o for o in outs]
@@ -347,7 +367,10 @@ def _convert(instr, ops, ctx):
 
 
 def _bitcast_convert(instr, ops, ctx):
-    return ew.bitcast_convert(np.asarray(ops[0]), instr.shape.dtype)
+    x = np.asarray(ops[0])
+    if instr.operands[0].shape.element_type == "bf16":  # float32 storage -> its 16 bits
+        x = x.astype(instr.operands[0].shape.dtype)
+    return ew.bitcast_convert(x, instr.shape.dtype)
 
 
 def _reduce_precision(instr, ops, ctx):

@@ -316,8 +316,8 @@ BINARY = {
     "divide": _divide,
     "remainder": _remainder,
     "power": _power,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
+    "maximum": lambda x, y: _signed_zero_extremum(np.maximum(x, y), x, y, 1),
+    "minimum": lambda x, y: _signed_zero_extremum(np.minimum(x, y), x, y, -1),
     "atan2": _atan2,
     "and": _logical_or_bitwise(np.bitwise_and),
     "or": _logical_or_bitwise(np.bitwise_or),
@@ -385,6 +385,8 @@ def convert(x, dtype):
         x = np.real(x)
     if x.dtype.kind == "f" and dtype.kind in "iu":
         return _float_to_int(x, dtype)
+    if dtype.itemsize == 2 and dtype.kind in "fV" and x.dtype.itemsize > 4:
+        x = x.astype(np.float32)  # to 16-bit floats through float32, as XLA
     return x.astype(dtype)
 
 
@@ -435,6 +437,14 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
     if mantissa_bits > 0:
         return np.where(nan, x, out)
     return np.where(nan, np.array(np.inf, x.dtype), out)
+
+
+def _signed_zero_extremum(out, x, y, sign):
+    """XLA orders zeros: maximum(-0, +0) is +0 and minimum(-0, +0) is -0 in either order."""
+    if out.dtype.kind != "f":
+        return out
+    both = (x == 0) & (y == 0)
+    return np.where(both, sign * ((sign * x) + (sign * y)), out)
 
 
 def round_to_bf16(x):

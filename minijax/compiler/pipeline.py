@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from minijax import trace_events
 from minijax.compiler.hlo.ir import Module
 from minijax.compiler.options import CompileOptions
 from minijax.config import debug_level
@@ -130,7 +131,10 @@ class Pipeline:
             changed = bool(p.run(module))
         except Exception as e:
             raise PassFailure(f"pass {p.name} failed on module {module.name}: {e}") from e
-        self.timings[p.name] = self.timings.get(p.name, 0.0) + time.perf_counter() - start
+        spent = time.perf_counter() - start
+        self.timings[p.name] = self.timings.get(p.name, 0.0) + spent
+        if trace_events.ACTIVE:
+            trace_events.add(f"pass {p.name}", "pass", start, spent, {"changed": changed})
         self.history.append((p.name, changed))
         if changed and self.verify is not None:
             try:

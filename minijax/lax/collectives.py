@@ -93,7 +93,7 @@ def _same_aval(x, **params) -> ShapedArray:
 
 def _numeric_check(what, x):
     aval = get_aval(x)
-    if aval.dtype.kind not in "biufc":
+    if dtypes.kind(aval.dtype) not in "biufc":
         raise TypeError(f"{what} requires a numeric operand, got {aval.str_short()}")
     return aval
 

@@ -22,7 +22,7 @@ def _cum_abstract_eval(name, kinds):
     def rule(x, *, axis, reverse):
         if not 0 <= axis < x.ndim:
             raise ValueError(f"{name}: axis {axis} is out of bounds for {x.str_short()}")
-        if x.dtype.kind not in kinds:
+        if dtypes.kind(x.dtype) not in kinds:
             allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
             raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); "
                             f"accepted: {allowed}")

@@ -82,7 +82,7 @@ def _out_dtype(name, lhs, rhs, preferred):
     if preferred is None:
         return lhs.dtype
     preferred = np.dtype(preferred)
-    if lhs.dtype.kind in "fc" and preferred.kind not in "fc":
+    if dtypes.kind(lhs.dtype) in "fc" and dtypes.kind(preferred) not in "fc":
         raise TypeError(f"{name}: preferred_element_type {preferred} must be a floating type "
                         f"for floating operands {lhs.str_short()} and {rhs.str_short()}")
     return preferred
@@ -330,7 +330,7 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
                         dimension_numbers, feature_group_count, batch_group_count, precision,
                         preferred_element_type):
     dtype = _out_dtype("conv_general_dilated", lhs, rhs, preferred_element_type)
-    if lhs.dtype.kind not in "iufc":
+    if dtypes.kind(lhs.dtype) not in "iufc":
         raise TypeError(f"conv_general_dilated does not accept dtype {lhs.dtype} "
                         f"(lhs {lhs.str_short()}, rhs {rhs.str_short()})")
     shape = conv_shape(lhs.shape, rhs.shape, window_strides=window_strides, padding=padding,

@@ -16,7 +16,7 @@ import enum
 
 import numpy as np
 
-from minijax import core
+from minijax import core, dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
@@ -274,7 +274,7 @@ def pow(x, y):  # noqa: A001 - JAX's name
 
 
 def _pow_abstract_eval(x, y):
-    if y.dtype.kind in "iu" and x.dtype.kind in "fc":
+    if dtypes.kind(y.dtype) in "iu" and dtypes.kind(x.dtype) in "fc":
         y = y.update(dtype=x.dtype)
     return same_shape_dtype_rule("pow", x, y, allowed_kinds="fc")
 
@@ -412,8 +412,24 @@ def min(x, y):  # noqa: A001 - JAX's name
     return min_p.bind(x, y)
 
 
-max_p = _binary("max", np.maximum, "maximum")
-min_p = _binary("min", np.minimum, "minimum")
+def _np_max(x, y):
+    """np.maximum with XLA's signed zeros: max(-0, +0) is +0 whatever the order."""
+    out = np.maximum(x, y)
+    if dtypes.kind(out.dtype) != "f":
+        return out
+    return np.where((x == 0) & (y == 0), x + y, out)
+
+
+def _np_min(x, y):
+    """np.minimum with XLA's signed zeros: min(-0, +0) is -0 whatever the order."""
+    out = np.minimum(x, y)
+    if dtypes.kind(out.dtype) != "f":
+        return out
+    return np.where((x == 0) & (y == 0), -((-x) + (-y)), out)
+
+
+max_p = _binary("max", _np_max, "maximum")
+min_p = _binary("min", _np_min, "minimum")
 
 
 def _balanced_eq(x, z, y):
@@ -441,7 +457,7 @@ def _sign_impl(x):
         mag = np.abs(x)
         out = x / np.where(mag == 0, 1, mag)
         return np.where(mag == 0, np.zeros_like(x), out)
-    if x.dtype.kind == "f":
+    if dtypes.kind(x.dtype) == "f":
         return np.where((x == 0) | np.isnan(x), x, np.copysign(np.ones_like(x), x))
     return np.sign(x)
 

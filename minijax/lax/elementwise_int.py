@@ -32,7 +32,7 @@ _BITS = "biu"
 
 
 def _comparison_type(dtype) -> str:
-    kind = np.dtype(dtype).kind
+    kind = dtypes.kind(np.dtype(dtype))
     return {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED"}.get(kind, "UNSIGNED")
 
 

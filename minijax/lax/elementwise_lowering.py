@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from minijax import dtypes
 from minijax.lax.lowering_emit import Emit, in_float32_at_least
 from minijax.lax.special_lowering import digamma, erf_inv, erfc, lgamma
 
@@ -62,7 +63,7 @@ def atan(e: Emit, x):
 
 def _exp_limit(e: Emit) -> float:
     """Below this, exp(|x|) does not overflow; above it, exp(-|x|) is negligible."""
-    return float(math.floor(math.log(float(np.finfo(e.dtype).max)))) - 1.0
+    return float(math.floor(math.log(float(dtypes.finfo(e.dtype).max)))) - 1.0
 
 
 def _exp_big(e: Emit, ax):
@@ -95,7 +96,7 @@ def cosh(e: Emit, x):
 
 
 def _sqrt_max(e: Emit) -> float:
-    return float(np.sqrt(np.finfo(e.dtype).max))
+    return float(np.sqrt(dtypes.finfo(e.dtype).max))
 
 
 @in_float32_at_least

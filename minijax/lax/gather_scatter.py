@@ -82,7 +82,7 @@ def _canonical_dnums(cls, dnums):
 
 def _default_fill_value(dtype):
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtypes.kind(dtype) in "fc":
         return float("nan")
     if dtype.kind == "i":
         return int(np.iinfo(dtype).min)

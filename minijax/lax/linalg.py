@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import lax
+from minijax import dtypes, lax
 from minijax.compiler import evaluator_linalg as host_linalg
 from minijax.compiler.evaluator_linalg import custom_call_target
 from minijax.compiler.hlo.ir import Shape
@@ -51,7 +51,7 @@ __all__ = ["cholesky", "eigh", "lu", "qr", "svd", "triangular_solve"]
 
 
 def _check_float(name, aval):
-    if aval.dtype.kind not in "fc":
+    if dtypes.kind(aval.dtype) not in "fc":
         raise TypeError(f"{name} requires a floating or complex array, got {aval.str_short()}")
 
 

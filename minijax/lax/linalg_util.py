@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import lax
+from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.lax.dot_conv import dot_general
 
@@ -77,7 +77,7 @@ def transpose(x, perm):
 
 
 def is_complex(x) -> bool:
-    return get_aval(x).dtype.kind == "c"
+    return dtypes.kind(get_aval(x).dtype) == "c"
 
 
 def mT(x):

@@ -7,6 +7,8 @@ import functools
 
 import numpy as np
 
+from minijax import dtypes
+
 
 class Emit:
     """Elementwise HLO expression builder for values of `aval`'s shape and dtype."""
@@ -87,7 +89,7 @@ def in_float32_at_least(fn):
     as XLA does for its transcendental expansions; wider and complex types are kept."""
     @functools.wraps(fn)
     def wrapper(e: Emit, *xs):
-        if e.dtype.kind != "f" or e.dtype.itemsize >= 4:
+        if dtypes.kind(e.dtype) != "f" or e.dtype.itemsize >= 4:
             return fn(e, *xs)
         wide = e.retyped(np.float32)
         out = fn(wide, *(wide.convert(x, np.float32) for x in xs))

@@ -31,7 +31,7 @@ def _check_axes(name, x, axes):
 def _reduce_abstract_eval(name, kinds=None):
     def rule(x, *, axes):
         _check_axes(name, x, axes)
-        if kinds is not None and x.dtype.kind not in kinds:
+        if kinds is not None and dtypes.kind(x.dtype) not in kinds:
             allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
             raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()}); "
                             f"accepted: {allowed}")
@@ -73,7 +73,7 @@ def _reduce_lowering(opcode, identity_fn):
 def max_identity(dtype):
     """The identity of max for `dtype`: -inf, the integer minimum, or False."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         return np.array(-np.inf, dtype)
     if dtype.kind in "iu":
         return np.array(np.iinfo(dtype).min, dtype)
@@ -83,7 +83,7 @@ def max_identity(dtype):
 def min_identity(dtype):
     """The identity of min for `dtype`: inf, the integer maximum, or True."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         return np.array(np.inf, dtype)
     if dtype.kind in "iu":
         return np.array(np.iinfo(dtype).max, dtype)
@@ -361,7 +361,7 @@ def _argminmax_computation(ctx, direction, dtype, vt, it):
     ic = cb.parameter(3, Shape(it, ()))
     better = cb.compare(a, c, direction)
     same = cb.compare(a, c, "EQ")
-    if np.dtype(dtype).kind == "f":
+    if dtypes.kind(np.dtype(dtype)) == "f":
         a_nan = cb.compare(a, a, "NE")
         c_nan = cb.compare(c, c, "NE")
         better = cb.or_(cb.and_(a_nan, cb.not_(c_nan)), cb.and_(better, cb.not_(c_nan)))

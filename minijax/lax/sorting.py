@@ -26,7 +26,7 @@ def order_key(x) -> list[np.ndarray]:
     x = np.asarray(x)
     if x.dtype.kind == "c":
         return order_key(x.real) + order_key(x.imag)
-    if x.dtype.kind == "f":
+    if dtypes.kind(x.dtype) == "f":
         f = np.where(np.isnan(x), np.nan, x).astype(np.float64)  # one positive NaN
         bits = f.view(np.uint64)
         sign = np.uint64(1 << 63)
@@ -130,7 +130,7 @@ def _sort_batch(trace, vals, dims, *, dimension, is_stable, num_keys):
 
 def _compare_total(cb, a, b, direction, dtype):
     """Comparison in JAX's sort order (floats: NaNs canonicalized, then TOTALORDER)."""
-    if np.dtype(dtype).kind == "f":
+    if dtypes.kind(np.dtype(dtype)) == "f":
         nan = cb.constant(np.asarray(np.nan, dtype))
         a = cb.select(cb.compare(a, a, "NE"), nan, a)
         b = cb.select(cb.compare(b, b, "NE"), nan, b)

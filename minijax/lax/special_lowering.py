@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from minijax import dtypes
 from minijax.lax.lowering_emit import Emit, in_float32_at_least
 
 _EULER = 0.5772156649015329
@@ -233,7 +234,7 @@ def lgamma(e: Emit, x):
     refl = e.sub(e.sub(math.log(math.pi), e.log(e.abs(e.sine(r)))), pos)
     out = e.select(neg, refl, pos)
     # lgamma(x) = -log|x| - euler x + O(x^2): avoids sin of a subnormal pi x.
-    tiny = float(np.finfo(e.dtype).eps) / 8
+    tiny = float(dtypes.finfo(e.dtype).eps) / 8
     out = e.select(e.lt(e.abs(x), tiny), e.negate(e.log(e.abs(x))), out)
     out = e.select(_is_pole(e, x), math.inf, out)
     return e.select(e.cmp(e.abs(x), math.inf, "EQ"), math.inf, out)

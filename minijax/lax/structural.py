@@ -32,7 +32,7 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
 
 def standard_cast_scalar(value, dtype, weak_type):
-    return Array(np.asarray(value).astype(dtype), weak_type)
+    return Array(dtypes.astype(value, dtype), weak_type)
 
 
 def _convert_abstract_eval(x, *, new_dtype, weak_type):
@@ -41,14 +41,14 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type):
 
 def _convert_impl(x, *, new_dtype, weak_type):
     x = np.asarray(x)
-    if x.dtype.kind == "c" and np.dtype(new_dtype).kind != "c":
+    if dtypes.kind(x.dtype) == "c" and dtypes.kind(np.dtype(new_dtype)) != "c":
         x = x.real
-    if x.dtype.kind == "f" and np.dtype(new_dtype).kind in "iu":
+    if dtypes.kind(x.dtype) == "f" and dtypes.kind(np.dtype(new_dtype)) in "iu":
         # XLA saturates float->int conversion and maps NaN to 0.
         info = np.iinfo(new_dtype)
         x = np.nan_to_num(x, nan=0.0, posinf=info.max, neginf=info.min)
         x = np.clip(x, info.min, info.max)
-    return x.astype(new_dtype)
+    return dtypes.astype(x, new_dtype)
 
 
 convert_element_type_p = standard_primitive(
@@ -395,7 +395,7 @@ def _iota_abstract_eval(*, dtype, shape, dimension):
                          f"dimension={dimension} for shape {shape}")
     if any(d < 0 for d in shape):
         raise ValueError(f"iota: shape {shape} has a negative dimension")
-    if np.dtype(dtype).kind not in "iufc":
+    if dtypes.kind(np.dtype(dtype)) not in "iufc":
         raise TypeError(f"iota does not accept dtype {dtype}; use an integer, floating or "
                         "complex dtype")
     return ShapedArray(shape, dtype, False)

@@ -83,7 +83,7 @@ def same_shape_dtype_rule(name: str, *avals, allowed_kinds: str | None = None):
             raise TypeError(f"{name} requires arguments of the same dtype, got "
                             f"{shapes_text(avals)}. Convert with lax.convert_element_type, or "
                             f"use jnp.{name}, which promotes dtypes.")
-    if allowed_kinds is not None and first.dtype.kind not in allowed_kinds:
+    if allowed_kinds is not None and dtypes.kind(first.dtype) not in allowed_kinds:
         kinds = {"f": "floating", "c": "complex", "i": "signed integer",
                  "u": "unsigned integer", "b": "boolean"}
         allowed = ", ".join(kinds[k] for k in allowed_kinds)

@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from minijax import tree_util
+from minijax import dtypes, tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -123,7 +123,7 @@ def hlo_window(p):
 def _monoid_window(name, ufunc, identity_fn, kinds):
     def abstract_eval(x, **p):
         _check_window(name, x, p)
-        if x.dtype.kind not in kinds:
+        if dtypes.kind(x.dtype) not in kinds:
             raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()})")
         return ShapedArray(window_out_shape(x.shape, p), x.dtype, x.weak_type)
 
@@ -200,7 +200,7 @@ def _chooser_jvp(prim, select_prim):
         from minijax.lax.windowed_select import select_and_gather_add_p
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, **p)
-        if type(t) is ad.Zero or get_aval(x).dtype.kind not in "fc":
+        if type(t) is ad.Zero or dtypes.kind(get_aval(x).dtype) not in "fc":
             return ans, ad.Zero.from_value(ans)
         return ans, select_and_gather_add_p.bind(t, x, select_prim=select_prim, **p)
     return rule

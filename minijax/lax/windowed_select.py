@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax import dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -61,7 +62,7 @@ def _check(name, a, b, p):
     if len(p["window_dimensions"]) != b.ndim:
         raise TypeError(f"{name}: window of rank {len(p['window_dimensions'])} does not match "
                         f"operand {b.str_short()}")
-    if a.dtype != b.dtype and a.dtype.kind not in "fc":
+    if a.dtype != b.dtype and dtypes.kind(a.dtype) not in "fc":
         raise TypeError(f"{name}: operands {a.str_short()} and {b.str_short()} must be "
                         "floating")
 

@@ -36,6 +36,7 @@ from minijax.numpy.creation import (
     zeros_like,
 )
 from minijax.numpy.dtypes_api import (
+    bfloat16,
     bool_,
     can_cast,
     cdouble,

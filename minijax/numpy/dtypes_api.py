@@ -54,6 +54,7 @@ uint16 = _scalar_type("uint16", np.uint16)
 uint32 = _scalar_type("uint32", np.uint32)
 uint64 = _scalar_type("uint64", np.uint64)
 float16 = _scalar_type("float16", np.float16)
+bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)
 float32 = _scalar_type("float32", np.float32)
 float64 = _scalar_type("float64", np.float64)
 complex64 = _scalar_type("complex64", np.complex64)
@@ -93,12 +94,13 @@ def dtype(obj, align=False, copy=False):
     if obj is int or obj is float or obj is complex:
         return {int: dtypes.default_int_dtype, float: dtypes.default_float_dtype,
                 complex: dtypes.default_complex_dtype}[obj]()
-    return dtypes.canonicalize_dtype(np.dtype(obj))
+    return dtypes.canonicalize_dtype(obj)
 
 
 def finfo(dtype_like):
-    """Machine limits of a floating dtype (numpy.finfo of the canonical dtype)."""
-    return np.finfo(dtype(dtype_like))
+    """Machine limits of a floating dtype (numpy.finfo of the canonical dtype; ml_dtypes'
+    finfo for bfloat16)."""
+    return dtypes.finfo(dtype(dtype_like))
 
 
 def iinfo(int_type):
@@ -143,7 +145,7 @@ def issubdtype(arg1, arg2) -> bool:
     """numpy.issubdtype, accepting minijax's scalar types."""
     a = arg1.dtype if isinstance(arg1, _ScalarMeta) else arg1
     b = arg2.dtype.type if isinstance(arg2, _ScalarMeta) else arg2
-    return bool(np.issubdtype(a, b))
+    return bool(dtypes.issubdtype(a, b))
 
 
 def isdtype(dtype_obj, kind) -> bool:
@@ -156,7 +158,7 @@ def isdtype(dtype_obj, kind) -> bool:
         if isinstance(k, str):
             if k not in names:
                 raise ValueError(f"Unrecognized kind {k!r}")
-            if dt.kind in names[k]:
+            if dtypes.kind(dt) in names[k]:
                 return True
         elif dt == np.dtype(_dtype_or_value(k)):
             return True

@@ -180,7 +180,7 @@ def bitwise_count(x, /):
     """Number of 1 bits in |x| (uint8), for integer and boolean x."""
     check_arraylike("bitwise_count", x)
     x = to_array(x)
-    kind = get_aval(x).dtype.kind
+    kind = dtypes.kind(get_aval(x).dtype)
     if kind not in "iub":
         raise TypeError(f"bitwise_count only accepts integer or boolean arguments, got "
                         f"{get_aval(x).dtype}")

@@ -71,7 +71,7 @@ def _expand_index(shape, idx):
                             "not allowed; use `arr[array(seq)]` instead of `arr[seq]`.")
         elif util.is_arraylike(i) or hasattr(i, "__jax_array__"):
             arr = i if util.is_array(i) else to_array(np.asarray(i))
-            kind = get_aval(arr).dtype.kind
+            kind = dtypes.kind(get_aval(arr).dtype)
             if kind == "b":
                 entries.append(("bool", arr))
             elif kind in "iu":
@@ -386,7 +386,7 @@ def _dynamic_scalar_index(x, entries):
 
 def _default_fill(dtype):
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
+    if dtypes.kind(dtype) in "fc":
         return np.nan
     if dtype.kind == "i":
         return int(np.iinfo(dtype).min)

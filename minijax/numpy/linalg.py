@@ -226,7 +226,7 @@ def inv(a):
 
 def _default_rtol(a):
     m, n = get_aval(a).shape[-2:]
-    return max(m, n) * float(np.finfo(dtypes.to_inexact(get_aval(a).dtype)).eps)
+    return max(m, n) * float(dtypes.finfo(dtypes.to_inexact(get_aval(a).dtype)).eps)
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):

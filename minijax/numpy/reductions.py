@@ -31,11 +31,11 @@ def _promoted_int_dtype(dtype):
     """Integer/bool sums accumulate in at least the default integer width (JAX's
     promote_integers=True)."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "b":
+    if dtypes.kind(dtype) == "b":
         return dtypes.default_int_dtype()
-    if dtype.kind == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
+    if dtypes.kind(dtype) == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize:
         return dtypes.default_int_dtype()
-    if dtype.kind == "u":
+    if dtypes.kind(dtype) == "u":
         default_uint = np.dtype(f"uint{dtypes.default_int_dtype().itemsize * 8}")
         if dtype.itemsize < default_uint.itemsize:
             return default_uint
@@ -45,22 +45,22 @@ def _promoted_int_dtype(dtype):
 def _identity_for(name, dtype):
     dtype = np.dtype(dtype)
     if name in ("sum", "any"):
-        return False if dtype.kind == "b" else 0
+        return False if dtypes.kind(dtype) == "b" else 0
     if name in ("prod", "all"):
-        return True if dtype.kind == "b" else 1
+        return True if dtypes.kind(dtype) == "b" else 1
     if name == "max":
-        if dtype.kind == "b":
+        if dtypes.kind(dtype) == "b":
             return False
-        return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+        return -np.inf if dtypes.kind(dtype) == "f" else np.iinfo(dtype).min
     if name == "min":
-        if dtype.kind == "b":
+        if dtypes.kind(dtype) == "b":
             return True
-        return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+        return np.inf if dtypes.kind(dtype) == "f" else np.iinfo(dtype).max
     raise ValueError(name)
 
 
 def _lax_reducer(name, dtype):
-    kind = np.dtype(dtype).kind
+    kind = dtypes.kind(np.dtype(dtype))
     if name == "sum":
         return lax.reduce_sum
     if name == "prod":
@@ -90,6 +90,11 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
         if dt != aval.dtype:
             a = util.convert(a, dt, False)
     dt = get_aval(a).dtype
+    out_dt = None
+    if name in ("sum", "prod") and dtypes.is_16bit_float(dt):
+        # 16-bit floats accumulate in float32 and round once at the end (as JAX's).
+        out_dt, dt = dt, dtypes.float32
+        a = util.convert(a, dt, get_aval(a).weak_type)
     if where is not None:
         if not has_identity and initial is None:
             raise ValueError(f"reduction operation '{name}' does not have an identity, so to "
@@ -108,6 +113,8 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
         combine = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
                    "min": ufuncs.minimum}[name]
         out = util.convert(combine(out, init), dt, get_aval(out).weak_type)
+    if out_dt is not None:
+        out = util.convert(out, out_dt, get_aval(out).weak_type)
     if keepdims:
         out = _keepdims(out, axes, aval.ndim)
     return out
@@ -115,7 +122,7 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
 
 def _to_bool(x):
     x = to_array(x)
-    if get_aval(x).dtype.kind == "b":
+    if dtypes.kind(get_aval(x).dtype) == "b":
         return x
     return lax.ne(x, _c(0, x))
 
@@ -200,6 +207,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     req = _user_dtype(dtype)
     comp = dtypes.to_inexact(req if req is not None else aval.dtype)
     comp = dtypes.canonicalize_dtype(comp)
+    # 16-bit floats are summed and divided in float32, rounded once at the end (as JAX's).
+    out_dt = comp if dtypes.is_16bit_float(comp) else None
+    comp = dtypes.upcast_16bit(comp)
     a = util.convert(a, comp, aval.weak_type and req is None)
     total = sum(a, axis=axes, keepdims=keepdims, where=where, promote_integers=False)
     count = _count(aval, axes, where, dtypes.real_dtype(comp))
@@ -208,6 +218,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     count = util.convert(count, comp, False) if dtypes.is_complex(comp) else count
     out = lax.div(*util.broadcast_arrays_for_op(total, util.convert(
         count, comp, get_aval(total).weak_type)))
+    if out_dt is not None:
+        out = util.convert(out, out_dt, get_aval(out).weak_type)
     return util.convert(out, req, False) if req is not None else out
 
 
@@ -223,6 +235,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     axes = canonicalize_axes(axis, aval.ndim)
     req = _user_dtype(dtype)
     comp = dtypes.canonicalize_dtype(dtypes.to_inexact(aval.dtype))
+    # 16-bit floats: the whole computation in float32, rounded once at the end (as JAX's).
+    out_dt = comp if dtypes.is_16bit_float(comp) else None
+    comp = dtypes.upcast_16bit(comp)
     a = util.convert(a, comp, aval.weak_type)
     centered = lax.sub(*util.broadcast_arrays_for_op(
         a, mean(a, axis=axes, keepdims=True, where=where)))
@@ -239,6 +254,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     denom = util.convert(maximum(subtract(count, util.convert(ddof, real_dt)), 0), real_dt,
                          get_aval(total).weak_type)
     out = lax.div(*util.broadcast_arrays_for_op(total, denom))
+    if out_dt is not None:
+        out = util.convert(out, out_dt, get_aval(out).weak_type)
     return util.convert(out, req, False) if req is not None else out
 
 
@@ -290,7 +307,7 @@ def nanargmax(a, axis=None, out=None, keepdims=None):
     """argmax ignoring NaNs."""
     from minijax.numpy.ufuncs_logic import isnan
     a = to_array(a)
-    if get_aval(a).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(a).dtype) not in "fc":
         return argmax(a, axis, keepdims=keepdims)
     return argmax(_select(isnan(a), _c(-np.inf, a), a), axis, keepdims=keepdims)
 
@@ -299,7 +316,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
     """argmin ignoring NaNs."""
     from minijax.numpy.ufuncs_logic import isnan
     a = to_array(a)
-    if get_aval(a).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(a).dtype) not in "fc":
         return argmin(a, axis, keepdims=keepdims)
     return argmin(_select(isnan(a), _c(np.inf, a), a), axis, keepdims=keepdims)
 
@@ -318,11 +335,16 @@ def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None):
     req = _user_dtype(dtype)
     dt = req if req is not None else _promoted_int_dtype(aval.dtype)
     a = util.convert(a, dt, aval.weak_type and req is None)
-    if nan_fill is not None and dt.kind in "fc":
+    if nan_fill is not None and dtypes.kind(dt) in "fc":
         from minijax.numpy.ufuncs_logic import isnan
         a = _select(isnan(a), _c(nan_fill, a), a)
     if get_aval(a).shape[ax] == 0:
         return a
+    if dtypes.is_16bit_float(dt) and lax_name in ("cumsum", "cumprod"):
+        # Accumulate 16-bit floats in float32; each prefix is rounded once.
+        weak = get_aval(a).weak_type
+        out = getattr(lax, lax_name)(util.convert(a, dtypes.float32, weak), axis=ax)
+        return util.convert(out, dt, weak)
     return getattr(lax, lax_name)(a, axis=ax)
 
 

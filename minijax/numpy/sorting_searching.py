@@ -69,7 +69,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     a, axis = _axis_or_flat(a, axis)
     if descending:
         a = lax.rev(a, (axis,))
-    if get_aval(a).dtype.kind == "f":
+    if dtypes.kind(get_aval(a).dtype) == "f":
         _, out = lax.sort((_sort_key(a), a), axis, is_stable=stable, num_keys=1)
     else:
         out = lax.sort(a, axis, is_stable=stable)
@@ -78,7 +78,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
 
 def _sort_key(a):
     """Sort keys with -0.0 and 0.0 equal, as in JAX (lax.sort itself orders -0.0 first)."""
-    if get_aval(a).dtype.kind != "f":
+    if dtypes.kind(get_aval(a).dtype) != "f":
         return a
     zero = util.full_like_scalar(0, a)
     return lax.select_n(lax.eq(a, zero), a, lax.broadcast_in_dim(zero, get_aval(a).shape, ()))
@@ -156,7 +156,7 @@ def _check_kth(name, kth, n):
 
 def _total_lt(x, y):
     """x < y in sort order (NaNs after every number)."""
-    if get_aval(x).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(x).dtype) not in "fc":
         return x < y
     return (x < y) | (jnp.isnan(y) & ~jnp.isnan(x))
 
@@ -277,7 +277,7 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
     else:
         prev = jnp.concatenate([s[:1], s[:-1]])
         same = (s == prev)
-        if s.dtype.kind in "fc":
+        if dtypes.kind(s.dtype) in "fc":
             same = same | (jnp.isnan(s) & jnp.isnan(prev))
         starts = jnp.concatenate([jnp.ones((1,), bool), ~same[1:]]) if n else same
     (pos,) = jnp.nonzero(starts, size=size, fill_value=n)
@@ -344,7 +344,7 @@ def _masked_unique(values, mask, size, fill_value):
     s, m = jnp.take(values, order), jnp.take(mask, order)
     prev = jnp.concatenate([s[:1], s[:-1]])
     same = s == prev
-    if s.dtype.kind in "fc":
+    if dtypes.kind(s.dtype) in "fc":
         same = same | (jnp.isnan(s) & jnp.isnan(prev))
     starts = m & jnp.concatenate([jnp.ones((1,), bool), ~same[1:]])
     (pos,) = jnp.nonzero(starts, size=size, fill_value=n)

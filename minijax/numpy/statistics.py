@@ -20,7 +20,7 @@ def _isnan(a):
 
 def _replace_nan(a, value):
     a = to_array(a)
-    if get_aval(a).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(a).dtype) not in "fc":
         return a
     return _select(_isnan(a), _c(value, a), a)
 
@@ -40,7 +40,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
 def _nan_extreme(name, a, axis, out, keepdims, initial, where):
     check_arraylike(name, a)
     a = to_array(a)
-    if get_aval(a).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(a).dtype) not in "fc":
         fn = red.max if name == "nanmax" else red.min
         return fn(a, axis, out, keepdims, initial, where)
     fill = -np.inf if name == "nanmax" else np.inf
@@ -72,7 +72,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean of the non-NaN elements."""
     check_arraylike("nanmean", a)
     a = to_array(a)
-    if get_aval(a).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(a).dtype) not in "fc":
         return red.mean(a, axis, dtype, out, keepdims, where=where)
     return red.mean(a, axis, dtype, out, keepdims, where=_valid_mask(a, where))
 
@@ -81,7 +81,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     """Variance of the non-NaN elements."""
     check_arraylike("nanvar", a)
     a = to_array(a)
-    if get_aval(a).dtype.kind not in "fc":
+    if dtypes.kind(get_aval(a).dtype) not in "fc":
         return red.var(a, axis, dtype, out, ddof, keepdims, where=where)
     return red.var(_replace_nan(a, 0), axis, dtype, out, ddof, keepdims,
                    where=_valid_mask(a, where))

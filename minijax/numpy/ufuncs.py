@@ -19,7 +19,7 @@ from minijax.numpy.util import (
 
 
 def _kind(x) -> str:
-    return get_aval(x).dtype.kind
+    return dtypes.kind(get_aval(x).dtype)
 
 
 def _c(value, like):

@@ -239,7 +239,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     if kind == "c":
         return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
                            nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
-    info = np.finfo(get_aval(x).dtype)
+    info = dtypes.finfo(get_aval(x).dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
     shape = get_aval(x).shape

@@ -137,7 +137,7 @@ def promote_dtypes(*args):
 
 def promote_dtypes_inexact(*args):
     """Promote, then move integer/bool results to the default float dtype."""
-    if _same_typed_arrays(args) and args[0].aval.dtype.kind in "fc":
+    if _same_typed_arrays(args) and dtypes.kind(args[0].aval.dtype) in "fc":
         return list(args)
     dtype, weak = dtypes.result_type_and_weak(*args)
     dtype = dtypes.canonicalize_dtype(dtypes.to_inexact(dtype))
@@ -232,7 +232,7 @@ def promote_args(name, *args):
 
 
 def promote_args_inexact(name, *args):
-    if _same_typed_arrays(args) and args[0].aval.dtype.kind in "fc":
+    if _same_typed_arrays(args) and dtypes.kind(args[0].aval.dtype) in "fc":
         return list(args)
     check_arraylike(name, *args)
     return broadcast_arrays_for_op(*promote_dtypes_inexact(*args))

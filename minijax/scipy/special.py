@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from minijax import lax
+from minijax import dtypes, lax
 from minijax import numpy as jnp
 from minijax.custom_derivatives import custom_jvp
 
@@ -200,7 +200,7 @@ def ndtri(p):
     """The inverse of ndtr (the standard normal quantile function); nan outside [0, 1]."""
     (p,) = _inexact("ndtri", p)
     q = jnp.minimum(p, 1 - p)
-    safe_q = jnp.clip(q, np.finfo(p.dtype).tiny, 0.5)
+    safe_q = jnp.clip(q, dtypes.finfo(p.dtype).tiny, 0.5)
     # Start from erfinv in the body and from the tail asymptote below 1e-3, then Newton's
     # method on log(ndtr(x)) = log(q), whose step is (log ndtr(x) - log q) ndtr(x) / pdf(x).
     body = np.sqrt(2.0).astype(p.dtype) * lax.erf_inv(2 * safe_q - 1)

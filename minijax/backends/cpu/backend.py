@@ -36,6 +36,7 @@ import time
 import llvmlite.ir as ir
 import numpy as np
 
+from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu import fastcall
 from minijax.backends.cpu.kernel import (
@@ -49,6 +50,7 @@ from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.planner import Program, ProgramPlanner
+from minijax.backends.profiled_run import run_profiled
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots
@@ -383,8 +385,9 @@ class CpuExecutable(Executable):
         asarray = np.asarray
         args = [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
         out_slots = self._out_slots
-        if out_slots is None:
-            out = self.program.run(args)
+        if out_slots is None or trace_events.ACTIVE:
+            out = self.program.run(args) if not trace_events.ACTIVE else run_profiled(
+                self.program, args, self.module.name, "cpu")
             if not self._tuple_root:
                 return [out]
             if self._flatten:

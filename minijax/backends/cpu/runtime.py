@@ -31,6 +31,7 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
+from minijax import trace_events
 from minijax.config import config
 
 _MAGIC = b"MINIJAX-OBJ-2\n"
@@ -187,6 +188,9 @@ class Jit:
                     parts = _parts(ir_text)
                     objs = self._emit_objects([(text.replace(SYMBOL_PLACEHOLDER, prefix),
                                                 level) for text, level in parts])
+                    if trace_events.ACTIVE:
+                        trace_events.add("LLVM compile", "codegen", t0,
+                                         time.perf_counter() - t0, {"parts": len(parts)})
                     self.stats["compiled"] += 1
                     self.stats["parts"] += len(parts)
                     self._store_objects(key, objs)

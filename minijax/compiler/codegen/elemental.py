@@ -20,6 +20,13 @@ import llvmlite.ir as ir
 import numpy as np
 
 from minijax.compiler.codegen import math_approx, target
+from minijax.compiler.codegen.float16 import (
+    bf16_bits,
+    bf16_from_bits,
+    f32_to_f16,
+    float_convert,
+    round_to_bf16,
+)
 from minijax.compiler.codegen.int_arith import int_divide, int_power, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
@@ -45,8 +52,6 @@ ELEMENTWISE_UNARY = set(opcodes.select(family="elementwise", arity=1)) - _NOT_EM
 ELEMENTWISE_BINARY = set(opcodes.select(family="elementwise", arity=2)) - _NOT_EMITTED
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
 INDEXING = set(opcodes.select(family="data-movement"))
-# float32 routines computed in float64 (see math_approx); on f16 they would need a libcall.
-_VIA_F64 = {"sine", "cosine", "tan", "erf", "power", "atan2", "cbrt"}
 SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
 
 
@@ -67,14 +72,9 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
         for leaf in instr.shape.flat():
             if leaf.element_type not in SUPPORTED_TYPES:
                 return f"element type {leaf.element_type}"
-        src_et = instr.operands[0].shape.element_type if instr.operands else None
-        if instr.opcode in _VIA_F64 and src_et == "f16":
-            return f"{instr.opcode} on f16 (would need a double->half libcall)"
-        if instr.opcode == "convert" and (src_et, instr.shape.element_type) == ("f64", "f16"):
-            return "f64 -> f16 convert (needs a libcall)"
         if instr.opcode == "bitcast-convert":
             src, dst = instr.operands[0].shape.element_type, instr.shape.element_type
-            if "pred" in (src, dst) or "bf16" in (src, dst) or bit_width(
+            if "pred" in (src, dst) or bit_width(
                     storage_type(src)) != bit_width(storage_type(dst)):
                 return "bitcast-convert between widths"
     return None
@@ -236,10 +236,11 @@ class ElementalEmitter:
             sty = storage_type(et)
             flat = np.ascontiguousarray(
                 lit.astype(instr.shape.dtype).reshape(instr.shape.dims)).reshape(-1)
-            if et in ("bf16",):
-                flat = flat.astype(np.float32)
-            values = [self._scalar_const(et, v).constant if et != "pred" else int(bool(v))
-                      for v in flat.tolist()]
+            if et == "bf16":  # stored as its 16 bits
+                values = flat.view(np.int16).tolist()
+            else:
+                values = [self._scalar_const(et, v).constant if et != "pred" else int(bool(v))
+                          for v in flat.tolist()]
             arr_ty = ir.ArrayType(sty, len(values))
             module = self.b.module
             gv = ir.GlobalVariable(module, arr_ty, module.get_unique_name("const"))
@@ -257,19 +258,23 @@ class ElementalEmitter:
         if et == "pred":
             return ir.Constant(I1, int(bool(v)))
         if is_float(et):
-            return ir.Constant(ty, float(v))
+            return ir.Constant(ty, float(np.asarray(v, np.float64)))
         return const(ty, int(v))
 
     def to_value(self, stored, et):
         """Convert a loaded storage value to its compute type (pred: i8 -> i1)."""
         if et == "pred":
             return self.b.icmp_unsigned("!=", stored, const(stored.type, 0))
+        if et == "bf16":
+            return bf16_from_bits(self.b, stored)
         return stored
 
     def to_storage(self, value, et):
         """Convert a computed value to its storage type (pred: i1 -> i8)."""
         if et == "pred":
             return self.b.zext(value, storage_type(et))
+        if et == "bf16":
+            return bf16_bits(self.b, value)
         return value
 
     # ---------------------------------------------------------------- elementwise
@@ -286,12 +291,21 @@ class ElementalEmitter:
         if op == "convert":
             return convert(self.b, ops[0], src_et, instr.shape.element_type)
         if op == "bitcast-convert":
-            return self.b.bitcast(ops[0], value_type(instr.shape.element_type))
+            return self._bitcast_convert(ops[0], src_et, instr.shape.element_type)
         if op == "copy":
             return ops[0]
         if is_float(src_et):
-            return self._float_op(op, ops, src_et)
+            out = self._float_op(op, ops, src_et)
+            # bf16 is computed in float: every operation rounds its result (as XLA).
+            return round_to_bf16(self.b, out) if instr.shape.element_type == "bf16" else out
         return self._int_op(op, ops, src_et)
+
+    def _bitcast_convert(self, v, src, dst):
+        if src == "bf16":
+            v = bf16_bits(self.b, v)
+        if dst == "bf16":
+            return bf16_from_bits(self.b, self.b.bitcast(v, storage_type(dst)))
+        return self.b.bitcast(v, value_type(dst))
 
     def _compare(self, instr, x, y, et):
         direction = instr.attrs.get("direction", "EQ")
@@ -343,7 +357,7 @@ class ElementalEmitter:
             raise NotImplementedError(f"elemental emitter: {op} on {et}")
         if x.type == F16:  # compute half precision math in float32
             args = [b.fpext(v, F32) for v in ops]
-            return b.fptrunc(fn(b, *args), F16)
+            return f32_to_f16(b, fn(b, *args))
         return fn(b, *ops)
 
     def _int_op(self, op, ops, et):
@@ -576,8 +590,8 @@ def _row_major(shape: Shape) -> bool:
 
 def convert(b: ir.IRBuilder, v, src: str, dst: str):
     """Convert a value between element types with XLA's semantics (float->int saturates)."""
-    if src == dst or (value_type(src) == value_type(dst) and is_float(src) == is_float(dst)
-                      and (is_float(src) or is_signed(src) == is_signed(dst))):
+    if src == dst or (value_type(src) == value_type(dst) and not is_float(src)
+                      and not is_float(dst) and is_signed(src) == is_signed(dst)):
         return v
     dty = value_type(dst)
     if dst == "pred":
@@ -587,15 +601,15 @@ def convert(b: ir.IRBuilder, v, src: str, dst: str):
     if src == "pred":
         return b.uitofp(v, dty) if is_float(dst) else b.zext(v, dty)
     if is_float(src) and is_float(dst):
-        sb, db = bit_width(v.type), bit_width(dty)
-        if sb == db:
-            return v
-        return b.fpext(v, dty) if db > sb else b.fptrunc(v, dty)
+        return float_convert(b, v, src, dst)
     if is_float(src):
         name = "llvm.fptosi.sat" if is_signed(dst) else "llvm.fptoui.sat"
         return _intrinsic(b, name, [v], ret=dty, overloads=[dty, v.type])
     if is_float(dst):
-        return b.sitofp(v, dty) if is_signed(src) else b.uitofp(v, dty)
+        # Integers reach 16-bit floats through float (as XLA): exact for f16's range.
+        via = F32 if dst in ("f16", "bf16") else dty
+        f = b.sitofp(v, via) if is_signed(src) else b.uitofp(v, via)
+        return float_convert(b, f, "f32", dst) if via != dty or dst == "bf16" else f
     sb, db = bit_width(v.type), bit_width(dty)
     if sb == db:
         return v

@@ -10,6 +10,7 @@ import llvmlite.ir as ir
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 F16 = ir.HalfType()
@@ -23,7 +24,7 @@ INT_TYPES = SIGNED_TYPES + UNSIGNED_TYPES
 SUPPORTED_TYPES = FLOAT_TYPES + INT_TYPES + ("pred",)
 
 _VALUE_TYPES = {
-    "pred": I1, "s8": I8, "u8": I8, "s16": ir.IntType(16), "u16": ir.IntType(16),
+    "pred": I1, "s8": I8, "u8": I8, "s16": I16, "u16": I16,
     "s32": I32, "u32": I32, "s64": I64, "u64": I64,
     "f16": F16, "bf16": F32, "f32": F32, "f64": F64,
 }
@@ -35,8 +36,13 @@ def value_type(element_type: str) -> ir.Type:
 
 
 def storage_type(element_type: str) -> ir.Type:
-    """The LLVM type an element is stored as in memory (pred is one byte)."""
-    return I8 if element_type == "pred" else _VALUE_TYPES[element_type]
+    """The LLVM type an element is stored as in memory (pred is one byte; bf16, computed
+    in float, is stored as its 16 bits, see float16.py)."""
+    if element_type == "pred":
+        return I8
+    if element_type == "bf16":
+        return I16
+    return _VALUE_TYPES[element_type]
 
 
 def is_float(element_type: str) -> bool:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
-# XLA element type name -> numpy dtype. bf16 has no numpy dtype; it is stored as float32.
+# XLA element type name -> numpy dtype (bf16: ml_dtypes' bfloat16, as JAX's).
 ELEMENT_TYPES: dict[str, np.dtype] = {
     "pred": np.dtype(np.bool_),
     "s8": np.dtype(np.int8),
@@ -54,7 +54,7 @@ ELEMENT_TYPES: dict[str, np.dtype] = {
     "u32": np.dtype(np.uint32),
     "u64": np.dtype(np.uint64),
     "f16": np.dtype(np.float16),
-    "bf16": np.dtype(np.float32),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
     "c64": np.dtype(np.complex64),
@@ -79,7 +79,7 @@ NARROW_ELEMENT_TYPES: dict[str, np.dtype] = {
     "f8e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
 }
 ELEMENT_TYPES.update(NARROW_ELEMENT_TYPES)
-_DTYPE_TO_ELEMENT_TYPE = {v: k for k, v in ELEMENT_TYPES.items() if k != "bf16"}
+_DTYPE_TO_ELEMENT_TYPE = {v: k for k, v in ELEMENT_TYPES.items()}
 
 
 def element_type_of(dtype) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.opcodes import SIDE_EFFECTING
 from minijax.compiler.passes.utils import (
     NameUniquer,
@@ -426,7 +427,7 @@ RULES: dict[str, list[Rule]] = {
 }
 
 
-class AlgebraicSimplifier:
+class AlgebraicSimplifier(Pass):
     """Applies RULES until a fixed point. `log` lists each rewrite as "rule: old -> new"."""
 
     name = "algebraic-simplifier"

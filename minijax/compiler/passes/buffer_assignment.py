@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from minijax.compiler.hlo.ir import Instruction, Module
+from minijax.compiler.passes.base import Pass
 
 ALIASING_OPS = frozenset({"tuple", "get-tuple-element", "bitcast", "reshape"})
 
@@ -266,7 +267,7 @@ def assign_buffers(module: Module) -> BufferAssignment:
                             slots)
 
 
-class BufferAssignmentPass:
+class BufferAssignmentPass(Pass):
     """Sets `module.buffer_assignment`; never changes the HLO."""
 
     name = "buffer-assignment"

@@ -8,6 +8,7 @@ and the call's users read the copy of the callee's root.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.utils import (
     NameUniquer,
     clone,
@@ -32,7 +33,7 @@ def inline_call(comp: Computation, call: Instruction, names: NameUniquer) -> Non
     comp.replace_all_uses(call, mapping[id(callee.root)])
 
 
-class CallInliner:
+class CallInliner(Pass):
     name = "call-inliner"
 
     def run(self, module: Module) -> bool:

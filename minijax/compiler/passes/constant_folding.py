@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax.compiler.hlo.ir import Instruction, Module
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.opcodes import SIDE_EFFECTING
 from minijax.compiler.passes.utils import (
     NameUniquer,
@@ -43,7 +44,7 @@ def is_foldable(instr: Instruction) -> bool:
     return instr.shape.size <= MAX_FOLDED_ELEMENTS
 
 
-class ConstantFolding:
+class ConstantFolding(Pass):
     name = "constant-folding"
 
     def run(self, module: Module) -> bool:

@@ -13,6 +13,7 @@ Parameters and side-effecting ops (rng, custom-call, ...) are never merged.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.opcodes import COMMUTATIVE, SIDE_EFFECTING
 from minijax.compiler.passes.utils import optimizable_computations
 
@@ -73,7 +74,7 @@ def eliminate_common_subexpressions(comp: Computation) -> dict[int, Instruction]
     return replaced
 
 
-class CommonSubexpressionElimination:
+class CommonSubexpressionElimination(Pass):
     name = "cse"
 
     def run(self, module: Module) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.utils import NameUniquer, optimizable_computations
 
 _DIM_KEYS = ("lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims")
@@ -106,7 +107,7 @@ def _canonicalize(comp: Computation, names: NameUniquer, dot: Instruction) -> No
     comp.instructions.remove(dot)
 
 
-class DotCanonicalization:
+class DotCanonicalization(Pass):
     name = "dot-canonicalization"
 
     def run(self, module: Module) -> bool:

@@ -25,6 +25,7 @@ Every accept/reject decision is recorded, once, in `module.fusion_log`.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.fusion_builder import (
     FusionBuilder,
     fused_computation,
@@ -102,7 +103,7 @@ def siblings_compatible(a: Instruction, b: Instruction) -> bool:
     return sa[1] == sb[1]  # a loop fusion over the reduce's input index space
 
 
-class Fusion:
+class Fusion(Pass):
     """The fusion pass. `multi_output=False` stops after producer-consumer fusion."""
 
     name = "fusion"

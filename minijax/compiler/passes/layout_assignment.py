@@ -12,6 +12,7 @@ safe here. A backend that wants other layouts would choose them in this pass and
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Module, Shape
+from minijax.compiler.passes.base import Pass
 
 
 def row_major(shape: Shape) -> Shape:
@@ -23,7 +24,7 @@ def row_major(shape: Shape) -> Shape:
     return Shape(shape.element_type, tuple(shape.dims))
 
 
-class LayoutAssignment:
+class LayoutAssignment(Pass):
     name = "layout-assignment"
 
     def run(self, module: Module) -> bool:

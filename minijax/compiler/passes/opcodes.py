@@ -29,6 +29,15 @@ LOOP_FUSIBLE = ELEMENTWISE | DATA_MOVEMENT | frozenset({"iota"})
 # Ops with effects beyond their result: never removed, merged or folded.
 SIDE_EFFECTING = opcodes.select(trait="s") | opcodes.UNSUPPORTED
 
+def has_side_effects(instr) -> bool:
+    """True for a side-effecting op and for control flow / calls whose computations hold one
+    (a while loop running minijax.debug.print stays even when its result is unused)."""
+    if instr.opcode in SIDE_EFFECTING:
+        return True
+    return any(has_side_effects(i) for c in instr.called_computations()
+               for i in c.instructions)
+
+
 COMMUTATIVE = opcodes.select(trait="c")
 
 

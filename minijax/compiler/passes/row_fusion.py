@@ -38,6 +38,7 @@ from minijax.compiler.hlo.row_plan import (  # noqa: F401 - the plan is part of 
     analyze_row_fusion,
     row_fusion_plan,
 )
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.cse import eliminate_common_subexpressions
 from minijax.compiler.passes.fusion_builder import (
     fused_computation,
@@ -69,7 +70,7 @@ def _is_candidate(instr: Instruction) -> bool:
     return instr.opcode == "fusion" and instr.attrs.get("kind") in ("kLoop", "kInput")
 
 
-class RowFusion:
+class RowFusion(Pass):
     """The row fusion pass (see the module docstring)."""
 
     name = "row-fusion"

@@ -18,6 +18,7 @@ BLAS with a trans flag) this leaves no transpose to materialize around matmuls.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.utils import NameUniquer, optimizable_computations, remove_dead
 
 _SIDES = (("lhs", "rhs"), ("rhs", "lhs"))
@@ -67,7 +68,7 @@ def _fold_output(comp: Computation, t: Instruction, use_count: dict, names) -> b
     return True
 
 
-class TransposeFolding:
+class TransposeFolding(Pass):
     name = "transpose-folding"
 
     def run(self, module: Module) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.passes.opcodes import has_side_effects
 
 
 class NameUniquer:
@@ -71,11 +72,12 @@ def remove_dead(comp: Computation, keep=lambda instr: False) -> bool:
     """Delete instructions not reachable (through operands) from the root.
 
     Parameters always stay (they are the computation's signature), and so does anything for
-    which `keep(instr)` is true (side-effecting ops).
+    which `keep(instr)` is true, and anything with side effects (a custom-call, or a loop
+    whose body holds one, e.g. minijax.debug.print).
     """
     live: set[int] = set()
     stack = [comp.root] + [i for i in comp.instructions
-                           if i.opcode == "parameter" or keep(i)]
+                           if i.opcode == "parameter" or keep(i) or has_side_effects(i)]
     while stack:
         instr = stack.pop()
         if id(instr) in live:

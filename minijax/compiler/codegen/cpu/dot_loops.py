@@ -13,6 +13,7 @@ import llvmlite.ir as ir
 
 from minijax.compiler.codegen.cpu.loops import emit_counted_loop
 from minijax.compiler.codegen.elemental import convert, strides_of
+from minijax.compiler.codegen.float16 import bf16_bits, bf16_from_bits
 from minijax.compiler.codegen.llvm_types import I64, const, is_float, storage_type, value_type
 
 
@@ -40,7 +41,9 @@ def emit_dot_kernel(module: ir.Module, name: str, instr) -> int:
     for k, shape in enumerate((lhs, rhs, out)):
         raw = b.load(b.gep(fn.args[0], [const(I64, k)], inbounds=True))
         ptrs.append(b.bitcast(raw, storage_type(shape.element_type).as_pointer()))
-    acc_ty = value_type(et)
+    # 16-bit floats accumulate in float and round once (as XLA:CPU's upcast dot).
+    acc_et = "f32" if et in ("f16", "bf16") else et
+    acc_ty = value_type(acc_et)
     acc = b.alloca(acc_ty)
     ls, rs, os_ = strides_of(lhs), strides_of(rhs), strides_of(out)
     # Each output dimension: (size, lhs stride, rhs stride, out stride).
@@ -54,7 +57,10 @@ def emit_dot_kernel(module: ir.Module, name: str, instr) -> int:
         v = b.load(b.gep(ptr, [off], inbounds=True))
         if shape.element_type == "pred":
             v = b.icmp_unsigned("!=", v, const(v.type, 0))
-        return convert(b, v, shape.element_type, et) if shape.element_type != et else v
+        if shape.element_type == "bf16":
+            v = bf16_from_bits(b, v)
+        src = shape.element_type
+        return convert(b, v, src, acc_et) if src != acc_et else v
 
     def reduce_nest(level, loff, roff):
         if level == len(red_loops):
@@ -79,6 +85,10 @@ def emit_dot_kernel(module: ir.Module, name: str, instr) -> int:
             v = b.load(acc)
             if et == "pred":
                 v = b.zext(v, storage_type(et))
+            elif et == "bf16":
+                v = bf16_bits(b, v)
+            elif acc_et != et:
+                v = convert(b, v, acc_et, et)
             b.store(v, b.gep(ptrs[2], [ooff], inbounds=True))
             return
         size, lst, rst = out_loops[level]

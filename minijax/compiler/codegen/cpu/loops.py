@@ -37,7 +37,9 @@ from minijax.compiler.codegen.elemental import (
     convert,
     scalar_index,
 )
+from minijax.compiler.codegen.float16 import float_convert, round_to_bf16
 from minijax.compiler.codegen.llvm_types import (
+    F32,
     F64,
     I64,
     INT_TYPES,
@@ -80,9 +82,15 @@ def block_bounds(b: ir.IRBuilder, blk, length: int):
     return lo, b.select(b.icmp_signed("<", hi, const(I64, length)), hi, const(I64, length))
 
 
+def block_type(et: str) -> ir.Type:
+    """The type of a block's partial float sum: the element's type, float for f16 (whose
+    11 bits would lose the sum after 2048 terms)."""
+    return F32 if et == "f16" else value_type(et)
+
+
 def block_partial(b: ir.IRBuilder, alloca, reduce):
-    """A fresh slot, set to -0.0 in `reduce`'s element type, for one block's float sum."""
-    ty = value_type(reduce.shape.element_type)
+    """A fresh slot, set to -0.0, for one block's float sum (float for 16-bit types)."""
+    ty = block_type(reduce.shape.element_type)
     p = alloca(ty)
     b.store(ir.Constant(ty, -0.0), p)
     return p
@@ -365,7 +373,8 @@ class KernelEmitter:
             if kind == "add":
                 return [b.fadd(a, v, flags=flags)]
             if kind == "multiply":
-                return [b.fmul(a, v, flags=flags)]
+                out = b.fmul(a, v, flags=flags)
+                return [round_to_bf16(b, out) if et == "bf16" else out]
         return [self.em._float_op(kind, [a, v], et) if is_float(et)
                 else self.em._int_op(kind, [a, v], et)]
 
@@ -450,7 +459,7 @@ class KernelEmitter:
                 for k, s in enumerate(slot):
                     v = b.load(s)
                     if blocked and v.type != value_type(r.shape.element_type):
-                        v = b.fptrunc(v, value_type(r.shape.element_type))
+                        v = float_convert(b, v, "f64", r.shape.element_type)
                     self._store(off + k, o, v)
         return self._spec("row_reduce", n_out, int(in_shape.size // max(n_out, 1)))
 
@@ -541,8 +550,8 @@ class KernelEmitter:
                 partial = []
                 for s, bl, et in zip(slots, blocked, ets):
                     if bl:
-                        p = self.alloca(value_type(et))
-                        b.store(ir.Constant(value_type(et), -0.0), p)
+                        p = self.alloca(block_type(et))
+                        b.store(ir.Constant(block_type(et), -0.0), p)
                         partial.append(p)
                     else:
                         partial.append(s)
@@ -568,8 +577,8 @@ class KernelEmitter:
                 if init.type != acc_types[k]:
                     init = b.fpext(init, acc_types[k])
                 total = self._combine(r, kind, [init], vals, reassoc=False)[0]
-                if total.type != value_type(ets[k]):
-                    total = b.fptrunc(total, value_type(ets[k]))
+                if total.type != value_type(ets[k]) or ets[k] == "bf16":
+                    total = float_convert(b, total, "f64", ets[k])
                 self._store(offsets[k], const(I64, 0), total)
         b.branch(done_bb)
         b.position_at_end(done_bb)

@@ -34,6 +34,7 @@ from minijax.compiler.codegen.cpu.loops import (
     reducer_kind,
 )
 from minijax.compiler.codegen.elemental import ELEMENTWISE, Index
+from minijax.compiler.codegen.float16 import float_convert
 from minijax.compiler.codegen.llvm_types import F64, I64, const, is_float, value_type
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.hlo.opcodes import select
@@ -154,7 +155,7 @@ class _RowKernel:
         for r, (slot, blocked) in zip(reduces, accs):
             value = b.load(slot)
             if blocked and value.type != value_type(r.shape.element_type):
-                value = b.fptrunc(value, value_type(r.shape.element_type))
+                value = float_convert(b, value, "f64", r.shape.element_type)
             self.em.bind(r, value)
 
     def _prefetch_next_row(self, row) -> None:
