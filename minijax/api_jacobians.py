@@ -9,7 +9,7 @@ from minijax.api import _check_input_dtype_revderiv, _check_output_dtype_revderi
 from minijax.api_util import normalize_argnums
 from minijax.core import get_aval
 from minijax.dispatch import device_put
-from minijax.lax import reshape, slice_in_dim
+from minijax.lax import convert_element_type, reshape, slice_in_dim
 
 
 def _std_basis(leaves):
@@ -70,12 +70,19 @@ def _check_input_dtype_jacfwd(holomorphic, x):
                         "inputs, use jax.jvp directly.")
 
 
+def _like(block, example):
+    """A Jacobian block takes its example's dtype and weak type (as JAX's unravel does: the
+    output's for jacfwd, the input's for jacrev)."""
+    aval = get_aval(example)
+    return convert_element_type(block, aval.dtype, aval.weak_type)
+
+
 def _split_cols(y, jcols, leaves, sizes, tree, single):
     out_shape = get_aval(y).shape
     parts, start = [], 0
     for x, n in zip(leaves, sizes, strict=True):
         block = slice_in_dim(jcols, start, start + n, axis=get_aval(jcols).ndim - 1)
-        parts.append(reshape(block, out_shape + get_aval(x).shape))
+        parts.append(_like(reshape(block, out_shape + get_aval(x).shape), y))
         start += n
     res = tree_util.tree_unflatten(tree, parts)
     return res[0] if single else tuple(res)
@@ -107,10 +114,10 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
         per_out = []
         start = 0
         for yl, n in zip(y_leaves, sizes, strict=True):
-            def rows(c, yl=yl, start=start, n=n):
+            def rows(c, x, yl=yl, start=start, n=n):
                 block = slice_in_dim(c, start, start + n, axis=0)
-                return reshape(block, get_aval(yl).shape + get_aval(c).shape[1:])
-            per_out.append(tree_util.tree_map(rows, cts))
+                return _like(reshape(block, get_aval(yl).shape + get_aval(c).shape[1:]), x)
+            per_out.append(tree_util.tree_map(rows, cts, tuple(diff)))
             start += n
         out = tree_util.tree_unflatten(y_tree, per_out)
         if isinstance(argnums, int):

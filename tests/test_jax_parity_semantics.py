@@ -260,3 +260,22 @@ def test_errors_never_name_internal_tracer_classes(transform, program):
     for internal in ("JaxprTracer", "JVPTracer", "BatchTracer", "JaxprTrace", "JVPTrace",
                      "BatchTrace"):
         assert internal not in text, text
+
+
+@pytest.mark.parametrize("api, weak_in_jax", [
+    ("jacfwd", False), ("jacrev", True), ("hessian", True)])
+def test_jacobians_of_python_floats_take_jax_weak_types(api, weak_in_jax):
+    """JAX's unravel gives a jacfwd block the output's dtype and weak type and a jacrev block
+    the input's: d(float32(3) * x)/dx at the Python float 2.0 is weak only through jacrev
+    (values JAX 0.10.2 prints)."""
+    out = getattr(minijax, api)(lambda x: jnp.float32(3) * x)(2.0)
+    assert out.dtype == np.float32 and out.aval.weak_type is weak_in_jax
+    assert float(out) == (3.0 if api != "hessian" else 0.0)
+
+
+def test_jacobian_blocks_take_the_example_dtype():
+    """jacfwd of a float16 output is float16; jacrev w.r.t. a float32 input is float32."""
+    f = lambda x: x.astype(jnp.float16) * 1.0  # noqa: E731
+    assert minijax.jacfwd(f)(jnp.float32(2)).dtype == np.float16
+    assert minijax.jacrev(f)(jnp.float32(2)).dtype == np.float32
+    assert not minijax.jacrev(lambda x: x * 2.0)(jnp.float32(2)).aval.weak_type
