@@ -206,3 +206,18 @@ def test_donated_buffers_are_deleted():
     tree = {"a": jnp.ones(2)}
     minijax.jit(lambda t: t["a"] * 2, donate_argnums=0)(tree)
     assert tree["a"].is_deleted()
+
+
+@pytest.mark.parametrize("dtype, value", [
+    (jnp.uint32, 2**31), (jnp.uint32, 2**32 - 1), (jnp.float16, 2**40), (jnp.float32, 2**40),
+    (jnp.int8, -2**31 - 1)])
+def test_python_int_operand_outside_weak_int32_raises(dtype, value):
+    """JAX 0.10.2 raises OverflowError for a Python int operand outside int32 (without x64)
+    whatever the array's dtype; inside int32 it wraps into narrow ints."""
+    x = jnp.zeros(2, dtype)
+    with pytest.raises(OverflowError, match=str(value)):
+        x + value
+    with pytest.raises(OverflowError, match=str(value)):
+        value * x
+    np.testing.assert_array_equal(jnp.zeros(2, jnp.int8) + (-2**31), [0, 0])
+    assert float(jnp.full((), 2**40, jnp.float32)) == 2.0**40  # creation is not an operand

@@ -136,8 +136,22 @@ def astype(x, dtype):
     return convert(x, dtypes.canonicalize_dtype(dtype), False)
 
 
+def check_python_int_operands(args):
+    """A Python int operand is first a weak int32 (int64 with x64) whatever the other operand:
+    JAX raises OverflowError for `uint32_array + 2**31` or `float16_array + 2**40`."""
+    for a in args:
+        if type(a) is int:
+            weak = np.iinfo(dtypes.python_scalar_dtype(0))
+            if not weak.min <= a <= weak.max:
+                raise OverflowError(
+                    f"Python integer {a} is out of bounds for the weak {weak.dtype} that a "
+                    f"Python int operand becomes; pass an array of an explicit dtype instead "
+                    f"(e.g. jnp.uint32({a}) or jnp.float32({a}))")
+
+
 def promote_dtypes(*args):
     """Convert args to their common (JAX-promoted) dtype, keeping weak types."""
+    check_python_int_operands(args)
     if len(args) == 1:
         return [to_array(args[0])]
     dtype, weak = dtypes.result_type_and_weak(*args)
@@ -148,6 +162,7 @@ def promote_dtypes_inexact(*args):
     """Promote, then move integer/bool results to the default float dtype."""
     if _same_typed_arrays(args) and dtypes.kind(args[0].aval.dtype) in "fc":
         return list(args)
+    check_python_int_operands(args)
     dtype, weak = dtypes.result_type_and_weak(*args)
     dtype = dtypes.canonicalize_dtype(dtypes.to_inexact(dtype))
     return [convert(a, dtype, weak) for a in args]
@@ -155,6 +170,7 @@ def promote_dtypes_inexact(*args):
 
 def promote_dtypes_numeric(*args):
     """Promote; bools become the default int type."""
+    check_python_int_operands(args)
     dtype, weak = dtypes.result_type_and_weak(*args)
     if dtype == dtypes.bool_:
         dtype, weak = dtypes.default_int_dtype(), False
