@@ -121,3 +121,33 @@ def test_frontend_imports_follow_the_layers():
                                  f"{target} ({FRONTEND_LAYERS[theirs][0]})")
     assert unlisted == [], "add these modules to FRONTEND_LAYERS"
     assert offenders == []
+
+
+def test_codegen_targets_stay_apart():
+    """codegen/gpu and the target-neutral codegen modules (codegen/*.py, kernel_plan.py
+    included) never import codegen/cpu, not even inside a function; codegen/cpu never
+    imports codegen/gpu. What both targets share lives in the neutral modules."""
+    import pathlib
+
+    import minijax
+    codegen = pathlib.Path(minijax.__file__).parent / "compiler" / "codegen"
+    cpu, gpu = "minijax.compiler.codegen.cpu", "minijax.compiler.codegen.gpu"
+    rules = [(sorted(codegen.glob("*.py")), cpu), (sorted((codegen / "gpu").rglob("*.py")), cpu),
+             (sorted((codegen / "cpu").rglob("*.py")), gpu)]
+    assert all(paths for paths, _ in rules)
+    offenders = []
+    for paths, banned in rules:
+        for path in paths:
+            for line, target in _imports(path):
+                if target == banned or target.startswith(banned + "."):
+                    offenders.append(f"{path.relative_to(codegen)}:{line} imports {target}")
+    assert offenders == []
+
+
+def test_imports_sees_imports_inside_functions(tmp_path):
+    """The static checks above also catch the function-level imports that hide a cycle."""
+    src = tmp_path / "m.py"
+    src.write_text("def f():\n    from minijax.compiler.codegen.cpu.loops import x\n"
+                   "    import minijax.compiler.codegen.gpu\n")
+    assert list(_imports(src)) == [(2, "minijax.compiler.codegen.cpu.loops"),
+                                   (3, "minijax.compiler.codegen.gpu")]

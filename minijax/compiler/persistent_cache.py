@@ -47,6 +47,7 @@ _MAGIC = b"MINIJAX-JIT-1\n"
 _ALLOWED_GLOBALS = frozenset({
     ("minijax.compiler.hlo.ir", "Computation"), ("minijax.compiler.hlo.ir", "Instruction"),
     ("minijax.compiler.hlo.ir", "Module"), ("minijax.compiler.hlo.ir", "Shape"),
+    ("minijax.compiler.hlo.row_plan", "RowPlan"),  # Computation.row_plan
     ("numpy", "dtype"), ("numpy", "ndarray"),
     ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
     ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "_reconstruct"),

@@ -37,6 +37,7 @@ from minijax.compiler.codegen.llvm_types import (
     bit_width,
     call_intrinsic,
     const,
+    emit_counted_loop,
     is_float,
     is_signed,
     storage_type,
@@ -564,8 +565,6 @@ class ElementalEmitter:
     # ---------------------------------------------------------------- reduce (not a root)
     def _inline_reduce(self, instr, index):
         """A reduce used inside a fusion: a scalar loop over the reduced dimensions."""
-        from minijax.compiler.codegen.cpu.loops import emit_counted_loop
-
         b = self.b
         n = len(instr.operands) // 2
         inputs, inits = instr.operands[:n], instr.operands[n:]

@@ -6,6 +6,8 @@ here is specific to a target: the CPU and GPU backends both use it.
 
 from __future__ import annotations
 
+import contextlib
+
 import llvmlite.ir as ir
 
 I1 = ir.IntType(1)
@@ -125,3 +127,21 @@ def libm(builder: ir.IRBuilder, name: str, args: list, ty: ir.Type):
     except KeyError:
         fn = ir.Function(module, ir.FunctionType(ty, [ty] * len(args)), name)
     return builder.call(fn, args)
+
+
+@contextlib.contextmanager
+def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
+    """`for (i = start; i < end; ++i) { body }`; yields i; the builder ends after the loop."""
+    pre = b.block
+    fn = pre.function
+    body = fn.append_basic_block(name + ".body")
+    exit_ = fn.append_basic_block(name + ".exit")
+    b.cbranch(b.icmp_signed("<", start, end), body, exit_)
+    b.position_at_end(body)
+    i = b.phi(I64, name=name + ".i")
+    i.add_incoming(start, pre)
+    yield i
+    nxt = b.add(i, const(I64, 1), flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
+    b.position_at_end(exit_)

@@ -188,13 +188,25 @@ _name_counter = itertools.count()
 
 
 class Computation:
-    """An ordered list of instructions (operands before users) with one root."""
+    """An ordered list of instructions (operands before users) with one root.
+
+    Besides its instructions, a computation carries this declared state:
+
+    - `row_plan`: for a fused computation, the row-fusion decision (hlo/row_plan.py): the
+      RowPlan its kernel runs, or a string saying why it is no row fusion; None while
+      undecided. The row-fusion pass records it; `row_plan.plan_for` decides (once) for a
+      computation it never saw. Kept in disk-cache entries.
+    """
+
+    # The class-level default also covers computations unpickled from older cache entries.
+    row_plan = None
 
     def __init__(self, name: str, instructions=None, root: Instruction | None = None):
         self.name = name
         self.instructions: list[Instruction] = list(instructions or [])
         self.root = root if root is not None else (self.instructions[-1]
                                                    if self.instructions else None)
+        self.row_plan = None
 
     @property
     def parameters(self) -> list[Instruction]:

@@ -2,9 +2,12 @@
 that builds row fusions and the code generators that run them.
 
 `analyze_row_fusion(comp)` checks a fused computation's row structure and returns its
-RowPlan (or the reason it has none); `row_fusion_plan(comp)` is what backends call: the
-plan of a fusion the pass built, None for every other fusion. It lives with the HLO so that
-codegen reads the same decision the pass made without depending on the pass.
+RowPlan (or the reason it has none). The row-fusion pass records its decision on each fused
+computation (`record_row_plan`, stored in `Computation.row_plan`); `plan_for(comp)` is what
+backends call: the recorded plan, None for every fusion that is no row fusion. A
+computation nobody decided for (parsed from HLO text, built by a test) is decided there,
+from its structure, once. This module lives with the HLO so that codegen reads the decision
+the pass made without depending on the pass.
 """
 
 from __future__ import annotations
@@ -150,10 +153,32 @@ def _uses_reduction_inside(comp: Computation) -> bool:
                if not (i is root and i.opcode == "tuple") for op in i.operands)
 
 
-def row_fusion_plan(comp: Computation) -> RowPlan | None:
-    """The plan for a fused computation this pass built (a reduction's result is used inside
-    it and it has the row structure), else None: other fusions keep their usual kernels."""
+def _decide(comp: Computation, plan: RowPlan | str | None = None) -> RowPlan | str:
     if not _uses_reduction_inside(comp):
-        return None
-    plan = analyze_row_fusion(comp)
+        return "no reduction's result is used inside it"
+    return analyze_row_fusion(comp) if plan is None else plan
+
+
+def row_fusion_plan(comp: Computation) -> RowPlan | None:
+    """The plan a row fusion of fused computation `comp` would have (a reduction's result is
+    used inside it and it has the row structure), else None, derived from its structure
+    without reading or recording `comp.row_plan` (backends call `plan_for`)."""
+    plan = _decide(comp)
     return plan if isinstance(plan, RowPlan) else None
+
+
+def record_row_plan(comp: Computation, plan: RowPlan | str | None = None) -> None:
+    """Record on fused computation `comp` its row-fusion decision: `plan` (a RowPlan the
+    row-fusion pass accepted, or why it has none), or when None the decision derived from
+    its structure. A computation whose reductions' results are all only outputs (not used
+    inside it) is never a row fusion: its reductions have kernels of their own."""
+    comp.row_plan = _decide(comp, plan)
+
+
+def plan_for(comp: Computation) -> RowPlan | None:
+    """The RowPlan a backend runs fused computation `comp` with, None for every other fusion:
+    the decision the row-fusion pass recorded on it; a computation the pass never saw
+    (parsed from HLO text, built by hand, compiled without fusion) is decided here, once."""
+    if comp.row_plan is None:
+        record_row_plan(comp)
+    return comp.row_plan if isinstance(comp.row_plan, RowPlan) else None

@@ -25,7 +25,9 @@ elementwise/indexing expression; they are recomputed in each stage that needs th
 is every row-shaped value (never more often than the number of stages plus one).
 
 The result is a `fusion` with kind=kInput (plain HLO text: it prints, parses and runs on
-the evaluator like any fusion). Every decision is logged into `module.fusion_log`.
+the evaluator like any fusion). Its plan is recorded on the fused computation
+(`Computation.row_plan`), where the code generators read it (`row_plan.plan_for`). Every
+decision is logged into `module.fusion_log`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from minijax.compiler.hlo.row_plan import (  # noqa: F401 - the plan is part of 
     MAX_ROW_BYTES,
     RowPlan,
     analyze_row_fusion,
+    record_row_plan,
     row_fusion_plan,
 )
 from minijax.compiler.passes.base import Pass
@@ -151,6 +154,7 @@ class RowFusion(Pass):
             return False
         self._log(f"row-fuse {label}: {len(plan.passes)} reduction stage(s) over rows of "
                   f"{plan.cols}, one kernel")
+        record_row_plan(body, plan)  # codegen runs this plan (row_plan.plan_for)
         self._commit(comp, producer, consumer, *merged)
         return True
 

@@ -24,7 +24,6 @@ reduction accumulators, written for LLVM's loop vectorizer (the target decides t
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -38,19 +37,21 @@ from minijax.compiler.codegen.elemental import (
     scalar_index,
 )
 from minijax.compiler.codegen.float16 import float_convert, round_to_bf16
+from minijax.compiler.codegen.kernel_plan import mixed_reduce_roots, reduce_roots
 from minijax.compiler.codegen.llvm_types import (
     F32,
     F64,
     I64,
     INT_TYPES,
     const,
+    emit_counted_loop,
     is_float,
     is_signed,
     storage_type,
     value_type,
 )
 from minijax.compiler.hlo.ir import Computation, Shape
-from minijax.compiler.hlo.row_plan import row_fusion_plan
+from minijax.compiler.hlo.row_plan import plan_for
 
 BLOCK = 2048
 #: Full reductions of at least this many elements split into FULL_CHUNKS partials.
@@ -96,24 +97,6 @@ def block_partial(b: ir.IRBuilder, alloca, reduce):
     return p
 
 
-@contextlib.contextmanager
-def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
-    """`for (i = start; i < end; ++i) { body }`; yields i; the builder ends after the loop."""
-    pre = b.block
-    fn = pre.function
-    body = fn.append_basic_block(name + ".body")
-    exit_ = fn.append_basic_block(name + ".exit")
-    b.cbranch(b.icmp_signed("<", start, end), body, exit_)
-    b.position_at_end(body)
-    i = b.phi(I64, name=name + ".i")
-    i.add_incoming(start, pre)
-    yield i
-    nxt = b.add(i, const(I64, 1), flags=["nsw"])
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
-    b.position_at_end(exit_)
-
-
 def _is_flat(comp: Computation) -> bool:
     for instr in comp.instructions:
         if instr.opcode == "broadcast" and instr.operands[0].shape.rank == 0:
@@ -130,41 +113,6 @@ def _is_flat(comp: Computation) -> bool:
 def _delinearize(b, value, dims):
     """Row-major multi-index (list of i64) of `value` within `dims`."""
     return Index(Shape("s64", tuple(dims)), linear=value).get_multi(b)
-
-
-def reduce_roots(comp: Computation):
-    """The reduce instructions at the root of `comp`, or None if it is not a reduce fusion."""
-    root = comp.root
-    roots = root.operands if root.opcode == "tuple" else [root]
-    if not roots or any(r.opcode != "reduce" for r in roots):
-        return None
-    first = roots[0]
-    key = (first.operands[0].shape.dims, tuple(sorted(first.attrs["dimensions"])))
-    for r in roots:
-        n = len(r.operands) // 2
-        if any((op.shape.dims, tuple(sorted(r.attrs["dimensions"]))) != key
-               for op in r.operands[:n]):
-            return None
-    return roots
-
-
-def mixed_reduce_roots(comp: Computation):
-    """(reduces, extras) for a multi-output fusion of reduces plus elementwise roots over the
-    reduce input's index space (softmax's sum and exp), else None. Both reduce loops visit
-    every input element once, so they also store the extra roots at that element."""
-    root = comp.root
-    if root.opcode != "tuple":
-        return None
-    reduces = [r for r in root.operands if r.opcode == "reduce"]
-    extras = [r for r in root.operands if r.opcode != "reduce"]
-    if not reduces or not extras or reduce_roots(
-            Computation(comp.name, comp.instructions, root=_tuple_of(reduces))) is None:
-        return None
-    dims = reduces[0].operands[0].shape.dims
-    for e in extras:
-        if e.shape.is_tuple or e.shape.dims != dims or not _row_major_shape(e.shape):
-            return None
-    return reduces, extras
 
 
 def reducer_kind(r):
@@ -213,16 +161,6 @@ def _identity(ty, kind: str, et: str):
     value = {"add": -0.0, "multiply": 1.0, "maximum": float("-inf"),
              "minimum": float("inf")}[kind]
     return ir.Constant(ty, value)
-
-
-def _tuple_of(instrs):
-    from minijax.compiler.hlo.ir import Instruction
-    return Instruction("tuple", Shape.tuple([i.shape for i in instrs]), list(instrs),
-                       name="mixed.roots")
-
-
-def _row_major_shape(shape) -> bool:
-    return shape.layout is None or shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
 
 
 def output_shapes(comp: Computation) -> list[Shape]:
@@ -298,7 +236,7 @@ class KernelEmitter:
     # ------------------------------------------------------------------ kernels
     def emit(self) -> KernelSpec:
         self.extras = []
-        plan = row_fusion_plan(self.comp)
+        plan = plan_for(self.comp)
         if plan is not None:
             from minijax.compiler.codegen.cpu.row_loops import emit_row_fused
             spec = emit_row_fused(self, plan)

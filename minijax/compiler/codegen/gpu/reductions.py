@@ -23,7 +23,6 @@ reads each input element.
 
 from __future__ import annotations
 
-from minijax.compiler.codegen.cpu.loops import mixed_reduce_roots, reduce_roots
 from minijax.compiler.codegen.elemental import Index
 from minijax.compiler.codegen.gpu.function import (
     KernelFunction,
@@ -35,9 +34,10 @@ from minijax.compiler.codegen.gpu.function import (
     to_smem,
 )
 from minijax.compiler.codegen.gpu.spec import BLOCK, MAX_GRID, GpuKernel, Launch, grid_for
+from minijax.compiler.codegen.kernel_plan import mixed_reduce_roots, reduce_roots
 from minijax.compiler.codegen.llvm_types import I64, bit_width, const
 from minijax.compiler.hlo.ir import Computation, Shape
-from minijax.compiler.hlo.row_plan import row_fusion_plan
+from minijax.compiler.hlo.row_plan import plan_for
 
 #: A row reduction with fewer outputs than this and at least SPLIT_MIN reduced elements
 #: per output runs in two stages.
@@ -338,7 +338,7 @@ def _emit_row_fused(module, name, comp, plan) -> GpuKernel:
 
 def emit_reduction(module, name: str, comp: Computation) -> GpuKernel | None:
     """The reduction kernel(s) for `comp`, or None when it is not a reduction fusion."""
-    plan = row_fusion_plan(comp)
+    plan = plan_for(comp)
     if plan is not None:
         return _emit_row_fused(module, name, comp, plan)
     roots, extras = reduce_roots(comp), []
