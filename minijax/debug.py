@@ -1,4 +1,5 @@
-"""Looking at values inside transformed functions: `minijax.debug.print` and `callback`.
+"""Looking at values inside transformed functions: `minijax.debug.print`, `callback` and
+`breakpoint`.
 
     @minijax.jit
     def f(x):
@@ -13,6 +14,11 @@ directly). Under vmap the callback runs once per batch element (in order); under
 jvp it sees the primal values (in the forward pass, once); inside scan/while/cond it runs
 on every iteration / taken branch. Callbacks in one computation are chained by a token, so
 they run in program order (`ordered=True` is accepted for JAX compatibility).
+
+`breakpoint()` is a debug callback whose operands are the tracers among the calling frames'
+locals: at run time it opens the debugger (`minijax/debugger.py`) on those frames with the
+concrete values, so it stops once per call, once per batch element under vmap, and on every
+iteration inside loops.
 """
 
 from __future__ import annotations
@@ -23,14 +29,14 @@ import threading
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, debugger, tree_util
 from minijax.array import Array
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.interpreters import ad, batching
 from minijax.lax.slicing import index_in_dim
 
-__all__ = ["callback", "print", "debug_callback_p"]
+__all__ = ["breakpoint", "callback", "print", "debug_callback_p"]
 
 _builtin_print = print
 
@@ -88,6 +94,37 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
         _builtin_print(fmt.format(*a, **k), flush=True)
     _print.__name__ = f"print({fmt!r})"
     callback(_print, *args, ordered=ordered, **kwargs)
+
+
+def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noqa: A001
+               num_frames: int | None = None, ordered: bool = False, token=None, **kwargs):
+    """Stop in an interactive debugger here, with the runtime values (as jax.debug.breakpoint).
+
+    The debugger's frames are the calling frames (innermost first; `filter_frames=False`
+    keeps minijax's internal ones, `num_frames` keeps only that many); their local arrays
+    hold concrete values also under jit, vmap (one stop per batch element) and grad (the
+    primal values). Commands: `p`/`pp` EXPR, `l`/`list`, `u`/`up`, `d`/`down`, `w`/`where`,
+    `c`/`continue`, `q`/`quit` (raises `SystemExit(0)`, as JAX's debugger). `backend` picks
+    a registered debugger (`minijax.debugger.register_debugger`; "cli" is the default);
+    `kwargs` go to it (the "cli" one takes `stdin`/`stdout`).
+
+    `token` (a pytree of arrays, exclusive with `ordered`) is returned unchanged and the
+    breakpoint runs once its value is computed; without it, returns None.
+    """
+    if token is not None and ordered:
+        raise ValueError("`ordered` and `token` are mutually exclusive arguments.")
+    operands, rebuild = debugger.capture_frames(1, filter_frames, num_frames)
+    run = debugger.get_debugger(backend)
+
+    def _breakpoint(_token, *values):
+        frames = rebuild(values)
+        thread_id = (None if threading.current_thread() is threading.main_thread()
+                     else threading.get_ident())
+        with debugger.debug_lock:
+            run(frames, thread_id, **kwargs)
+    _breakpoint.__name__ = "breakpoint"
+    callback(_breakpoint, token, *operands, ordered=ordered)
+    return token
 
 
 # --------------------------------------------------------------------------- rules

@@ -64,7 +64,8 @@ FRONTEND_LAYERS = [
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
-    ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug"]),
+    ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
+                   "debugger"]),
     ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler"]),
     ("top", ["example_libraries", "test_util", "tools", "__init__"]),
 ]
