@@ -244,3 +244,18 @@ def test_programs_match_real_jax(program, seed, edges):
             _same_bits(g, w, label)
         else:
             _close(g, w, label, rtol=1e-4)
+
+
+# --------------------------------------------------------------------------- regressions
+
+@pytest.mark.parametrize("shape, axis", [((2, 3, 2), -1), ((4, 1000), 0), ((3000,), None),
+                                         ((5, 4097), 1)])
+def test_sum_of_x_minus_x_keeps_inf_minus_inf_nan(shape, axis):
+    """Found by this suite: the CPU reduction's `fadd reassoc nsz` let LLVM fold
+    acc + (x - x) to acc, so sum(x - x) was 0 where x held inf or NaN (eager and XLA: NaN)."""
+    x = np.ones(shape, np.float32)
+    x.reshape(-1)[[0, -1]] = [np.inf, np.nan]
+    for f in (lambda v: mjnp.sum(v - v, axis=axis), lambda v: -mjnp.sum(mjnp.negative(-v) - v, axis=axis)):
+        want = np.asarray(f(mjnp.asarray(x)))
+        assert np.isnan(want).any()
+        _same_bits(mj.jit(f)(x), want, f"sum of x - x over {shape}, axis {axis}")
