@@ -255,7 +255,8 @@ def test_sum_of_x_minus_x_keeps_inf_minus_inf_nan(shape, axis):
     acc + (x - x) to acc, so sum(x - x) was 0 where x held inf or NaN (eager and XLA: NaN)."""
     x = np.ones(shape, np.float32)
     x.reshape(-1)[[0, -1]] = [np.inf, np.nan]
-    for f in (lambda v: mjnp.sum(v - v, axis=axis), lambda v: -mjnp.sum(mjnp.negative(-v) - v, axis=axis)):
+    for f in (lambda v: mjnp.sum(v - v, axis=axis),
+              lambda v: -mjnp.sum(mjnp.negative(-v) - v, axis=axis)):
         want = np.asarray(f(mjnp.asarray(x)))
         assert np.isnan(want).any()
         _same_bits(mj.jit(f)(x), want, f"sum of x - x over {shape}, axis {axis}")
