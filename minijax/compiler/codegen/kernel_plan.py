@@ -97,3 +97,15 @@ def _tuple_of(instrs):
 
 def _row_major_shape(shape) -> bool:
     return shape.layout is None or shape.minor_to_major == tuple(range(shape.rank - 1, -1, -1))
+
+
+def root_output_offsets(comp: Computation, roots) -> list[int]:
+    """Each root's first output index in the flat order of `comp`'s root tuple."""
+    root = comp.root
+    if root.opcode != "tuple":
+        return [0]
+    where, k = {}, 0
+    for r in root.operands:
+        where.setdefault(id(r), k)
+        k += len(r.shape.flat())
+    return [where[id(r)] for r in roots]

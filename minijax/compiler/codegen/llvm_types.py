@@ -130,8 +130,9 @@ def libm(builder: ir.IRBuilder, name: str, args: list, ty: ir.Type):
 
 
 @contextlib.contextmanager
-def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
-    """`for (i = start; i < end; ++i) { body }`; yields i; the builder ends after the loop."""
+def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop", step=None):
+    """`for (i = start; i < end; i += step) { body }` over i64 values (step 1 by default);
+    yields i; the builder ends after the loop."""
     pre = b.block
     fn = pre.function
     body = fn.append_basic_block(name + ".body")
@@ -141,7 +142,7 @@ def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop"):
     i = b.phi(I64, name=name + ".i")
     i.add_incoming(start, pre)
     yield i
-    nxt = b.add(i, const(I64, 1), flags=["nsw"])
+    nxt = b.add(i, const(I64, 1) if step is None else step, flags=["nsw"])
     i.add_incoming(nxt, b.block)
     b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
     b.position_at_end(exit_)

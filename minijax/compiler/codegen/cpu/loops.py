@@ -37,7 +37,11 @@ from minijax.compiler.codegen.elemental import (
     scalar_index,
 )
 from minijax.compiler.codegen.float16 import float_convert, round_to_bf16
-from minijax.compiler.codegen.kernel_plan import mixed_reduce_roots, reduce_roots
+from minijax.compiler.codegen.kernel_plan import (
+    mixed_reduce_roots,
+    reduce_roots,
+    root_output_offsets,
+)
 from minijax.compiler.codegen.llvm_types import (
     F32,
     F64,
@@ -326,23 +330,12 @@ class KernelEmitter:
         n = len(r.operands) // 2
         return [self.em.emit(v, Index(v.shape, multi=multi)) for v in r.operands[:n]]
 
-    def _out_offsets(self, roots):
-        """Each root's first output index (in the root tuple's flat order)."""
-        root = self.comp.root
-        if root.opcode != "tuple":
-            return [0]
-        where, k = {}, 0
-        for r in root.operands:
-            where.setdefault(id(r), k)
-            k += len(r.shape.flat())
-        return [where[id(r)] for r in roots]
-
     def _store_extras(self, multi, in_shape):
         """Store the elementwise roots at the input element `multi` (mixed fusions)."""
         if not self.extras:
             return
         lin = Index(in_shape, multi=multi).get_linear(self.b)
-        for off, e in zip(self._out_offsets(self.extras), self.extras):
+        for off, e in zip(root_output_offsets(self.comp, self.extras), self.extras):
             idx = Index(e.shape, multi=multi, linear=lin)
             self._store(off, lin, self.em.emit(e, idx))
 
@@ -355,7 +348,7 @@ class KernelEmitter:
         red_outer = [in_shape.dims[d] for d in red[:-1]]
         n_red_outer = int(np.prod(red_outer)) if red_outer else 1
         kinds = [self._reducer_kind(r) for r in roots]
-        offsets = self._out_offsets(roots)
+        offsets = root_output_offsets(self.comp, roots)
         with emit_counted_loop(b, self.start, self.end, "out") as o:
             out_multi = _delinearize(b, o, kept_dims)
             slots = []
@@ -412,7 +405,7 @@ class KernelEmitter:
         red_dims = [in_shape.dims[d] for d in red]
         n_red = int(np.prod(red_dims)) if red_dims else 1
         kinds = [self._reducer_kind(r) for r in roots]
-        offsets = self._out_offsets(roots)
+        offsets = root_output_offsets(self.comp, roots)
         with emit_counted_loop(b, self.start, self.end, "row") as row:
             outer_multi = _delinearize(b, row, outer_dims)
             base = b.mul(row, const(I64, inner))
@@ -464,7 +457,7 @@ class KernelEmitter:
         blocked = [k == "add" and is_float(et) for k, et in zip(kinds, ets)]
         acc_types = [F64 if bl else value_type(et) for bl, et in zip(blocked, ets)]
         scratch = fn.args[len(self.params) + len(self.outs)]
-        offsets = self._out_offsets(roots)
+        offsets = root_output_offsets(self.comp, roots)
 
         def slot_ptr(k, c):
             off = b.mul(b.add(const(I64, k * FULL_CHUNKS), c), const(I64, SLOT_BYTES))

@@ -10,8 +10,6 @@ constants; the launch configuration (grid, block) comes from the kernel's `Launc
 
 from __future__ import annotations
 
-import contextlib
-
 import llvmlite.ir as ir
 
 from minijax.compiler.codegen.elemental import ElementalEmitter, Index
@@ -24,6 +22,7 @@ from minijax.compiler.codegen.llvm_types import (
     I32,
     I64,
     const,
+    emit_counted_loop,
     is_float,
     storage_type,
     value_type,
@@ -31,22 +30,9 @@ from minijax.compiler.codegen.llvm_types import (
 from minijax.compiler.hlo.ir import Computation, Shape
 
 
-@contextlib.contextmanager
 def stride_loop(b: ir.IRBuilder, start, end, step, name: str = "loop"):
     """`for (i = start; i < end; i += step) { body }` over i64 values; yields i."""
-    pre = b.block
-    fn = pre.function
-    body = fn.append_basic_block(name + ".body")
-    exit_ = fn.append_basic_block(name + ".exit")
-    b.cbranch(b.icmp_signed("<", start, end), body, exit_)
-    b.position_at_end(body)
-    i = b.phi(I64, name=name + ".i")
-    i.add_incoming(start, pre)
-    yield i
-    nxt = b.add(i, step)
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
-    b.position_at_end(exit_)
+    return emit_counted_loop(b, start, end, name, step)
 
 
 def delinearize(b, value, dims):

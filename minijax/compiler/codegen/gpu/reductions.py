@@ -34,7 +34,11 @@ from minijax.compiler.codegen.gpu.function import (
     to_smem,
 )
 from minijax.compiler.codegen.gpu.spec import BLOCK, MAX_GRID, GpuKernel, Launch, grid_for
-from minijax.compiler.codegen.kernel_plan import mixed_reduce_roots, reduce_roots
+from minijax.compiler.codegen.kernel_plan import (
+    mixed_reduce_roots,
+    reduce_roots,
+    root_output_offsets,
+)
 from minijax.compiler.codegen.llvm_types import I64, bit_width, const
 from minijax.compiler.hlo.ir import Computation, Shape
 from minijax.compiler.hlo.row_plan import plan_for
@@ -57,17 +61,6 @@ def block_size(n: int) -> int:
     return size
 
 
-def _out_offsets(comp: Computation, roots) -> list[int]:
-    root = comp.root
-    if root.opcode != "tuple":
-        return [0]
-    where, k = {}, 0
-    for r in root.operands:
-        where.setdefault(id(r), k)
-        k += len(r.shape.flat())
-    return [where[id(r)] for r in roots]
-
-
 class _Reduction:
     """Shared state of the row and column reduction kernels of one fused computation."""
 
@@ -76,8 +69,8 @@ class _Reduction:
         self.roots, self.extras = roots, extras
         self.kinds = [reducer_kind(r) for r in roots]
         self.outs = comp.root.shape.flat()
-        self.offsets = _out_offsets(comp, roots)
-        self.extra_offsets = _out_offsets(comp, extras) if extras else []
+        self.offsets = root_output_offsets(comp, roots)
+        self.extra_offsets = root_output_offsets(comp, extras) if extras else []
         self.in_shape = roots[0].operands[0].shape
         rank = self.in_shape.rank
         self.red = sorted(roots[0].attrs["dimensions"])
