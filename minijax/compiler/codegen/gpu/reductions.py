@@ -137,6 +137,17 @@ class _Reduction:
             out.append(ptrs)
         return out
 
+    def store_partials(self, f, index, accs) -> None:
+        """Write one partial (every root's accumulators) to scratch slot `index`."""
+        for ptrs, acc in zip(self.scratch_slots(f, index), accs):
+            for p, v in zip(ptrs, acc):
+                f.b.store(to_smem(f.b, v), p)
+
+    def load_partials(self, f, index):
+        """Every root's accumulators of the partial in scratch slot `index`."""
+        return [[from_smem(f.b, f.b.load(p), ty) for p, ty in zip(ptrs, f.acc_types(r, k))]
+                for ptrs, r, k in zip(self.scratch_slots(f, index), self.roots, self.kinds)]
+
     def load_accs(self, f, slots, valid_slot):
         b = f.b
         return [[b.load(s) for s in rs] for rs in slots], b.load(valid_slot)
@@ -186,9 +197,7 @@ class _RowReduce(_Reduction):
                 if final:
                     self.store_results(f, out_multi, accs, valid)
                 else:
-                    for ptrs, acc in zip(self.scratch_slots(f, t), accs):
-                        for p, v in zip(ptrs, acc):
-                            b.store(to_smem(b, v), p)
+                    self.store_partials(f, t, accs)
         f.finish()
 
     def _combine(self, f, chunks: int, block: int) -> None:
@@ -198,10 +207,8 @@ class _RowReduce(_Reduction):
             slots, valid_slot = f.new_accumulators(self.roots, self.kinds)
             with f.em.scope(), stride_loop(b, f.tid, const(I64, chunks), f.ntid, "part") as j:
                 idx = b.add(b.mul(o, const(I64, chunks)), j)
-                vals = [[from_smem(b, b.load(p), ty) for p, ty in zip(ptrs, f.acc_types(r, k))]
-                        for ptrs, r, k in zip(self.scratch_slots(f, idx), self.roots,
-                                              self.kinds)]
-                f.accumulate(self.roots, self.kinds, slots, valid_slot, vals)
+                f.accumulate(self.roots, self.kinds, slots, valid_slot,
+                             self.load_partials(f, idx))
             accs, valid = self.load_accs(f, slots, valid_slot)
             accs, valid = f.block_reduce(self.roots, self.kinds, accs, valid, block)
             with f.em.scope(), b.if_then(b.icmp_unsigned("==", f.tid, const(I64, 0))):
@@ -251,9 +258,7 @@ class _ColReduce(_Reduction):
                 if chunks == 1:
                     self.store_results(f, out_multi, accs, valid)
                 else:
-                    for ptrs, acc in zip(self.scratch_slots(f, t), accs):
-                        for p, v in zip(ptrs, acc):
-                            b.store(to_smem(b, v), p)
+                    self.store_partials(f, t, accs)
         f.finish()
 
     def _combine(self, f, chunks: int) -> None:
@@ -265,11 +270,8 @@ class _ColReduce(_Reduction):
             with f.em.scope(), stride_loop(b, const(I64, 0), const(I64, chunks),
                                            const(I64, 1), "part") as s:
                 idx = b.add(b.mul(s, const(I64, n_out)), o)
-                vals = [[from_smem(b, b.load(p), ty)
-                         for p, ty in zip(ptrs, f.acc_types(r, k))]
-                        for ptrs, r, k in zip(self.scratch_slots(f, idx), self.roots,
-                                              self.kinds)]
-                f.accumulate(self.roots, self.kinds, slots, valid_slot, vals)
+                f.accumulate(self.roots, self.kinds, slots, valid_slot,
+                             self.load_partials(f, idx))
             accs, valid = self.load_accs(f, slots, valid_slot)
             with f.em.scope():
                 self.store_results(f, out_multi, accs, valid)
