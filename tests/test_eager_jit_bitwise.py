@@ -13,6 +13,7 @@ test_jit_op_table.py checks random values; this file pins down the edges.
 
 import numpy as np
 import pytest
+import test_jit_op_table as op_table
 
 import minijax as jax
 from minijax import lax
@@ -106,12 +107,7 @@ INT_UNARY = {
     **{f"to_{d}": (_convert(d), 0) for d in INT_DTYPES + FLOAT_DTYPES},
 }
 INT_BINARY = {
-    "add": (lax.add, 0), "sub": (lax.sub, 0), "mul": (lax.mul, 0), "div": (lax.div, 0),
-    "rem": (lax.rem, 0), "max": (lax.max, 0), "min": (lax.min, 0),
-    "and": (lax.bitwise_and, 0), "or": (lax.bitwise_or, 0), "xor": (lax.bitwise_xor, 0),
-    "shl": (lax.shift_left, 0), "shra": (lax.shift_right_arithmetic, 0),
-    "shrl": (lax.shift_right_logical, 0), "eq": (lax.eq, 0), "ne": (lax.ne, 0),
-    "lt": (lax.lt, 0), "le": (lax.le, 0), "gt": (lax.gt, 0), "ge": (lax.ge, 0),
+    **op_table.INT_BINARY,
     "select": (lambda x, y: lax.select(lax.lt(x, y), x, y), 0),
     "clamp": (lambda x, y: lax.clamp(lax.min(x, y), x, lax.max(x, y)), 0),
 }
