@@ -53,9 +53,18 @@ def _module(et: str, unary, binary, extra=()):
     return parse_module(f"HloModule ew_{et}\nENTRY main {{\n  {body}\n}}\n"), [o for o, _ in outs]
 
 
-def _float_inputs(dtype, rng):
-    x = rng.normal(0, 3, N).astype(dtype)
-    y = rng.normal(0, 3, N).astype(dtype)
+def elementwise_inputs(dtype, rng, n=N):
+    """Operands x, y of n elements for the elementwise op table: random values with edge
+    values (specials for floats, min/max/0 and zero divisors for ints) and equal pairs;
+    tests/test_gpu_codegen.py uses them too."""
+    if np.dtype(dtype).kind == "f":
+        return _float_inputs(dtype, rng, n)
+    return _int_inputs(dtype, rng, n)
+
+
+def _float_inputs(dtype, rng, n=N):
+    x = rng.normal(0, 3, n).astype(dtype)
+    y = rng.normal(0, 3, n).astype(dtype)
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.5, -2.5],
                        dtype=dtype)
     x[:10] = special
@@ -64,10 +73,10 @@ def _float_inputs(dtype, rng):
     return x, y
 
 
-def _int_inputs(dtype, rng):
+def _int_inputs(dtype, rng, n=N):
     info = np.iinfo(dtype)
-    x = rng.integers(info.min, info.max, N, dtype=dtype, endpoint=True)
-    y = rng.integers(-5 if info.min < 0 else 0, 40, N).astype(dtype)
+    x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    y = rng.integers(-5 if info.min < 0 else 0, 40, n).astype(dtype)
     x[:6] = [info.min, info.max, 0, 1, 7, info.min]
     y[:6] = [-1 if info.min < 0 else 1, 0, 0, 3, 0, 0]
     y[20:30] = x[20:30]

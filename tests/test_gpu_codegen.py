@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 import pytest
+from test_cpu_codegen import elementwise_inputs
 
 pytest.importorskip("llvmlite", reason="GPU code generation needs llvmlite")
 
@@ -51,24 +52,6 @@ def _module(et: str, unary, binary, n=N):
             f"tuple({', '.join(o for o, _, _ in outs)})")
     body = "\n  ".join(lines + [root])
     return parse_module(f"HloModule ew_{et}\nENTRY main {{\n  {body}\n}}\n")
-
-
-def _inputs(dtype, rng, n=N):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        x = rng.normal(0, 3, n).astype(dtype)
-        y = rng.normal(0, 3, n).astype(dtype)
-        special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 2.5, -2.5],
-                           dtype=dtype)
-        x[:10], y[:10] = special, special[::-1]
-    else:
-        info = np.iinfo(dtype)
-        x = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-        y = rng.integers(-5 if info.min < 0 else 0, 40, n).astype(dtype)
-        x[:6] = [info.min, info.max, 0, 1, 7, info.min]
-        y[:6] = [-1 if info.min < 0 else 1, 0, 0, 3, 0, 0]
-    y[20:30] = x[20:30]
-    return x, y
 
 
 def _compare(got, ref, rtol, atol=1e-30, scaled_atol=0.0):
@@ -121,7 +104,7 @@ def test_op_table_ptx_assembles(et, dtype, rtol):
 @pytest.mark.parametrize("et,dtype,rtol", OP_TABLE, ids=[t[0] for t in OP_TABLE])
 def test_op_table_emulated_matches_evaluator(et, dtype, rtol):
     module = _op_table_module(et)
-    x, y = _inputs(dtype, np.random.default_rng(3))
+    x, y = elementwise_inputs(dtype, np.random.default_rng(3), N)
     if et == "f16":
         x = np.clip(x, -8, 8).astype(dtype)
     ex = GpuExecutable(module, EmulatedRuntime(max_blocks=2))
@@ -140,7 +123,7 @@ def test_f64_libm_ops_are_not_gpu_kernels():
     ex = GpuExecutable(module, EmulatedRuntime())
     notes = "\n".join(ex.notes)
     assert "sine on f64 (calls the C math library, absent on nvptx)" in notes
-    x, y = _inputs(np.float64, np.random.default_rng(0), n=40)
+    x, y = elementwise_inputs(np.float64, np.random.default_rng(0), 40)
     with np.errstate(all="ignore"):
         _compare(ex.execute_host([x, y]), evaluate_module(module, [x, y]), 1e-12)
 
