@@ -34,6 +34,7 @@ from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.gemm import GEMM_TYPES, emit_gemm_kernel
 from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel, gpu_unsupported_reason
+from minijax.compiler.codegen.gpu.ops import OP_KERNEL_OPCODES, emit_op_kernel, op_kernel_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.evaluator import evaluate_instruction, flatten_value
 from minijax.compiler.hlo.ir import Computation, Instruction
@@ -158,7 +159,27 @@ class _GpuPlanner(ProgramPlanner):
         prog.steps.append(step)
         return True
 
+    def op_kernel_step(self, prog, instr, ops, s) -> bool:
+        """gather, scatter, sort, ...: a dedicated kernel (ops.py) when there is one."""
+        if op_kernel_reason(instr) is not None:
+            return False
+        name = f"k{len(self.kernels)}_{instr.name}".replace("-", "_").replace(".", "_")
+        kernel = emit_op_kernel(self.ir, name, instr)
+        self.kernels.append(kernel)
+        prog.kernel_count += len(kernel.launches)
+        prog.notes.append(f"{instr.name}: {kernel.name} ({kernel.mode}: " + ", ".join(
+            f"<<<{la.grid}, {la.block}>>>" for la in kernel.launches) + ")")
+        tuple_out = instr.shape.is_tuple
+
+        def step(env):
+            outs = self.run_kernels([kernel], [env[k] for k in ops], instr)
+            env[s] = outs if tuple_out else outs[0]
+        prog.steps.append(step)
+        return True
+
     def library_step(self, prog, instr, ops, s) -> bool:
+        if instr.opcode in OP_KERNEL_OPCODES:
+            return self.op_kernel_step(prog, instr, ops, s)
         if instr.opcode != "dot":
             return False
         spec = _gemm_spec(instr)
@@ -192,6 +213,8 @@ class _GpuPlanner(ProgramPlanner):
         why = ""
         if instr.opcode in _KERNEL_OPCODES:
             why = f": {gpu_unsupported_reason(wrap_instruction(instr)[0])}"
+        elif instr.opcode in OP_KERNEL_OPCODES:
+            why = f": {op_kernel_reason(instr)}"
         prog.notes.append(f"{instr.name}: HOST evaluator ({instr.opcode}{why})")
         prog.steps.append(lambda env: env.__setitem__(s, self.host(instr, [env[o] for o in
                                                                           ops])))
