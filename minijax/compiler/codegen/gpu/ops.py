@@ -10,19 +10,23 @@ run in order on one stream.
 from __future__ import annotations
 
 from minijax.compiler.codegen.gpu import nvvm
+from minijax.compiler.codegen.gpu.kernels import gpu_unsupported_reason
 from minijax.compiler.codegen.gpu.scatter_gather import (
     emit_gather,
     emit_scatter,
     gather_reason,
     scatter_reason,
 )
+from minijax.compiler.codegen.gpu.sort import emit_sort, emit_topk, sort_reason, topk_reason
 from minijax.compiler.codegen.gpu.spec import GpuKernel
 from minijax.compiler.codegen.target import generating_for
-from minijax.compiler.hlo.ir import Instruction
+from minijax.compiler.hlo.ir import Computation, Instruction
 
 _EMITTERS = {
     "gather": (gather_reason, emit_gather),
     "scatter": (scatter_reason, emit_scatter),
+    "sort": (sort_reason, emit_sort),
+    "topk": (topk_reason, emit_topk),
 }
 #: The opcodes with a dedicated kernel (when op_kernel_reason allows).
 OP_KERNEL_OPCODES = frozenset(_EMITTERS)
@@ -35,6 +39,11 @@ def op_kernel_reason(instr: Instruction) -> str | None:
         return f"no GPU kernel for {instr.opcode}"
     if any(op.shape.is_tuple for op in instr.operands):
         return "tuple operands"
+    for called in instr.called.values():
+        if isinstance(called, Computation):
+            why = gpu_unsupported_reason(called)
+            if why is not None:
+                return why
     return entry[0](instr)
 
 
