@@ -19,6 +19,14 @@ from minijax.compiler.codegen.gpu.scatter_gather import (
 )
 from minijax.compiler.codegen.gpu.sort import emit_sort, emit_topk, sort_reason, topk_reason
 from minijax.compiler.codegen.gpu.spec import GpuKernel
+from minijax.compiler.codegen.gpu.windows import (
+    convolution_reason,
+    emit_convolution,
+    emit_reduce_window,
+    emit_select_and_scatter,
+    reduce_window_reason,
+    select_and_scatter_reason,
+)
 from minijax.compiler.codegen.target import generating_for
 from minijax.compiler.hlo.ir import Computation, Instruction
 
@@ -27,6 +35,9 @@ _EMITTERS = {
     "scatter": (scatter_reason, emit_scatter),
     "sort": (sort_reason, emit_sort),
     "topk": (topk_reason, emit_topk),
+    "reduce-window": (reduce_window_reason, emit_reduce_window),
+    "select-and-scatter": (select_and_scatter_reason, emit_select_and_scatter),
+    "convolution": (convolution_reason, emit_convolution),
 }
 #: The opcodes with a dedicated kernel (when op_kernel_reason allows).
 OP_KERNEL_OPCODES = frozenset(_EMITTERS)
