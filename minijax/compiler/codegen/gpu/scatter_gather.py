@@ -108,8 +108,6 @@ def scatter_reason(instr: Instruction) -> str | None:
         return "a non-row-major layout"
     if instr.operands[n].shape.element_type not in INDEX_TYPES:
         return f"indices of type {instr.operands[n].shape.element_type}"
-    if any(s.element_type == "bf16" for s in instr.shape.flat()):
-        return "bf16 (kernels store it as f32)"
     return None
 
 

@@ -124,8 +124,6 @@ class _RowSort:
 def sort_reason(instr: Instruction) -> str | None:
     if not all_row_major(instr):
         return "a non-row-major layout"
-    if any(s.element_type == "bf16" for s in instr.shape.flat()):
-        return "bf16 (kernels store it as f32)"
     if instr.operands[0].shape.dims and max(instr.operands[0].shape.dims) >= 2 ** 31:
         return "a sort dimension of 2^31 elements or more"
     return None
@@ -163,23 +161,28 @@ def topk_reason(instr: Instruction) -> str | None:
     et = instr.operands[0].shape.element_type
     if not all_row_major(instr):
         return "a non-row-major layout"
-    if et not in FLOAT_TYPES + INT_TYPES or et == "bf16":
+    if et not in FLOAT_TYPES + INT_TYPES:
         return f"top-k of {et}"
     return None
 
 
-def _total_order_key(b, v, et: str):
-    """An integer whose signed order is the total order of float `v` (NaNs made one value
-    above +inf), or `v` itself for integers."""
+_FLOAT_BITS = {"f16": (16, 0x7C00), "bf16": (16, 0x7F80), "f32": (32, 0x7F800000),
+               "f64": (64, 0x7FF0000000000000)}
+
+
+def _total_order_key(b, stored, et: str):
+    """An integer whose signed order is the total order of a stored float (NaNs made one
+    value above +inf), or the stored integer itself."""
     if et not in FLOAT_TYPES:
-        return v
-    ity = ir.IntType({"f16": 16, "f32": 32, "f64": 64}[et])
-    bits = b.bitcast(v, ity)
-    nan = b.fcmp_unordered("uno", v, v)
-    canonical = {16: 0x7E00, 32: 0x7FC00000, 64: 0x7FF8000000000000}[ity.width]
-    bits = b.select(nan, const(ity, canonical), bits)
-    sign = b.ashr(bits, const(ity, ity.width - 1))
-    return b.xor(bits, b.and_(sign, const(ity, (1 << (ity.width - 1)) - 1)))
+        return stored
+    width, exp = _FLOAT_BITS[et]
+    ity = ir.IntType(width)
+    bits = stored if isinstance(stored.type, ir.IntType) else b.bitcast(stored, ity)
+    magnitude = b.and_(bits, const(ity, (1 << (width - 1)) - 1))
+    nan = b.icmp_unsigned(">", magnitude, const(ity, exp))
+    bits = b.select(nan, const(ity, exp + 1), bits)
+    sign = b.ashr(bits, const(ity, width - 1))
+    return b.xor(bits, b.and_(sign, const(ity, (1 << (width - 1)) - 1)))
 
 
 def emit_topk(module, name: str, instr: Instruction) -> GpuKernel:

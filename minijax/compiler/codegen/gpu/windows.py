@@ -49,8 +49,6 @@ def _source_position(k: OpKernel, padded_pos, lo: int, dilate: int, n: int):
 
 def _bf16_reason(instr: Instruction) -> str | None:
     shapes = list(instr.shape.flat()) + [op.shape for op in instr.operands]
-    if any(s.element_type == "bf16" for s in shapes):
-        return "bf16 (kernels store it as f32)"
     if not all_row_major(instr):
         return "a non-row-major layout"
     return None
