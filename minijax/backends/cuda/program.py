@@ -29,17 +29,34 @@ import numpy as np
 
 from minijax.backends.base import Executable
 from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, GemmSpec
-from minijax.backends.planner import Program, ProgramPlanner
+from minijax.backends.planner import MOVES, Program, ProgramPlanner
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.gemm import GEMM_TYPES, emit_gemm_kernel
 from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel, gpu_unsupported_reason
 from minijax.compiler.codegen.gpu.ops import OP_KERNEL_OPCODES, emit_op_kernel, op_kernel_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
-from minijax.compiler.evaluator import evaluate_instruction, flatten_value
+from minijax.compiler.evaluator import evaluate_instruction, flatten_value, has_implementation
 from minijax.compiler.hlo.ir import Computation, Instruction
 
 _KERNEL_OPCODES = frozenset((ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
+_NO_OP = frozenset({"parameter", "constant", "tuple", "get-tuple-element", *MOVES})
+
+
+def gpu_opcode_support(opcode: str) -> str:
+    """How the GPU program runs `opcode` (for its usual element types): "kernel",
+    "library", "view", "program", "no-op", "thunk" (the host evaluator) or "unsupported"."""
+    if opcode in _KERNEL_OPCODES or opcode in OP_KERNEL_OPCODES or opcode == "fusion":
+        return "kernel"
+    if opcode in ("reshape", "bitcast"):
+        return "view"
+    if opcode == "dot":
+        return "library"
+    if opcode in ("while", "conditional", "call"):
+        return "program"
+    if opcode in _NO_OP:
+        return "no-op"
+    return "thunk" if has_implementation(opcode) else "unsupported"
 
 
 def _row_major(shape) -> bool:
@@ -228,7 +245,7 @@ class _GpuPlanner(ProgramPlanner):
     def run_kernels(self, kernels, inputs, instr) -> list:
         in_ptrs = [b.ptr for b in inputs]
         outs = []
-        t0 = time.perf_counter() if self.debug >= 2 else 0.0
+        t0 = self.runtime.start_timer() if self.debug >= 2 else None
         for kernel in kernels:
             bufs = [self.allocate(s, _label(instr)) for s in kernel.output_shapes]
             scratch = self.runtime.allocate(kernel.scratch_bytes, "reduction partials") \
@@ -238,12 +255,12 @@ class _GpuPlanner(ProgramPlanner):
                 for launch in kernel.launches:
                     self.loaded.launch(launch.function, launch.grid, launch.block, ptrs)
             outs += bufs
-        if self.debug >= 2:
-            self.runtime.synchronize()
-            dt = time.perf_counter() - t0
+        if t0 is not None:
+            dt = self.runtime.stop_timer(t0)
             nbytes = sum(b.nbytes for b in inputs) + sum(b.nbytes for b in outs)
             print(f"[minijax] {instr.name}: {dt * 1e6:.1f} us, "
-                  f"{nbytes / max(dt, 1e-9) / 1e9:.1f} GB/s", file=sys.stderr)
+                  f"{nbytes / max(dt, 1e-9) / 1e9:.1f} GB/s ({self.runtime.timer})",
+                  file=sys.stderr)
         return outs
 
     def host(self, instr, operands):
@@ -355,4 +372,4 @@ class GpuExecutable(Executable):
         return [n for n in self.notes if "HOST" in n]
 
 
-__all__ = ["GpuExecutable", "gpu_unsupported_reason"]
+__all__ = ["GpuExecutable", "gpu_opcode_support", "gpu_unsupported_reason"]
