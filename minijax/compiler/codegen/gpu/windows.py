@@ -47,15 +47,14 @@ def _source_position(k: OpKernel, padded_pos, lo: int, dilate: int, n: int):
     return b.sdiv(q, const(I64, dilate)), ok
 
 
-def _bf16_reason(instr: Instruction) -> str | None:
-    shapes = list(instr.shape.flat()) + [op.shape for op in instr.operands]
+def _layout_reason(instr: Instruction) -> str | None:
     if not all_row_major(instr):
         return "a non-row-major layout"
     return None
 
 
 def reduce_window_reason(instr: Instruction) -> str | None:
-    return _bf16_reason(instr)
+    return _layout_reason(instr)
 
 
 def emit_reduce_window(module, name: str, instr: Instruction) -> GpuKernel:
@@ -113,7 +112,7 @@ def emit_reduce_window(module, name: str, instr: Instruction) -> GpuKernel:
 
 
 def select_and_scatter_reason(instr: Instruction) -> str | None:
-    return _bf16_reason(instr)
+    return _layout_reason(instr)
 
 
 def emit_select_and_scatter(module, name: str, instr: Instruction) -> GpuKernel:
@@ -201,7 +200,7 @@ def _dim_labels(labels: str, nsp: int):
 
 
 def convolution_reason(instr: Instruction) -> str | None:
-    why = _bf16_reason(instr)
+    why = _layout_reason(instr)
     if why is not None:
         return why
     ets = {op.shape.element_type for op in instr.operands} | {instr.shape.element_type}
