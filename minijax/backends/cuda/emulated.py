@@ -5,8 +5,8 @@ are the very modules the CUDA runtime would turn into PTX, run by
 compiler/codegen/gpu/emulate.py with each launch's grid cut to `max_blocks` (the kernels'
 grid-stride loops cover the rest) with every global access bounds-checked against the
 buffers the launch was given (their sizes as allocated), and GEMMs run with numpy (float
-types only, like cuBLAS; `gemm=False` sends every dot to the generated GEMM kernel). Tests use it to check the GPU
-backend's programs end to end without a GPU.
+types only, like cuBLAS; `gemm=False` sends every dot to the generated GEMM kernel). Tests
+use it to check the GPU backend's programs end to end without a GPU.
 """
 
 from __future__ import annotations
