@@ -19,6 +19,7 @@ from minijax.backends import get_backend, register_backend, unregister_backend
 from minijax.backends.cuda import NO_GPU, CudaBackend
 from minijax.backends.cuda.allocator import CachingAllocator, DeviceOutOfMemory, size_class
 from minijax.backends.cuda.driver import cuda_devices
+from minijax.backends.cuda.loops import counted_loop
 from minijax.config import config
 from minijax.tools.opcode_coverage import coverage
 
@@ -275,7 +276,7 @@ def test_while_and_cond_run_as_device_programs(gpu):
     x = np.linspace(0, 3, 10, dtype=np.float32)
     module = optimize(minijax.jit(f).lower(x, np.int32(5)).module, CompileOptions())
     text = get_backend("gpuemu").compile(module).as_text()
-    assert "while (nested programs)" in text and "HOST" not in text
+    assert "while (nested programs" in text and "HOST" not in text
     ref = x.copy()
     for _ in range(5):
         ref = np.where(ref > 1.0, ref * 0.5, ref + 1.0)
@@ -297,3 +298,60 @@ def test_jit_backend_argument_cost_and_memory_analysis(gpu):
     y = f(x)
     assert y.device == gpu
     np.testing.assert_allclose(float(y), 64 * np.exp(0.5), rtol=1e-6)
+
+
+def test_counted_loops_read_no_scalar_per_iteration(gpu):
+    """fori_loop/scan: counter, limit and step are read once, not once per iteration; a
+    data-dependent while loop still reads its predicate every iteration."""
+    rt = get_backend("gpuemu").runtime()
+    reads = []
+    download = rt.download
+
+    def counting(buf, shape, dtype):
+        if tuple(shape) == ():
+            reads.append(1)
+        return download(buf, shape, dtype)
+    rt.download = counting
+    try:
+        x = np.linspace(0, 3, 10, dtype=np.float32)
+        f = minijax.jit(lambda v, n: minijax.lax.fori_loop(
+            0, n, lambda i, u: jnp.where(u > 1.0, u * 0.5, u + i.astype(u.dtype)), v))
+        text = get_backend("gpuemu").compile(optimize(
+            f.lower(x, np.int32(3)).module, CompileOptions())).as_text()
+        assert "counted loop" in text
+        got = f(minijax.device_put(x, gpu), minijax.device_put(np.int32(40), gpu))
+        got.block_until_ready()
+        assert len(reads) <= 3
+        ref = x.copy()
+        for i in range(40):
+            ref = np.where(ref > 1.0, ref * 0.5, ref + np.float32(i))
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6)
+        reads.clear()
+        g = minijax.jit(lambda v: minijax.lax.while_loop(lambda u: u.sum() < 100.0,
+                                                         lambda u: u * 2 + 1, v))
+        ref = x.copy()
+        while ref.sum() < 100.0:
+            ref = ref * 2 + 1
+        np.testing.assert_allclose(np.asarray(g(minijax.device_put(x, gpu))), ref, rtol=1e-6)
+        assert len(reads) >= 3          # one predicate per iteration
+    finally:
+        rt.download = download
+
+
+def test_loops_whose_limit_changes_are_not_counted(gpu):
+    def f(x):
+        return minijax.lax.while_loop(lambda s: s[0] < s[1],
+                                      lambda s: (s[0] + 1, s[1] - 1, s[2] * 2), (0, 9, x))[2]
+    x = np.ones(4, np.float32)
+    module = optimize(minijax.jit(f).lower(x).module, CompileOptions())
+    whiles = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    assert whiles and all(counted_loop(w) is None for w in whiles)
+    np.testing.assert_array_equal(np.asarray(minijax.jit(f)(minijax.device_put(x, gpu))),
+                                  x * 2 ** 5)
+    scan = minijax.jit(lambda v: minijax.lax.scan(lambda c, u: (c + u, c * u), 0.0, v)[1])
+    module = optimize(scan.lower(x).module, CompileOptions())
+    whiles = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    assert whiles and all(counted_loop(w) is not None for w in whiles)
+    v = np.arange(1, 6, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(scan(minijax.device_put(v, gpu))),
+                                  np.concatenate([[0], np.cumsum(v)[:-1]]) * v)

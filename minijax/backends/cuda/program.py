@@ -9,10 +9,13 @@ device buffers and the GPU's hooks.
   a GEMM (cuBLAS on a GPU), reading transposed operands through trans flags;
 - row-major reshapes/bitcasts and tuples alias their operands' buffers (no copy);
 - while / conditional / call run as nested programs of device steps; the loop predicate or
-  branch index is the only value copied to the host (one scalar per iteration);
+  branch index is the only value copied to the host (one scalar per iteration), and a
+  counted loop (fori_loop, scan: loops.py) reads its counter, limit and step once;
+- gather, scatter, sort, topk, reduce-window, select-and-scatter and convolution run as
+  dedicated kernels (compiler/codegen/gpu/ops.py);
 - everything else runs on the host evaluator: its operands are copied to the host and the
-  result back (`as_text()` marks each such HOST step; sort, gather, scatter, convolution,
-  ... have no device kernels yet).
+  result back (`as_text()` marks each such HOST step: fft, linear algebra custom calls,
+  complex numbers, rng-bit-generator, collectives, ...; `gpu_opcode_support` says which).
 Buffers are DeviceBuffers, freed to the caching allocator when the last reference goes;
 the entry program drops each intermediate right after its last reader, so peak memory
 follows liveness. Kernels are queued on the device's stream (scratch and intermediates can
@@ -28,6 +31,7 @@ import numpy as np
 
 from minijax.backends.base import Executable
 from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, GemmSpec
+from minijax.backends.cuda.loops import counted_loop, counted_loop_step
 from minijax.backends.planner import MOVES, Program, ProgramPlanner
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING
 from minijax.compiler.codegen.gpu import nvvm
@@ -133,6 +137,10 @@ class _GpuPlanner(ProgramPlanner):
     def read_scalar(self, value):
         return self.runtime.download(value, (), value.dtype)[()]
 
+    def read_typed(self, value, dtype):
+        """A device scalar of element type `dtype` (argument buffers carry no dtype)."""
+        return self.runtime.download(value, (), dtype)[()]
+
     # ------------------------------------------------------------------ hooks
     def constant(self, instr: Instruction):
         value = np.asarray(instr.literal, dtype=instr.shape.dtype).reshape(instr.shape.dims)
@@ -237,7 +245,15 @@ class _GpuPlanner(ProgramPlanner):
 
     def _instruction(self, prog: Program, instr: Instruction) -> None:
         before = len(prog.steps)
-        super()._instruction(prog, instr)
+        counted = counted_loop(instr) if instr.opcode == "while" else None
+        if counted is not None:
+            body = self.program(instr.called["body"])
+            prog.steps.append(counted_loop_step(counted, body, prog.slot[id(instr.operands[0])],
+                                                prog.slot[id(instr)], self.read_typed))
+            prog.notes.append(f"{instr.name}: while (nested programs; counted loop: its "
+                              f"counter, limit and step read once, no copy per iteration)")
+        else:
+            super()._instruction(prog, instr)
         self.owners.setdefault(id(prog), []).extend([instr] * (len(prog.steps) - before))
 
     # ------------------------------------------------------------------ running
