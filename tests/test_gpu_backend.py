@@ -117,7 +117,7 @@ def test_gpu_benchmarks_fail_cleanly_without_a_gpu():
     assert out.returncode == 2 and "no CUDA driver/GPU" in out.stderr
 
 
-@pytest.mark.skipif(not cuda_devices(), reason=NO_GPU)
+@pytest.mark.skipif(not cuda_devices(), reason=f"needs a real NVIDIA GPU ({NO_GPU})")
 def test_real_gpu_runs_a_fused_kernel():
     dev = get_backend("cuda").devices()[0]
     x = minijax.device_put(np.arange(1 << 20, dtype=np.float32), dev)

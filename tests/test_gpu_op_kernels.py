@@ -17,6 +17,9 @@ pytest.importorskip("llvmlite", reason="GPU code generation needs llvmlite")
 import minijax  # noqa: E402
 import minijax.numpy as jnp  # noqa: E402
 from minijax import lax  # noqa: E402
+from minijax.backends import get_backend  # noqa: E402
+from minijax.backends.cuda import NO_GPU  # noqa: E402
+from minijax.backends.cuda.driver import cuda_devices  # noqa: E402
 from minijax.backends.cuda.emulated import EmulatedRuntime  # noqa: E402
 from minijax.backends.cuda.program import GpuExecutable  # noqa: E402
 from minijax.compiler.codegen.gpu import nvvm  # noqa: E402
@@ -403,6 +406,18 @@ def test_op_kernels_ptx_assembles():
         for arch in ptxmod.ARCHS:
             text = ptxmod.compile_ptx(executable.ir_text, arch)
             assert ptxmod.assemble(text, arch)
+
+
+@pytest.mark.skipif(not cuda_devices(), reason=f"needs a real NVIDIA GPU ({NO_GPU})")
+def test_real_gpu_runs_the_op_kernels():
+    """The CNN step (conv, pooling and its gradient, top-k, sort, gather, scatter) on the
+    real GPU: no host step, values as the evaluator's."""
+    module, args = _cnn_step_module()
+    ex = get_backend("cuda").compile(module)
+    assert not ex.host_steps(), ex.host_steps()
+    ref = evaluate_module(module, args)
+    for g, r in zip(ex.execute_host(args), ref):
+        np.testing.assert_allclose(g, np.asarray(r), rtol=2e-4, atol=2e-4)
 
 
 # ------------------------------------------------------------------ the emulator's checks
