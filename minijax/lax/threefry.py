@@ -26,6 +26,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.config import config
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.dispatch import compile_when_large
 from minijax.lax.utils import elementwise_batcher, shapes_text, standard_primitive
 
 # Rotation constants R_{2x32} of Threefry-2x32 (round r uses ROTATIONS[r % 8]) and the key
@@ -91,6 +92,7 @@ def _threefry2x32_impl(k0, k1, x0, x1):
 
 threefry2x32_p = standard_primitive("threefry2x32", _threefry2x32_abstract_eval,
                                     _threefry2x32_impl, multiple_results=True)
+compile_when_large(threefry2x32_p)  # 20 NumPy passes per round: slow for large draws
 ad.defjvp_zero(threefry2x32_p)
 batching.primitive_batchers[threefry2x32_p] = elementwise_batcher(threefry2x32_p)
 
