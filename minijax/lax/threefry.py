@@ -25,8 +25,8 @@ import numpy as np
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.config import config
 from minijax.core import ShapedArray, get_aval
-from minijax.interpreters import ad, batching
 from minijax.dispatch import compile_when_large
+from minijax.interpreters import ad, batching
 from minijax.lax.utils import elementwise_batcher, shapes_text, standard_primitive
 
 # Rotation constants R_{2x32} of Threefry-2x32 (round r uses ROTATIONS[r % 8]) and the key
