@@ -455,3 +455,14 @@ def test_emulated_launches_name_no_unknown_ir():
     host = host_ir(_off_by_one_module(4))
     assert host.count("@minijax_emu_checked(") == 3   # one load, one store, the definition
     assert "addrspace" not in host
+
+
+def test_sort_scratch_is_bounded_for_long_rows():
+    """Each row in flight holds next_pow2(n) int32 slots: long rows get fewer blocks."""
+    comp = ("cmp {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT r = pred[] compare(a, b), direction=LT\n}\n")
+    m = _module("x = f32[64,4000000] parameter(0)\n"
+                "  ROOT s = f32[64,4000000] sort(x), dimensions={1}, to_apply=cmp", comp)
+    (kernel,) = GpuExecutable(m, EmulatedRuntime()).kernels
+    assert kernel.scratch_bytes <= 256 << 20
+    assert kernel.launches[0].grid * (1 << 22) * 4 == kernel.scratch_bytes

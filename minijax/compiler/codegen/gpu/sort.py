@@ -35,6 +35,8 @@ from minijax.compiler.codegen.llvm_types import (
 )
 from minijax.compiler.hlo.ir import Instruction
 
+_SCRATCH = 256 << 20
+
 
 def _pow2(n: int) -> tuple[int, int]:
     p, lg = 1, 0
@@ -57,7 +59,8 @@ class _RowSort:
             outer *= d
         self.rows = outer * self.inner
         self.p, self.log_p = _pow2(self.n)
-        self.grid = grid_for(self.rows, 1)
+        # Rows in flight at once: each holds P slots of scratch (at most _SCRATCH bytes).
+        self.grid = max(1, min(grid_for(self.rows, 1), _SCRATCH // (4 * self.p)))
         self.block = max(1, min(BLOCK, self.p // 2))
         self.scratch_bytes = self.grid * self.p * 4
 
