@@ -44,6 +44,7 @@ ALIGN = 64
 _getrefcount = sys.getrefcount
 _empty = np.empty
 _ndarray = np.ndarray
+_values = config._values
 
 
 def size_class(nbytes: int) -> int:
@@ -71,6 +72,11 @@ def _calibrate() -> int:
             if _first_idle(blocks, idle) < 0 and view.base is blocks[0][0]:
                 return idle
     raise RuntimeError("minijax: cannot calibrate sys.getrefcount for the host cache")
+
+
+def _bytes(block) -> int:
+    """A block's size class (its owner has ALIGN bytes more)."""
+    return len(block[0]) - ALIGN
 
 
 class HostMemory:
@@ -117,6 +123,8 @@ class HostMemory:
         return out
 
     def _take(self, blocks, size, dims, dtype):
+        if not _values["minijax_host_cache_bytes"]:
+            return _empty(dims, dtype)
         with self._lock:
             k = _first_idle(blocks, self._idle_refs)
             if k < 0:
@@ -130,18 +138,18 @@ class HostMemory:
             return _ndarray(dims, dtype, buffer=block[0], offset=block[1])
 
     def _new_block(self, blocks, size):
-        cap = config._values["minijax_host_cache_bytes"]
+        cap = _values["minijax_host_cache_bytes"]
         if size > cap:
             self.stats["bypassed"] += 1
             return None
         idle = self._idle_blocks()
-        total = sum(len(b[0]) for _, b in idle)
+        total = sum(_bytes(b) for _, b in idle)
         if total + size > cap:
             idle.sort(key=lambda cb: cb[1][2])  # least recently used first
             for cls_blocks, block in idle:
                 if total + size <= cap:
                     break
-                total -= len(block[0])
+                total -= _bytes(block)
                 cls_blocks.remove(block)
                 self.stats["blocks_released"] += 1
         owner = _empty(size + ALIGN, np.uint8)
@@ -169,14 +177,14 @@ class HostMemory:
         returns the bytes released."""
         with self._lock:
             idle = self._idle_blocks()
-            total = sum(len(b[0]) for _, b in idle)
+            total = sum(_bytes(b) for _, b in idle)
             idle.sort(key=lambda cb: cb[1][2])
             released = 0
             for cls_blocks, block in idle:
                 if total <= keep_bytes:
                     break
-                total -= len(block[0])
-                released += len(block[0])
+                total -= _bytes(block)
+                released += _bytes(block)
                 cls_blocks.remove(block)
                 self.stats["blocks_released"] += 1
             return released
@@ -185,8 +193,8 @@ class HostMemory:
         """Bytes of blocks in use (held by arrays) and idle (cached), and block counts."""
         with self._lock:
             idle = self._idle_blocks()
-            idle_bytes = sum(len(b[0]) for _, b in idle)
-            mapped = sum(len(b[0]) for blocks in self._classes.values() for b in blocks)
+            idle_bytes = sum(_bytes(b) for _, b in idle)
+            mapped = sum(_bytes(b) for blocks in self._classes.values() for b in blocks)
             return {"idle_bytes": idle_bytes, "in_use_bytes": mapped - idle_bytes,
                     "idle_blocks": len(idle),
                     "blocks": sum(len(b) for b in self._classes.values()), **self.stats}
