@@ -98,6 +98,20 @@ def test_cap_releases_least_recently_used_idle_blocks(cap):
     assert huge.flags.owndata and mem.usage()["blocks"] == 0 and mem.stats["bypassed"] == 1
 
 
+def test_release_keeps_the_most_recently_used_blocks_of_a_class():
+    mem = HostMemory()
+    held = [mem.empty((1 << 16,), np.uint8) for _ in range(4)]
+    ptrs = [_ptr(a) for a in held]
+    keep = held.pop(1)
+    del held
+    last = mem.empty((1 << 16,), np.uint8)  # the first idle block, now most recent
+    assert _ptr(last) == ptrs[0]
+    del last
+    assert mem.release_idle(keep_bytes=1 << 16) == 2 << 16  # blocks 2 and 3 go
+    assert mem.usage()["blocks"] == 2 and _ptr(keep) == ptrs[1]
+    assert _ptr(mem.empty((1 << 16,), np.uint8)) == ptrs[0]
+
+
 def test_a_zero_cap_turns_the_cache_off(cap):
     mem = HostMemory()
     mem.empty((1 << 16,), np.float32)

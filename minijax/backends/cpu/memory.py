@@ -79,6 +79,14 @@ def _bytes(block) -> int:
     return len(block[0]) - ALIGN
 
 
+def _drop(blocks: list, block) -> None:
+    """Remove `block` from its class list (by identity: blocks hold arrays)."""
+    for k, b in enumerate(blocks):
+        if b is block:
+            del blocks[k]
+            return
+
+
 class HostMemory:
     """The process's cache of host blocks (see the module docstring)."""
 
@@ -150,7 +158,7 @@ class HostMemory:
                 if total + size <= cap:
                     break
                 total -= _bytes(block)
-                cls_blocks.remove(block)
+                _drop(cls_blocks, block)
                 self.stats["blocks_released"] += 1
         owner = _empty(size + ALIGN, np.uint8)
         block = [owner, (-owner.ctypes.data) % ALIGN, 0]
@@ -185,7 +193,7 @@ class HostMemory:
                     break
                 total -= _bytes(block)
                 released += _bytes(block)
-                cls_blocks.remove(block)
+                _drop(cls_blocks, block)
                 self.stats["blocks_released"] += 1
             return released
 
