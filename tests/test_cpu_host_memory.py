@@ -130,7 +130,7 @@ def test_concurrent_allocations_never_share_a_block():
 
     def work(tag):
         for _ in range(200):
-            a = mem.empty((4096,), np.float32)
+            a = mem.empty((1 << 15,), np.float32)
             a.fill(tag)
             if not (a == tag).all():
                 errors.append(tag)
@@ -206,30 +206,33 @@ def _minflt() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _faults_per_call(n: int = 20) -> tuple[float, float]:
+def _faults_per_call(n: int = 20, rounds: int = 2) -> tuple[float, float]:
     """Minor page faults per warm call of the MLP step: in a training loop, and with each
-    call's outputs dropped at once."""
+    call's outputs dropped at once; the fewest of `rounds` rounds of `n` calls (the steady
+    state: a round may include the interpreter growing once, e.g. a new pymalloc arena)."""
     step, params, x, y = _mlp_step()
     for _ in range(3):
         params = step(params, x, y)  # compile and warm the cache
         step(params, x, y)
-    minijax.block_until_ready(params)
-    f0 = _minflt()
-    for _ in range(n):
-        params = step(params, x, y)
-    minijax.block_until_ready(params)
-    loop_faults = _minflt() - f0
-    f0 = _minflt()
-    for _ in range(n):
-        minijax.block_until_ready(step(params, x, y))
-    drop_faults = _minflt() - f0
+    loop, drop = [], []
+    for _ in range(rounds):
+        minijax.block_until_ready(params)
+        f0 = _minflt()
+        for _ in range(n):
+            params = step(params, x, y)
+        minijax.block_until_ready(params)
+        loop.append((_minflt() - f0) / n)
+        f0 = _minflt()
+        for _ in range(n):
+            minijax.block_until_ready(step(params, x, y))
+        drop.append((_minflt() - f0) / n)
     assert all(np.isfinite(np.asarray(p)).all() for p in params)
-    return loop_faults / n, drop_faults / n
+    return min(loop), min(drop)
 
 
-#: Slack per call: the interpreter itself (a new pymalloc arena, a grown list) can fault a
-#: page now and then, unrelated to array memory; one 784x512 float32 output is ~400 pages.
-_SLACK = 1.0
+#: Slack per call: the interpreter itself (a grown list or dict) can fault a page now and
+#: then, unrelated to array memory; one 784x512 float32 output alone is ~400 pages.
+_SLACK = 0.5
 
 
 def test_no_page_faults_in_a_warm_training_loop():
