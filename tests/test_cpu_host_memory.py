@@ -206,7 +206,7 @@ def _minflt() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _faults_per_call(n: int = 20, rounds: int = 2) -> tuple[float, float]:
+def _faults_per_call(n: int = 20, rounds: int = 3) -> tuple[float, float]:
     """Minor page faults per warm call of the MLP step: in a training loop, and with each
     call's outputs dropped at once; the fewest of `rounds` rounds of `n` calls (the steady
     state: a round may include the interpreter growing once, e.g. a new pymalloc arena)."""
@@ -230,9 +230,10 @@ def _faults_per_call(n: int = 20, rounds: int = 2) -> tuple[float, float]:
     return min(loop), min(drop)
 
 
-#: Slack per call: the interpreter itself (a grown list or dict) can fault a page now and
-#: then, unrelated to array memory; one 784x512 float32 output alone is ~400 pages.
-_SLACK = 0.5
+#: Slack per call: the interpreter itself touches a new page now and then (a grown list,
+#: dict or pymalloc pool: measured ~0.05 per call, in bursts), unrelated to array memory;
+#: one 784x512 float32 output alone is ~400 pages.
+_SLACK = 1.0
 
 
 def test_no_page_faults_in_a_warm_training_loop():
