@@ -74,6 +74,23 @@ def test_a_dead_arrays_block_is_reused_and_a_viewed_one_is_not():
     assert _ptr(mem.empty((256, 512), np.float32)) == p
 
 
+def test_planned_requests_get_their_idle_array_back_and_survive_a_release():
+    mem = HostMemory()
+    fresh = mem.planned((300, 300), np.float32)
+    a = fresh()
+    first = id(a)
+    del a
+    b = fresh()
+    assert id(b) == first  # the same idle array object, no new ndarray
+    c = fresh()
+    assert not np.shares_memory(b, c)
+    del b, c
+    assert mem.release_idle() == 2 * size_class(300 * 300 * 4)
+    d = fresh()  # its hint names a released block: a new one is mapped
+    assert mem.usage()["blocks"] == 1 and mem.stats["blocks_mapped"] == 3
+    assert d.shape == (300, 300) and _ptr(d) % 64 == 0
+
+
 def test_small_requests_use_plain_numpy():
     mem = HostMemory()
     a = mem.empty((MIN_BYTES // 4 - 1,), np.float32)

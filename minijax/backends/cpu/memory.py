@@ -112,11 +112,13 @@ def _bytes(block) -> int:
 
 
 def _drop(blocks: list, block) -> None:
-    """Remove `block` from its class list (by identity: blocks hold arrays)."""
+    """Remove `block` from its class list (by identity: blocks hold arrays) and empty it
+    (a request's hint may still name it: an emptied block is never idle)."""
     for k, b in enumerate(blocks):
         if b is block:
             del blocks[k]
-            return
+            break
+    block[_OWNER] = block[_VIEW] = block[_KEY] = None
 
 
 class HostMemory:
@@ -141,7 +143,8 @@ class HostMemory:
         size = size_class(nbytes)
         blocks = self._classes.setdefault(size, [])
         take, key = self._take, (dims, dtype)
-        return lambda: take(blocks, size, dims, dtype, key)
+        hint = [None]  # the block this request got last time: in a loop, usually idle again
+        return lambda: take(blocks, size, dims, dtype, key, hint)
 
     def empty(self, dims, dtype) -> np.ndarray:
         """A C-contiguous array of `dims`/`dtype` from the cache (np.empty's contract)."""
@@ -162,7 +165,7 @@ class HostMemory:
         out.fill(0)
         return out
 
-    def _take(self, blocks, size, dims, dtype, key=None):
+    def _take(self, blocks, size, dims, dtype, key=None, hint=None):
         if not _values["minijax_host_cache_bytes"]:
             return _empty(dims, dtype)
         if key is None:
@@ -170,11 +173,15 @@ class HostMemory:
         lock = self._lock
         lock.acquire()
         try:
-            block = _first_idle(blocks, self._idle_refs)
-            if block is None:
-                block = self._new_block(blocks, size)
+            block = None if hint is None else hint[0]
+            if block is None or not _is_idle(block, self._idle_refs):
+                block = _first_idle(blocks, self._idle_refs)
                 if block is None:
-                    return _empty(dims, dtype)
+                    block = self._new_block(blocks, size)
+                    if block is None:
+                        return _empty(dims, dtype)
+                if hint is not None:
+                    hint[0] = block
             # Holding the owner marks the block busy at once: a garbage collection during
             # the view's creation may run finalizers that allocate on this thread (the lock
             # is re-entrant), and they must not be handed this block too.
