@@ -88,19 +88,22 @@ def _minflt() -> int:
 
 def timed(fn, *args, repeat=10, warmup=2, inner=1, block=None) -> tuple[float, float]:
     """(median over `repeat` timings of `inner` blocked calls, per call, after warm-up;
-    minor page faults per call over the timed calls)."""
+    minor page faults per call in the steady state: over the second half of the timed
+    calls, the first half being the last of the warm-up for caches that fill lazily)."""
     block = block or (lambda r: r)
     for _ in range(warmup):
         block(fn(*args))
     times = []
-    f0 = _minflt()
-    for _ in range(repeat):
+    f0, half = _minflt(), repeat // 2
+    for k in range(repeat):
+        if k == half:
+            f0 = _minflt()
         t0 = time.perf_counter()
         for _ in range(inner):
             r = fn(*args)
         block(r)
         times.append((time.perf_counter() - t0) / inner)
-    faults = (_minflt() - f0) / (repeat * inner)
+    faults = (_minflt() - f0) / ((repeat - half) * inner)
     return statistics.median(times), faults
 
 
@@ -329,9 +332,9 @@ def main(argv=None) -> None:
         sys.stdout.flush()
     for n in notes:
         print("note:", n)
-    print("flt: minor page faults per call (timed calls); rate: GB/s (bytes the workload must "
-          "move) or GFLOP/s (its dots' flops), in % of the machine line's copy bandwidth or "
-          "FMA peak")
+    print("flt: minor page faults per call (second half of the timed calls); rate: GB/s "
+          "(bytes the workload must move) or GFLOP/s (its dots' flops), in % of the machine "
+          "line's copy bandwidth or FMA peak")
 
 
 if __name__ == "__main__":
