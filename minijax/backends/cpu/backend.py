@@ -10,7 +10,8 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   to scalars ("full_reduce" kernels) reduce fixed chunks in parallel into a scratch buffer,
   then combine the partials in one more call;
 - large temporaries of the entry computation are written into per-thread pool buffers (the
-  buffer assignment's slots), reused across calls; outputs are always fresh arrays;
+  buffer assignment's slots), reused across calls; outputs and other temporaries come from
+  the warm host cache (cpu/memory.py: memory kept mapped, no page faults once warm);
 - dot calls the gemm of NumPy's BLAS directly (cpu/blas.py: transposed operands read through
   trans flags, large products split over the thread pool; np.matmul when no gemm is found);
   convolution runs as an im2col copy + one gemm (cpu/library.py);
