@@ -33,6 +33,7 @@ bins already reuse that memory without faults.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 
@@ -267,3 +268,11 @@ def release_idle(keep_bytes: int = 0) -> int:
 
 
 config.on_change("minijax_host_cache_bytes", lambda cap: _memory.release_idle(cap))
+
+
+def _after_fork_in_child() -> None:
+    # A fork while another thread held the lock would leave it held forever in the child.
+    _memory._lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
