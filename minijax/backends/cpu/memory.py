@@ -25,9 +25,9 @@ no cache) caps their total. When a class has no idle block and a new one must be
 the idle blocks of every class are counted first and the least recently used are released
 (their owners dropped, so glibc unmaps them) until the new block fits under the cap;
 requests larger than the cap bypass the cache. `release_idle()` drops every idle block now
-(the process then holds only memory that live arrays use), and lowering the option does
-the same. Requests under MIN_BYTES use `np.empty`: NumPy's small-array cache and malloc's
-bins already reuse that memory without faults.
+(the process then holds only memory that live arrays use); lowering the option releases
+idle blocks down to the new cap. Requests under MIN_BYTES use `np.empty`: NumPy's
+small-array cache and malloc's bins already reuse that memory without faults.
 """
 
 from __future__ import annotations
