@@ -6,7 +6,10 @@ Each workload reports the median of repeated runs after warm-up (every result bl
 and the ratios minijax/JAX (lower is better for minijax) and NumPy/minijax (higher is
 better). Workloads are float32, from issue 5; names for --only are the short keys that
 `--list` prints. minijax and JAX run the same program (benchmarks/workloads.py, written in
-`lax` terms); NumPy runs a hand-written equivalent (manual backward passes for training).
+`lax` terms, plus the MLP step written with jnp as users write it); NumPy runs a
+hand-written equivalent (manual backward passes for training). Each row also gives minor
+page faults per call and the achieved GB/s (memory-bound rows) or GFLOP/s (dot-bound rows)
+against the copy bandwidth and FMA peak measured at the start of the same run.
 
 First-call workloads (mlp_compile, mlp_disk) run minijax in child processes; those children
 drop PYTHONDONTWRITEBYTECODE from their environment so that, like a real install, they
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,7 +56,8 @@ WORKLOADS = {
     "gelu": ("tanh-GELU 2^24", W.make_gelu, 1 << 24, 1 << 16, "jit"),
     "softmax": ("row softmax 16384x1024", W.make_softmax, (16384, 1024), (64, 256), "jit"),
     "matmul": ("matmul 1024^3", W.make_matmul, 1024, 64, "jit"),
-    "mlp": ("MLP train step b256", W.make_mlp, 256, 8, "jit"),
+    "mlp": ("MLP train step b256 (lax)", W.make_mlp, 256, 8, "jit"),
+    "mlp_jnp": ("MLP train step b256 (jnp)", W.make_mlp_jnp, 256, 8, "jit"),
     "mlp_compile": ("MLP step 1st-call compile", W.make_mlp, 256, 8, "compile"),
     "mlp_disk": ("MLP step compile, disk cache", W.make_mlp, 256, 8, "disk"),
     "cnn": ("CNN train step b32", W.make_cnn, 32, 2, "jit"),
@@ -62,19 +67,77 @@ WORKLOADS = {
 }
 
 
-def median_time(fn, *args, repeat=10, warmup=2, inner=1, block=None) -> float:
-    """Median over `repeat` timings of `inner` blocked calls, per call, after warm-up."""
+#: key -> (unit, amount of work per call at a size): bytes a memory-bound workload must move
+#: at least (GB/s), or multiply-add flops of a dot-bound one (GFLOP/s).
+WORK = {
+    "sum": ("GB/s", lambda n: 3 * 4 * n),
+    "gelu": ("GB/s", lambda n: 2 * 4 * n),
+    "softmax": ("GB/s", lambda s: 2 * 4 * s[0] * s[1]),
+    "matmul": ("GFLOP/s", lambda n: 2 * n ** 3),
+    "mlp": ("GFLOP/s", W.mlp_flops),
+    "mlp_jnp": ("GFLOP/s", W.mlp_flops),
+    # forward convolution and the kernel gradient (the input needs none); dense is noise
+    "cnn": ("GFLOP/s", lambda b: 2 * (2 * b * 28 * 28 * 9 * 32 * 64)),
+    "rnn": ("GFLOP/s", lambda steps: 2 * steps * 32 * (64 + 128) * 128),
+}
+
+
+def _minflt() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def timed(fn, *args, repeat=10, warmup=2, inner=1, block=None) -> tuple[float, float]:
+    """(median over `repeat` timings of `inner` blocked calls, per call, after warm-up;
+    minor page faults per call in the steady state: over the second half of the timed
+    calls, the first half being the last of the warm-up for caches that fill lazily)."""
     block = block or (lambda r: r)
     for _ in range(warmup):
         block(fn(*args))
     times = []
-    for _ in range(repeat):
+    f0, half = _minflt(), repeat // 2
+    for k in range(repeat):
+        if k == half:
+            f0 = _minflt()
         t0 = time.perf_counter()
         for _ in range(inner):
             r = fn(*args)
         block(r)
         times.append((time.perf_counter() - t0) / inner)
-    return statistics.median(times)
+    faults = (_minflt() - f0) / ((repeat - half) * inner)
+    return statistics.median(times), faults
+
+
+def median_time(fn, *args, **kwargs) -> float:
+    """The median time of `timed`."""
+    return timed(fn, *args, **kwargs)[0]
+
+
+def machine_peaks(quick: bool) -> dict:
+    """This machine's copy bandwidth and FMA peak, measured now (same load as the rows):
+    bandwidth is the best of 5 NumPy copies of a 128 MiB float32 array into a warm one
+    (read + write bytes); the FMA peak is the best of 3 float32 matmuls of 2048^3 through
+    NumPy's BLAS on all its threads (2*n^3 flops): the fastest multiply-add loop at hand."""
+    n = 1 << (20 if quick else 25)
+    src = np.ones(n, np.float32)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    bandwidth = 2 * src.nbytes / best / 1e9
+    m = 1024 if quick else 2048
+    a = np.ones((m, m), np.float32)
+    a @ a
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t0)
+    return {"GB/s": bandwidth, "GFLOP/s": 2 * m ** 3 / best / 1e9,
+            "text": f"copy bandwidth {bandwidth:.1f} GB/s (NumPy copy of {src.nbytes >> 20} "
+                    f"MiB, read+write, best of 5); FMA peak {2 * m ** 3 / best / 1e9:.1f} "
+                    f"GFLOP/s (float32 matmul {m}^3 via NumPy's BLAS, all threads, best of 3)"}
 
 
 def _block_mj(r):
@@ -99,12 +162,13 @@ def run_jit(maker, size, repeat, tiny=False):
     np_fn, traced, args = maker(size)
     inner = 200 if tiny else 1
     reps = max(repeat, 25) if tiny else repeat
-    res = {"numpy": median_time(np_fn, *args, repeat=reps, inner=inner)}
+    res = {"numpy": median_time(np_fn, *args, repeat=reps, inner=inner), "faults": {}}
     for name, lax, grad, jit, put, block in _libraries():
         try:
             fn = jit(traced(lax, grad))
             dev = [put(a) for a in args]
-            res[name] = median_time(fn, *dev, repeat=reps, inner=inner, block=block)
+            res[name], res["faults"][name] = timed(fn, *dev, repeat=reps, inner=inner,
+                                                   block=block)
         except Exception as e:  # noqa: BLE001 - reported in the table's notes
             res[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
     return res
@@ -202,6 +266,17 @@ def _ratio(a, b) -> str:
     return f"{'-':>7}"
 
 
+def _faults(v) -> str:
+    return f"{'-':>7}" if v is None else f"{v:7.1f}"
+
+
+def _rate(t, amount, unit, peaks) -> str:
+    if amount is None or not isinstance(t, float) or t <= 0:
+        return f"{'-':>15}"
+    rate = amount / t / 1e9
+    return f"{rate:7.1f} ({rate / peaks[unit] * 100:3.0f}%)".rjust(15)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
@@ -227,8 +302,11 @@ def main(argv=None) -> None:
     print(f"minijax backend={minijax.default_backend()}; "
           f"jax {real_jax.__version__ if real_jax else 'not installed'}; "
           f"numpy {np.__version__}; {os.cpu_count()} cpus")
+    peaks = machine_peaks(opts.quick)
+    print(f"machine: {peaks['text']}; load average {os.getloadavg()[0]:.2f}")
     header = (f"{'workload':30} {'numpy':>11} {'minijax':>11} {'jax':>11} "
-              f"{'mj/jax':>7} {'np/mj':>7}")
+              f"{'mj/jax':>7} {'np/mj':>7} {'flt mj':>7} {'flt jax':>7} "
+              f"{'rate mj (%peak)':>15} {'rate jax':>15}")
     print(header)
     print("-" * len(header))
     notes = []
@@ -245,10 +323,18 @@ def main(argv=None) -> None:
             res = run_eager(opts.repeat)
         notes += [f"{label} [{lib}]: {v}" for lib, v in res.items() if isinstance(v, str)]
         mj, jx, npv = res.get("minijax"), res.get("jax"), res.get("numpy")
-        print(f"{label:30} {fmt(npv)} {fmt(mj)} {fmt(jx)} {_ratio(mj, jx)} {_ratio(npv, mj)}")
+        faults = res.get("faults", {})
+        unit, work = WORK.get(key, ("GB/s", None))
+        amount = work(size) if work is not None else None
+        print(f"{label:30} {fmt(npv)} {fmt(mj)} {fmt(jx)} {_ratio(mj, jx)} {_ratio(npv, mj)} "
+              f"{_faults(faults.get('minijax'))} {_faults(faults.get('jax'))} "
+              f"{_rate(mj, amount, unit, peaks)} {_rate(jx, amount, unit, peaks)}")
         sys.stdout.flush()
     for n in notes:
         print("note:", n)
+    print("flt: minor page faults per call (second half of the timed calls); rate: GB/s "
+          "(bytes the workload must move) or GFLOP/s (its dots' flops), in % of the machine "
+          "line's copy bandwidth or FMA peak")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The benchmark workloads of issue 5, written once in `lax` terms for minijax and JAX.
+"""The benchmark workloads of issue 5, written once in `lax` terms for minijax and JAX
+(and one, make_mlp_jnp, as users write it: with the library's `numpy` module).
 
 Each `make_*` returns `(numpy_fn, traced_fn, args)`: `numpy_fn` is a NumPy implementation
 (hand-written backward passes for the training steps), `traced_fn(lax, grad)` builds the
@@ -7,6 +8,8 @@ same program. Everything is float32.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 
@@ -140,6 +143,44 @@ def make_mlp(batch, sizes=(784, 512, 512, 10), lr=0.01):
             return [lax.sub(p, lax.mul(g, lr)) for p, g in zip(ps, gs)]
         return step
     return np_fn, traced, [x, labels] + params
+
+
+def _numpy_of(lax):
+    """The NumPy-API module beside `lax` (minijax.numpy for minijax.lax, jax.numpy for
+    jax.lax)."""
+    return importlib.import_module(lax.__name__.rsplit(".", 1)[0] + ".numpy")
+
+
+def make_mlp_jnp(batch, sizes=(784, 512, 512, 10), lr=0.01):
+    """make_mlp's SGD step written as users write it (issue 15): jnp functions, operators
+    and methods, a list of parameters, grad of the loss."""
+    np_fn, _, args = make_mlp(batch, sizes, lr)
+
+    def traced(lax, grad):
+        jnp = _numpy_of(lax)
+
+        def loss(params, xb, yb):
+            w1, b1, w2, b2, w3, b3 = params
+            h = jnp.maximum(xb @ w1 + b1, 0)
+            h = jnp.maximum(h @ w2 + b2, 0)
+            logits = h @ w3 + b3
+            logits = logits - logits.max(1, keepdims=True)
+            lp = logits - jnp.log(jnp.sum(jnp.exp(logits), 1, keepdims=True))
+            return -jnp.mean(jnp.sum(lp * yb, 1))
+
+        def step(xb, yb, *params):
+            g = grad(loss)(list(params), xb, yb)
+            return [p - lr * gp for p, gp in zip(params, g)]
+        return step
+    return np_fn, traced, args
+
+
+def mlp_flops(batch, sizes=(784, 512, 512, 10)) -> int:
+    """Multiply-add flops of one MLP training step's dots: forward, weight gradients, and
+    input gradients of every layer but the first."""
+    layers = list(zip(sizes[:-1], sizes[1:]))
+    fwd = sum(2 * batch * a * b for a, b in layers)
+    return 3 * fwd - 2 * batch * layers[0][0] * layers[0][1]
 
 
 def make_cnn(batch, hw=28, cin=32, cout=64, classes=10, lr=0.01):

@@ -20,6 +20,9 @@ minijax_flags (MINIJAX_FLAGS)          dump flags: --dump_to=DIR [--dump_pass_re
 minijax_num_threads (MINIJAX_NUM_THREADS)  CPU thread pool size (0: every usable core)
 minijax_dot_blas (MINIJAX_DOT_BLAS)    CPU dots through BLAS (False: np.matmul)
 minijax_dot_split (MINIJAX_DOT_SPLIT)  split large gemms over minijax's pool (False: BLAS's)
+minijax_host_cache_bytes (MINIJAX_HOST_CACHE_BYTES)  cap on idle host memory the CPU backend
+                                       keeps mapped for kernel outputs (0: no cache;
+                                       default 256 MiB; backends/cpu/memory.py)
 jax_traceback_filtering (MINIJAX_TRACEBACK_FILTERING or JAX_TRACEBACK_FILTERING)  "auto"
                                        hides minijax's frames in tracebacks, "off" shows them
 
@@ -68,7 +71,7 @@ _TYPES = {
     "jax_platforms": _str,
     "jax_threefry_partitionable": _bool, "minijax_debug": _int, "minijax_backend": _str,
     "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
-    "minijax_dot_blas": _bool, "minijax_dot_split": _bool,
+    "minijax_dot_blas": _bool, "minijax_dot_split": _bool, "minijax_host_cache_bytes": _int,
     "jax_traceback_filtering": lambda v: (str(v).strip().lower() or "auto"),
 }
 
@@ -93,6 +96,7 @@ class Config:
             "minijax_num_threads": _env_int("MINIJAX_NUM_THREADS"),
             "minijax_dot_blas": _env_bool("MINIJAX_DOT_BLAS", True),
             "minijax_dot_split": _env_bool("MINIJAX_DOT_SPLIT", True),
+            "minijax_host_cache_bytes": _env_int("MINIJAX_HOST_CACHE_BYTES", 256 << 20),
             # "off" shows minijax's internal frames in tracebacks ("auto" hides them).
             "jax_traceback_filtering": (
                 os.environ.get("MINIJAX_TRACEBACK_FILTERING")

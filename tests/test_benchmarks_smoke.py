@@ -18,11 +18,15 @@ def test_quick_tiny_prints_table():
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     header = next(line for line in lines if line.startswith("workload"))
-    for col in ("numpy", "minijax", "jax", "mj/jax", "np/mj"):
+    for col in ("numpy", "minijax", "jax", "mj/jax", "np/mj", "flt mj", "rate mj (%peak)"):
         assert col in header
+    machine = next(line for line in lines if line.startswith("machine:"))
+    assert "GB/s" in machine and "GFLOP/s" in machine and "load average" in machine
     for label in ("tiny jit call (8 elems)", "sum(x+y*z) 2^24"):
         row = next(line for line in lines if line.startswith(label))
         assert "us" in row or "ms" in row
+    # sum is memory-bound: its row gives the achieved GB/s and its share of the bandwidth
+    assert "%)" in next(line for line in lines if line.startswith("sum(x+y*z)"))
 
 
 def test_list_and_unknown_workload():

@@ -8,7 +8,9 @@ Buffers. An Array holds one *buffer* and the Device it lives on:
 
 - host backends (`Backend.host_memory = True`: interpreter, cpu) use a C-contiguous
   `np.ndarray` itself as the buffer, so eager ops and cached jit calls pass NumPy arrays
-  straight through (no wrapper object on the hot path);
+  straight through (no wrapper object on the hot path); the cpu backend's outputs are
+  arrays over warm memory from its caching allocator (backends/cpu/memory.py), which
+  reuses a block only once no array or NumPy view of it is left;
 - every other backend (cuda) returns instances of a `Buffer` subclass that own device
   memory. The frontend never reads their memory: `np.asarray(x)` calls
   `Backend.buffer_to_host`, and nothing else copies to the host.

@@ -10,7 +10,8 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   to scalars ("full_reduce" kernels) reduce fixed chunks in parallel into a scratch buffer,
   then combine the partials in one more call;
 - large temporaries of the entry computation are written into per-thread pool buffers (the
-  buffer assignment's slots), reused across calls; outputs are always fresh arrays;
+  buffer assignment's slots), reused across calls; outputs and other temporaries come from
+  the warm host cache (cpu/memory.py: memory kept mapped, no page faults once warm);
 - dot calls the gemm of NumPy's BLAS directly (cpu/blas.py: transposed operands read through
   trans flags, large products split over the thread pool; np.matmul when no gemm is found);
   convolution runs as an im2col copy + one gemm (cpu/library.py);
@@ -48,6 +49,7 @@ from minijax.backends.cpu.kernel import (
 )
 from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
+from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
@@ -161,27 +163,27 @@ class _Compiler(ProgramPlanner):
         """
         debug = self.debug >= 2
         groups, first = [], 0
+        planned = host_memory().planned
         for kernel, slots in kernels:
             n_out = len(kernel.out_specs)
             allocs = [None if reuse is None else reuse[first + k] for k in range(n_out)]
             for a in allocs:
                 if a is not None:
                     self.pool_sizes[a[0]] = a[1]
-            specs = [(d, dt, a, int(np.prod(d, dtype=np.int64)) * np.dtype(dt).itemsize)
-                     for (d, dt), a in zip(kernel.out_specs, allocs)]
+            specs = [(planned(d, dt), a, int(np.prod(d, dtype=np.int64)) * np.dtype(dt).itemsize,
+                      d, dt) for (d, dt), a in zip(kernel.out_specs, allocs)]
             groups.append((kernel, [in_slots[i] for i in slots] if slots else in_slots, specs))
             first += n_out
         prog.kernel_count += len(groups)
         use_ids = _DATA_OFFSET is not None
-        empty = np.empty
 
-        def alloc(pool, dims, dt, where, nbytes):
+        def alloc(pool, fresh, where, nbytes, dims, dt):
             if where is None or pool is None:
-                return empty(dims, dt)
+                return fresh()
             slot, size = where
             raw = pool[slot]
             if raw is None:
-                raw = pool[slot] = empty(size, np.uint8)
+                raw = pool[slot] = np.empty(size, np.uint8)
             return raw[:nbytes].view(dt).reshape(dims)
 
         def run_group(env, kernel, slots, specs):
@@ -209,11 +211,11 @@ class _Compiler(ProgramPlanner):
         if len(groups) == 1 and not tuple_out:
             kernel, slots, specs = groups[0]
             if kernel.fast_symbol is not None and not debug and len(specs) == 1 \
-                    and specs[0][2] is None:
-                dims, dt = specs[0][:2]
+                    and specs[0][1] is None:
+                fresh = specs[0][0]
 
                 def step(env):
-                    out = empty(dims, dt)
+                    out = fresh()
                     kernel.fast(*[env[s] for s in slots], out)
                     env[out_slot] = out
                 return step

@@ -7,6 +7,7 @@ import ctypes
 
 import numpy as np
 
+from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.thread_pool import get_pool
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
 
@@ -53,12 +54,13 @@ class _Kernel:
         # combining call (start = FULL_CHUNKS), so they never use the fastcall entry.
         self.full = spec.mode == "full_reduce"
         self.scratch_bytes = FULL_CHUNKS * SLOT_BYTES * len(spec.output_shapes)
+        self.scratch = host_memory().planned((self.scratch_bytes,), np.uint8)
 
     def launch(self, ptrs) -> None:
         if self.spec.outer == 0:
             return
         if self.full:
-            scratch = np.empty(self.scratch_bytes, np.uint8)
+            scratch = self.scratch()
             n = len(ptrs)
             addr = id(scratch) if _DATA_OFFSET is not None else scratch.ctypes.data
             ptrs = (ctypes.c_void_p * (n + 1))(*ptrs, addr)

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from minijax.backends.cpu.memory import host_memory
+
 
 def dot_step(instr, ops, s):
     """dot_general as one BLAS gemm per batch element (cpu/blas.py) reading the operands as
@@ -37,14 +39,14 @@ def dot_step(instr, ops, s):
         lshape, rshape, oshape = (m, k), (k, n), (m, n)
     else:
         lshape, rshape, oshape = (batch, m, k), (batch, k, n), (batch, m, n)
-    matmul, empty = np.matmul, np.empty
+    matmul, empty = np.matmul, host_memory().planned(out_dims, out_dtype)
 
     def step(env):
         x = env[l_src]
         y = env[r_src]
         x = (x if lid else x.transpose(lperm)).reshape(lshape)
         y = (y if rid else y.transpose(rperm)).reshape(rshape)
-        out = empty(out_dims, out_dtype)
+        out = empty()
         if same:
             matmul(x, y, out=out.reshape(oshape))
         else:
@@ -67,15 +69,16 @@ def _gemm_step(instr, ops, s):
         return None
     dims, (l_src, r_src) = instr.shape.dims, ops
     batch, m, n, k = form[:4]
-    empty, zeros = np.empty, np.zeros
+    zeros = np.zeros
     if batch * m * n == 0 or k == 0:
         def step(env):
             env[s] = zeros(dims, dtype)
         return step
     call = cpu_blas.GemmCall(blas, form, dtype).call
+    empty = host_memory().planned(dims, dtype)
 
     def step(env):
-        out = empty(dims, dtype)
+        out = empty()
         call(env[l_src], env[r_src], out)
         env[s] = out
     return step
@@ -102,7 +105,7 @@ def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms):
     b, f = x.shape[0], x.shape[-1]
     nsp = len(ksize)
     osp = [(n - span) // st + 1 for n, span, st in zip(x.shape[1:-1], spans, stride)]
-    cols = np.empty((b, *osp, *ksize, f), x.dtype)
+    cols = host_memory().empty((b, *osp, *ksize, f), x.dtype)
     every = (slice(None),)
     if math.prod(osp) <= math.prod(ksize):
         for pos in np.ndindex(*osp):
@@ -117,7 +120,7 @@ def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms):
     rows, inner, o = b * math.prod(osp), math.prod(ksize) * f, w.shape[-1]
     a = cols.reshape(rows, inner)
     wm = np.ascontiguousarray(w).reshape(inner, o)
-    res = out if out is not None else np.empty((b, *osp, o), x.dtype)
+    res = out if out is not None else host_memory().empty((b, *osp, o), x.dtype)
     from minijax.backends.cpu import blas as cpu_blas
     blas = cpu_blas.find_blas()
     if blas is None:
@@ -166,7 +169,7 @@ def conv_step(instr, ops, s):
         if any(lo or hi for lo, hi in pad) or any(d != 1 for d in ldil):
             dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, ldil)]
             full = [max(0, lo + n + hi) for (lo, hi), n in zip(pad, dil)]
-            xp = np.zeros((b, *full, f), out_dtype)
+            xp = host_memory().zeros((b, *full, f), out_dtype)
             dst, src = [slice(None)], [slice(None)]
             for (lo, hi), n, d in zip(pad, dil, ldil):
                 # Interior positions (stride d) of the dilated input that survive the padding.
@@ -183,7 +186,7 @@ def conv_step(instr, ops, s):
             xp[tuple(dst)] = x[tuple(src)]
             x = xp
         spans = [(k - 1) * d + 1 for k, d in zip(ksize, rdil)]
-        out = np.empty(out_dims, out_dtype)
+        out = host_memory().empty(out_dims, out_dtype)
         if 0 in out.shape or any(n < sp_ for n, sp_ in zip(x.shape[1:-1], spans)):
             out[...] = 0
             env[s] = out
