@@ -20,6 +20,7 @@ from minijax.api import (
 from minijax.api_jacobians import hessian, jacfwd, jacrev
 from minijax.api_jit import disable_jit, jit
 from minijax.api_pmap import pmap
+from minijax.api_shard_map import shard_map
 from minijax.array import Array
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
@@ -51,7 +52,7 @@ __all__ = [
     "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
 __all__ += ["device_count", "local_device_count", "make_mesh", "pmap", "process_count",
-            "process_index", "sharding"]
+            "process_index", "shard_map", "sharding"]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).
