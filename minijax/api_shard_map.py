@@ -64,7 +64,7 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
         leaves, in_tree = tree_util.tree_flatten(args)
         specs = _leaf_specs(in_specs, args, "in_specs")
         avals = [get_aval(x) for x in leaves]
-        for x, spec, aval in zip(leaves, specs, avals, strict=True):
+        for spec, aval in zip(specs, avals, strict=True):
             _check_spec(m, spec, aval.shape, "in_specs")
         if any(isinstance(x, core.Tracer) for x in leaves):
             return _emulate(f, m, specs, out_specs, leaves, in_tree)

@@ -59,14 +59,15 @@ FRONTEND_LAYERS = [
                 "traceback_util",
                 "compiler", "backends"]),
     ("core", ["core"]),
-    ("arrays", ["array", "placement"]),
+    ("arrays", ["array", "placement", "sharding"]),
     ("dispatch", ["dispatch", "eager_compiled", "float_checks"]),
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
                    "debugger"]),
-    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler"]),
+    ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
+             "devices", "aot", "profiler"]),
     ("top", ["example_libraries", "test_util", "tools", "__init__"]),
 ]
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from minijax.backends.spmd import CollectiveAbortedError, CollectiveTimeoutError
 from minijax.compiler import evaluator_elementwise as ew
 from minijax.compiler import evaluator_linalg
 from minijax.compiler import evaluator_numerics as numerics
@@ -250,6 +251,8 @@ def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
             else:
                 result = impl(instr, operands, ctx)
         return _coerce(instr.shape, result, ctx.batched)
+    except (CollectiveTimeoutError, CollectiveAbortedError):
+        raise  # name the collective and the devices already; the caller must see them as is
     except EvaluatorError as exc:
         if instr.name and instr.name in str(exc):
             raise
