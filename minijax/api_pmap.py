@@ -59,8 +59,8 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         nargs = len(args)
         static_idx = normalize_argnums(static, nargs, "pmap static_broadcasted_argnums") \
             if static else ()
-        donate_idx = normalize_argnums(donate_argnums, nargs, "pmap donate_argnums") \
-            if donate_argnums else ()
+        donate_idx = () if donate_argnums in ((), None) else normalize_argnums(
+            donate_argnums, nargs, "pmap donate_argnums")
         dyn_idx = [i for i in range(nargs) if i not in static_idx]
         statics = tuple(args[i] for i in static_idx)
         dyn = [args[i] for i in dyn_idx]
