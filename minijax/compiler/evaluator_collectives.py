@@ -109,14 +109,21 @@ def _run(instr, ops, ctx, combine_one):
                                   f"{instr.name} ({instr.opcode})")
 
 
-def _single(ops):
+def _single(instr, ops):
+    """One participant: every group must be just it; the operands come back as they are."""
+    groups = parse_groups(instr.attrs.get("replica_groups"))
+    if any(len(g) > 1 for g in groups):
+        raise CollectiveError(
+            f"{instr.name} ({instr.opcode}) has replica groups {groups_text(groups)} but runs "
+            "on one device: run the module on that many devices (pmap, shard_map, "
+            "or backends.spmd.run_spmd)")
     return ops[0] if len(ops) == 1 else tuple(ops)
 
 
 def all_reduce(instr, ops, ectx):
     ctx = current_context()
     if ctx is None:
-        return _single(ops)
+        return _single(instr, ops)
     reduce = _reducer(instr, ectx)
     return _run(instr, ops, ctx, lambda values, pos, group: reduce(values))
 
@@ -125,7 +132,7 @@ def all_gather(instr, ops, ectx):
     dim = _one_dimension(instr)
     ctx = current_context()
     if ctx is None:
-        return _single(ops)
+        return _single(instr, ops)
     return _run(instr, ops, ctx, lambda values, pos, group: np.concatenate(values, axis=dim))
 
 
@@ -133,7 +140,7 @@ def reduce_scatter(instr, ops, ectx):
     dim = _one_dimension(instr)
     ctx = current_context()
     if ctx is None:
-        return _single(ops)
+        return _single(instr, ops)
     reduce = _reducer(instr, ectx)
 
     def one(values, pos, group):
@@ -147,7 +154,7 @@ def reduce_scatter(instr, ops, ectx):
 def all_to_all(instr, ops, ectx):
     ctx = current_context()
     if ctx is None:
-        return _single(ops)
+        return _single(instr, ops)
     if len(ops) == 1 and instr.attrs.get("dimensions"):
         dim = _one_dimension(instr)
 
