@@ -134,7 +134,9 @@ def test_live_jax_pmap_matches_minijax_when_installed():
     if jax.device_count() < 2:
         pytest.skip("JAX has one device in this process (set XLA_FLAGS before importing it)")
     x = np.arange(16.0, dtype=np.float32).reshape(2, 8)
-    f = (lambda lx, v: (lx.psum(v, "i"), lx.all_gather(v, "i"), lx.axis_index("i")))
+
+    def f(lx, v):
+        return lx.psum(v, "i"), lx.all_gather(v, "i"), lx.axis_index("i")
     want = jax.pmap(lambda v: f(jax.lax, v), axis_name="i")(x)
     got = minijax.pmap(lambda v: f(lax, v), axis_name="i")(x)
     for g, w in zip(got, want, strict=True):

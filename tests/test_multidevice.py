@@ -6,10 +6,10 @@ count (and the error for changing it after first use) are checked in fresh proce
 
 import numpy as np
 import pytest
+from child_process import run_child_json
 
 import minijax
 import minijax.numpy as jnp
-from child_process import run_child_json
 from minijax.backends import get_backend
 from minijax.backends.cpu import thread_pool
 
@@ -18,11 +18,11 @@ _COUNT = "import json, minijax; print(json.dumps([minijax.device_count(), " \
 
 
 @pytest.mark.parametrize("env, want", [
-    ({"MINIJAX_NUM_CPU_DEVICES": "3"}, 3),
+    ({"MINIJAX_NUM_CPU_DEVICES": "3", "XLA_FLAGS": ""}, 3),
     ({"MINIJAX_NUM_CPU_DEVICES": "", "XLA_FLAGS": "--xla_force_host_platform_device_count=5"},
      5),
-    ({"MINIJAX_NUM_CPU_DEVICES": "", "JAX_NUM_CPU_DEVICES": "2"}, 2),
-    ({"MINIJAX_NUM_CPU_DEVICES": ""}, 1),
+    ({"MINIJAX_NUM_CPU_DEVICES": "", "XLA_FLAGS": "", "JAX_NUM_CPU_DEVICES": "2"}, 2),
+    ({"MINIJAX_NUM_CPU_DEVICES": "", "XLA_FLAGS": ""}, 1),
 ])
 def test_device_count_from_the_environment(env, want):
     count, local, names = run_child_json(_COUNT, **env)
@@ -41,7 +41,7 @@ def test_config_update_before_first_use_and_error_after():
         "except RuntimeError as e:\n"
         "    err = str(e)\n"
         "minijax.config.update('jax_num_cpu_devices', 4)  # same value: fine\n"
-        "print(json.dumps([n, err]))", MINIJAX_NUM_CPU_DEVICES="")
+        "print(json.dumps([n, err]))", MINIJAX_NUM_CPU_DEVICES="", XLA_FLAGS="")
     assert out[0] == 4
     assert "before the CPU backend is initialized" in out[1]
 

@@ -10,7 +10,8 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
-from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+from minijax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from minijax.sharding import PartitionSpec as P
 
 
 def _x(*shape, seed=0):

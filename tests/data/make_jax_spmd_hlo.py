@@ -31,7 +31,8 @@ def main():
     import jax
     import jax.numpy as jnp
     from jax import lax
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
     os.makedirs(HERE, exist_ok=True)
     x = np.arange(32.0, dtype=np.float32).reshape(4, 8)
     pf = jax.pmap(lambda v: pmap_collectives(lax, jnp, v), axis_name="i")
