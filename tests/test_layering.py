@@ -67,6 +67,7 @@ FRONTEND_LAYERS = [
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
                    "debugger"]),
     ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
+             "api_sharded_jit",
              "devices", "aot", "profiler"]),
     ("top", ["example_libraries", "test_util", "tools", "__init__"]),
 ]

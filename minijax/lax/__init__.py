@@ -210,10 +210,11 @@ from minijax.lax.collectives import (  # noqa: E402
     psum_scatter,
 )
 from minijax.lax.collectives_all_to_all import all_to_all  # noqa: E402
+from minijax.lax.sharding_constraint import with_sharding_constraint  # noqa: E402
 
 __all__ += [
     "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum",
-    "psum_scatter",
+    "psum_scatter", "with_sharding_constraint",
 ]
 
 # FFT (lax/fft.py)
