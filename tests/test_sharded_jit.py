@@ -11,7 +11,8 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.compiler.hlo.sharding import spec_to_text, text_to_spec
-from minijax.sharding import NamedSharding, PartitionSpec as P
+from minijax.sharding import NamedSharding
+from minijax.sharding import PartitionSpec as P
 
 MESH = minijax.make_mesh((2, 4), ("x", "y"))
 
