@@ -75,12 +75,14 @@ class _Program:
         self.before = module_to_text(self.module)
         # Imported here: `import minijax` loads no compiler pass (the pipeline loads on the
         # first compile too).
+        from minijax.compiler.passes.all_reduce_combiner import AllReduceCombiner
         from minijax.compiler.passes.spmd_partitioner import partition_module
         out_sh = out_sh_for(self.jaxpr.out_avals)
         out_specs = [None if sh is None else _dims(sh, a.ndim)
                      for sh, a in zip(out_sh, self.jaxpr.out_avals, strict=True)]
         self.result_specs = partition_module(self.module, mesh.axis_names, mesh.axis_sizes,
                                              out_specs)
+        AllReduceCombiner().run(self.module)
         self.backend = placement.backend_of(mesh.flat_devices()[0])
         self.executable, self.optimized = driver.compile_module(
             self.module, self.backend, CompileOptions(backend=self.backend.name))
