@@ -22,7 +22,8 @@ import numpy as np
 import minijax as jax
 import minijax.numpy as jnp
 from minijax import lax
-from minijax.sharding import NamedSharding, PartitionSpec as P
+from minijax.sharding import NamedSharding
+from minijax.sharding import PartitionSpec as P
 
 IN, HIDDEN, OUT, LR = 64, 256, 10, 0.2
 
