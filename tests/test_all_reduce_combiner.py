@@ -22,14 +22,14 @@ mx { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] maximum(a, b
 ENTRY e {
   p = f32[4]{0} parameter(0)
   q = f32[2,3]{1,0} parameter(1)
-  r1 = f32[4]{0} all-reduce(p), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
-  r2 = f32[2,3]{1,0} all-reduce(q), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
-  m = f32[4]{0} all-reduce(p), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=mx
+  r1 = f32[4]{0} all-reduce(p), $G, to_apply=add
+  r2 = f32[2,3]{1,0} all-reduce(q), $G, to_apply=add
+  m = f32[4]{0} all-reduce(p), $G, to_apply=mx
   e = f32[4]{0} exponential(r1)
-  r3 = f32[4]{0} all-reduce(e), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=add
+  r3 = f32[4]{0} all-reduce(e), $G, to_apply=add
   ROOT t = (f32[4]{0}, f32[2,3]{1,0}, f32[4]{0}, f32[4]{0}) tuple(r1, r2, m, r3)
 }
-"""
+""".replace("$G", "channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true")
 
 
 def _run(module, per_device):
