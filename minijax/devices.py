@@ -1,21 +1,48 @@
-"""Devices and host transfer: devices(), device_put, device_get, block_until_ready."""
+"""Devices and host transfer: devices(), device_count(), process_index(), device_put (to a
+device or a sharding), device_get, block_until_ready."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from minijax import tree_util
-from minijax.array import Array
+from minijax.array import Array, sharded
 from minijax.backends import get_backend
 from minijax.dispatch import device_put as _device_put_leaf
+from minijax.sharding import Sharding, SingleDeviceSharding
 
 
 def devices(backend: str | None = None) -> list:
-    """The devices of a backend (the default one: cuda if present, else cpu)."""
+    """The devices of a backend (the default one: cuda if present, else cpu); the CPU has
+    `jax_num_cpu_devices` of them (MINIJAX_NUM_CPU_DEVICES)."""
     return list(get_backend(backend).devices())
 
 
-local_devices = devices
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
+    """The devices of this process (all of them: minijax runs one process)."""
+    if process_index not in (None, 0):
+        return []
+    return devices(backend)
+
+
+def device_count(backend: str | None = None) -> int:
+    """The number of devices of the backend, over all processes."""
+    return len(devices(backend))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """The number of devices of this process."""
+    return len(local_devices(backend=backend))
+
+
+def process_index(backend: str | None = None) -> int:
+    """This process's index among the processes of the computation (0: one process)."""
+    return 0
+
+
+def process_count(backend: str | None = None) -> int:
+    """The number of processes of the computation (1: multi-process runs are not built)."""
+    return 1
 
 
 def default_backend() -> str:
@@ -24,8 +51,19 @@ def default_backend() -> str:
 
 
 def device_put(x, device=None):
-    """Place each leaf of a pytree on a device as an Array."""
+    """Place each leaf of a pytree on a device, or lay it out as a Sharding says (a
+    NamedSharding splits it over a mesh: an Array whose shards live on its devices)."""
+    if isinstance(device, SingleDeviceSharding):
+        device = next(iter(device.device_set))
+    if isinstance(device, Sharding):
+        return tree_util.tree_map(lambda leaf: _put_sharded(leaf, device), x)
     return tree_util.tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
+
+
+def _put_sharded(leaf, sharding):
+    value = _device_put_leaf(leaf, None)
+    sharding.devices_indices_map(value.shape)  # checks divisibility (JAX's ValueError)
+    return sharded(np.asarray(value), sharding, value.weak_type)
 
 
 def device_get(x):

@@ -51,6 +51,7 @@ from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
@@ -483,8 +484,26 @@ class CpuBackend(Backend):
         return cpu_opcode_support(opcode)
 
     def devices(self) -> list[Device]:
-        """The host CPU."""
-        return [Device("cpu", 0, get_jit().cpu)]
+        """The host CPU as `jax_num_cpu_devices` devices (MINIJAX_NUM_CPU_DEVICES; fixed
+        from the first call on), each running on its share of the thread pool."""
+        devices = self.__dict__.get("_devices")
+        if devices is None:
+            count = config._values["jax_num_cpu_devices"]
+            kind = get_jit().cpu
+            devices = self._devices = [Device("cpu", i, kind) for i in range(count)]
+            config.freeze("jax_num_cpu_devices", "jax_num_cpu_devices must be set before the "
+                          f"CPU backend is initialized (it has {count} devices already); set "
+                          "MINIJAX_NUM_CPU_DEVICES or call config.update first")
+        return devices
+
+    def run_on_device(self, device: Device, count: int, fn):
+        """Call `fn()` as device `device` of `count` devices running at once: its kernels
+        use that device's share of the thread pool (see thread_pool.device_share)."""
+        set_device_share(device_share(device.id % count, count) if count > 1 else None)
+        try:
+            return fn()
+        finally:
+            set_device_share(None)
 
 
 def cpu_opcode_support(opcode: str) -> str:
