@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from minijax import numpy as jnp
-from minijax.nn import softplus
 from minijax.scipy.special import expit, logit
 from minijax.scipy.stats._util import promote, standardize
 
@@ -14,7 +13,7 @@ def logpdf(x, loc=0, scale=1):
     """Log of the logistic density -z - 2 log(1 + e^-z) - log(scale), in a stable form."""
     z, scale = standardize("logistic.logpdf", x, loc, scale)
     a = jnp.abs(z)
-    return -a - 2 * softplus(-a) - jnp.log(scale)
+    return -a - 2 * jnp.log1p(jnp.exp(-a)) - jnp.log(scale)
 
 
 def pdf(x, loc=0, scale=1):
