@@ -65,9 +65,9 @@ FRONTEND_LAYERS = [
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
-                   "debugger"]),
+                   "debugger", "callback", "typing"]),
     ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler"]),
-    ("top", ["example_libraries", "test_util", "tools", "__init__"]),
+    ("top", ["example_libraries", "experimental", "test_util", "tools", "__init__"]),
 ]
 
 
