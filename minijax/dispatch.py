@@ -19,6 +19,11 @@ from minijax.backends.base import Device
 from minijax.core import ShapedArray
 
 numpy_impls: dict = {}
+#: Primitives whose NumPy implementation is a slow float64 emulation (erf_inv, lgamma, ...),
+#: with the output size from which an eager bind on the CPU runs the primitive's compiled
+#: kernel instead (cached per shape, as JAX compiles every eager op). Below that size the
+#: NumPy reference costs less than a compile.
+compiled_from_size: dict = {}
 #: Called as post_check(primitive, out) after each eager primitive when set (the
 #: jax_debug_nans / jax_debug_infs checks of minijax/float_checks.py).
 post_check = None
@@ -92,6 +97,9 @@ def apply_primitive(primitive, *args, **params):
             if type(x) is Array and x._device is not None:
                 return _apply_placed(primitive, impl, args, params)
         out_aval = _out_aval(primitive, tuple(map(_aval_of, args)), params)
+        if primitive in compiled_from_size and _runs_compiled(primitive, out_aval,
+                                                              _DEFAULT[1]):
+            return _apply_compiled(primitive, args, params, out_aval, _DEFAULT[0])
         with np.errstate(all="ignore"):
             out = impl(*map(_to_numpy, args), **params)
         if primitive.multiple_results:
@@ -137,6 +145,8 @@ def _apply_placed(primitive, impl, args, params):
     out_aval = _out_aval(primitive, avals, params)
     backend = placement.backend_of(device)
     if backend.host_memory:
+        if primitive in compiled_from_size and _runs_compiled(primitive, out_aval, backend):
+            return _apply_compiled(primitive, args, params, out_aval, device, committed)
         host = [placement.to_host(x._buf) if isinstance(x, Array) else _to_numpy(x)
                 for x in args]
         with np.errstate(all="ignore"):
@@ -160,6 +170,36 @@ def _apply_placed(primitive, impl, args, params):
     if post_check is not None:
         post_check(primitive, result)
     return result
+
+
+def _runs_compiled(primitive, out_aval, backend) -> bool:
+    threshold = compiled_from_size.get(primitive)
+    if threshold is None or backend.platform != "cpu":
+        return False
+    sizes = [a.size for a in out_aval] if primitive.multiple_results else [out_aval.size]
+    return max(sizes) >= threshold
+
+
+def _apply_compiled(primitive, args, params, out_aval, device, committed=False):
+    """An eager bind of a `compiled_from_size` primitive through its cached one-op program
+    on a host-memory `device`; the results are host Arrays as on the NumPy path."""
+    executable = eager_compiled.executable(primitive, tuple(map(_aval_of, args)), params,
+                                           device)
+    outs = executable.execute([place_buffer(x, device) for x in args])
+    out_avals = out_aval if primitive.multiple_results else [out_aval]
+    dev = device if (committed or device != placement.default_device()) else None
+    result = [wrap_output(placement.to_host(o), a, dev, committed)
+              for o, a in zip(outs, out_avals, strict=True)]
+    result = result if primitive.multiple_results else result[0]
+    if post_check is not None:
+        post_check(primitive, result)
+    return result
+
+
+def compile_when_large(primitive, min_size: int = 2048):
+    """Run eager binds of `primitive` with at least `min_size` output elements as its
+    compiled kernel on the CPU (for primitives whose NumPy implementation is slow)."""
+    compiled_from_size[primitive] = min_size
 
 
 def place_buffer(x, device):

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from minijax.compiler.lowering_registry import register_lowering
+from minijax.dispatch import compile_when_large
 from minijax.interpreters import ad, batching
 from minijax.lax import elementwise_lowering as el
 from minijax.lax import special_math
@@ -284,6 +285,10 @@ lgamma_p = _unary("lgamma", _via_float64(special_math.lgamma), None, kinds="f",
                   lowering=_composite(el.lgamma))
 digamma_p = _unary("digamma", _via_float64(special_math.digamma), None, kinds="f",
                    lowering=_composite(el.digamma))
+# Their NumPy references are float64 series, ~100x slower than a kernel: large eager
+# inputs run compiled.
+for _slow in (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p):
+    compile_when_large(_slow)
 
 _TRIGAMMA_SHIFT = 10
 # Asymptotic series psi1(z) ~ 1/z + 1/(2 z^2) + sum_k B_2k / z^(2k+1).

@@ -25,6 +25,7 @@ import numpy as np
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.config import config
 from minijax.core import ShapedArray, get_aval
+from minijax.dispatch import compile_when_large
 from minijax.interpreters import ad, batching
 from minijax.lax.utils import elementwise_batcher, shapes_text, standard_primitive
 
@@ -91,6 +92,7 @@ def _threefry2x32_impl(k0, k1, x0, x1):
 
 threefry2x32_p = standard_primitive("threefry2x32", _threefry2x32_abstract_eval,
                                     _threefry2x32_impl, multiple_results=True)
+compile_when_large(threefry2x32_p)  # 20 NumPy passes per round: slow for large draws
 ad.defjvp_zero(threefry2x32_p)
 batching.primitive_batchers[threefry2x32_p] = elementwise_batcher(threefry2x32_p)
 
