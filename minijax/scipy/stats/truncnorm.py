@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from minijax import numpy as jnp
-from minijax.scipy.special import log_ndtr, ndtr
+from minijax.scipy.special import log_ndtr
 from minijax.scipy.stats._util import promote
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
@@ -19,20 +19,22 @@ def _log_diff(log_hi, log_lo):
     return log_hi + jnp.log(-jnp.expm1(log_lo - log_hi))
 
 
-def _log_gauss_mass(a, b):
-    """log(ndtr(b) - ndtr(a)) for a <= b, accurate in both tails and for wide intervals."""
-    left = b <= 0
-    right = a > 0
-    zero = jnp.zeros_like(a)
-    # Each case sees only its own arguments, so no inf/nan reaches the selected values or
-    # their gradients.
-    al, bl = jnp.where(left, a, zero - 1), jnp.where(left, b, zero)
-    ar, br = jnp.where(right, a, zero + 1), jnp.where(right, b, zero + 2)
-    am, bm = jnp.where(left | right, zero - 1, a), jnp.where(left | right, zero + 1, b)
-    in_left = _log_diff(log_ndtr(bl), log_ndtr(al))
-    in_right = _log_diff(log_ndtr(-ar), log_ndtr(-br))
-    middle = jnp.log1p(-ndtr(am) - ndtr(-bm))
+def _log_gauss_mass(a, b, logs_a, logs_b):
+    """log(ndtr(b) - ndtr(a)) for a <= b, accurate in both tails and for wide intervals;
+    logs_v = (log_ndtr(v), log_ndtr(-v))."""
+    (la, l_na), (lb, l_nb) = logs_a, logs_b
+    left = b <= 0   # both bounds in the left tail: ndtr(b) - ndtr(a)
+    right = a > 0   # both in the right tail: ndtr(-a) - ndtr(-b)
+    in_left = _log_diff(lb, la)
+    in_right = _log_diff(l_na, l_nb)
+    middle = jnp.log1p(-jnp.exp(la) - jnp.exp(l_nb))
     return jnp.where(left, in_left, jnp.where(right, in_right, middle))
+
+
+def _logs(*values):
+    """(log_ndtr(v), log_ndtr(-v)) for each value, from one log_ndtr call (a small graph)."""
+    both = log_ndtr(jnp.stack([s * v for v in values for s in (1, -1)]))
+    return [(both[2 * i], both[2 * i + 1]) for i in range(len(values))]
 
 
 def _parts(name, x, a, b, loc, scale):
@@ -43,7 +45,8 @@ def _parts(name, x, a, b, loc, scale):
 def logpdf(x, a, b, loc=0, scale=1):
     """Log of the truncated normal density (-inf outside [a, b])."""
     z, a, b, scale = _parts("truncnorm.logpdf", x, a, b, loc, scale)
-    out = -0.5 * z * z - 0.5 * math.log(2 * math.pi) - jnp.log(scale) - _log_gauss_mass(a, b)
+    mass = _log_gauss_mass(a, b, *_logs(a, b))
+    out = -0.5 * z * z - 0.5 * math.log(2 * math.pi) - jnp.log(scale) - mass
     return jnp.where((z < a) | (z > b), -np.inf, out)
 
 
@@ -57,7 +60,8 @@ def logcdf(x, a, b, loc=0, scale=1):
     z, a, b, _ = _parts("truncnorm.logcdf", x, a, b, loc, scale)
     inside = (z > a) & (z < b)
     zc = jnp.where(inside, z, (a + b) / 2)
-    out = _log_gauss_mass(a, zc) - _log_gauss_mass(a, b)
+    logs_a, logs_b, logs_z = _logs(a, b, zc)
+    out = _log_gauss_mass(a, zc, logs_a, logs_z) - _log_gauss_mass(a, b, logs_a, logs_b)
     return jnp.where(z <= a, -np.inf, jnp.where(z >= b, 0, out))
 
 
@@ -71,7 +75,8 @@ def logsf(x, a, b, loc=0, scale=1):
     z, a, b, _ = _parts("truncnorm.logsf", x, a, b, loc, scale)
     inside = (z > a) & (z < b)
     zc = jnp.where(inside, z, (a + b) / 2)
-    out = _log_gauss_mass(zc, b) - _log_gauss_mass(a, b)
+    logs_a, logs_b, logs_z = _logs(a, b, zc)
+    out = _log_gauss_mass(zc, b, logs_z, logs_b) - _log_gauss_mass(a, b, logs_a, logs_b)
     return jnp.where(z <= a, 0, jnp.where(z >= b, -np.inf, out))
 
 
