@@ -220,6 +220,35 @@ def test_structured_matrices():
     assert L.pascal(3).dtype == np.float32
 
 
+def test_more_structured_matrices():
+    for n in (1, 2, 3, 5):
+        for scale in (None, "sqrtn", "n"):
+            np.testing.assert_allclose(L.dft(n, scale), sl.dft(n, scale), rtol=1e-5,
+                                       atol=1e-6)
+        np.testing.assert_allclose(L.helmert(n), sl.helmert(n), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(L.helmert(n, full=True), sl.helmert(n, full=True),
+                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(L.invhilbert(n), sl.invhilbert(n), rtol=1e-6)
+        for kind in ("symmetric", "lower", "upper"):
+            np.testing.assert_allclose(L.invpascal(n, kind), sl.invpascal(n, kind), rtol=1e-6)
+    for n in (1, 2, 4, 8):
+        np.testing.assert_array_equal(L.hadamard(n), sl.hadamard(n))
+    with pytest.raises(ValueError, match="power of 2"):
+        L.hadamard(6)
+    a = np.array([1.0, 4.0, 2.0, 7.0])
+    np.testing.assert_array_equal(L.fiedler(a), sl.fiedler(a))
+    for m in (1, 3, 5):
+        for n in (1, 2, 4, 6):
+            for mode in ("full", "same", "valid"):
+                np.testing.assert_array_equal(
+                    L.convolution_matrix(np.arange(1, m + 1), n, mode),
+                    sl.convolution_matrix(np.arange(1, m + 1), n, mode), err_msg=(m, n, mode))
+    # JAX 0.10.2's dtypes
+    assert L.dft(3).dtype == np.complex64 and L.hadamard(4).dtype == np.int32
+    assert L.helmert(3).dtype == np.float32 and L.invhilbert(3).dtype == np.float32
+    assert L.convolution_matrix(np.array([1, 2]), 3).dtype == np.int32
+
+
 def test_signatures_follow_jax():
     # Recorded from jax.scipy.linalg in JAX 0.10.2 (annotations dropped).
     expected = {
@@ -241,6 +270,8 @@ def test_signatures_follow_jax():
         "polar": "(a, side='right', *, method='qdwh', eps=None, max_iterations=None)",
         "toeplitz": "(c, r=None)",
         "expm_frechet": "(A, E, *, method=None, compute_expm=True)",
+        "dft": "(n, scale=None, *, dtype=None)", "helmert": "(n, full=False)",
+        "convolution_matrix": "(a, n, mode='full')", "invpascal": "(n, kind=None)",
     }
     for name, sig in expected.items():
         params = inspect.signature(getattr(L, name)).parameters.values()

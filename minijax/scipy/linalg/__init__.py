@@ -22,14 +22,22 @@ from minijax.scipy.linalg.special_matrices import (
     block_diag,
     circulant,
     companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    hadamard,
     hankel,
+    helmert,
     hilbert,
+    invhilbert,
+    invpascal,
     leslie,
     pascal,
     toeplitz,
 )
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
-           "det", "eigh", "eigh_tridiagonal", "expm", "expm_frechet", "hankel", "hilbert",
-           "inv", "leslie", "lu", "lu_factor", "lu_solve", "pascal", "polar", "qr", "solve",
-           "solve_triangular", "svd", "toeplitz"]
+           "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
+           "expm_frechet", "fiedler", "hadamard", "hankel", "helmert", "hilbert", "inv",
+           "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve", "pascal",
+           "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz"]
