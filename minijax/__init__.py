@@ -4,6 +4,7 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 """
 
 __version__ = "0.1.0"
+__version_info__ = (0, 1, 0)
 
 from minijax import errors, lax, numpy, tree_util
 from minijax.api import (
@@ -59,6 +60,13 @@ __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "re
 from minijax import debug, example_libraries, nn, random, scipy, sharding  # noqa: E402
 
 __all__ += ["debug", "example_libraries", "nn", "random", "scipy"]
+
+# Host callbacks with results, jax.typing, jax.experimental; jax.jacobian is jacrev.
+from minijax import experimental, typing  # noqa: E402
+from minijax.callback import pure_callback  # noqa: E402
+
+jacobian = jacrev
+__all__ += ["experimental", "jacobian", "pure_callback", "typing"]
 
 
 def __getattr__(name):

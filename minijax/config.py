@@ -166,6 +166,35 @@ class Config:
         """A copy of all current settings (written into dumps for reproduction)."""
         return dict(self._values)
 
+    def config_with_absl(self, flag_values=None) -> None:
+        """Define an absl flag per option (same name, e.g. `--jax_enable_x64`), as JAX's
+        config_with_absl; flags given on the command line are applied once absl has parsed
+        them (`absl.app.run` calls this back). `flag_values` defaults to absl.flags.FLAGS."""
+        try:
+            from absl import app, flags  # optional dependency, only needed here
+        except ImportError as err:
+            raise ImportError("config_with_absl needs absl-py (pip install absl-py)") from err
+        fv = flags.FLAGS if flag_values is None else flag_values
+        for name, value in self._values.items():
+            if name in fv:
+                continue
+            help_text = f"minijax option {name}"
+            if _TYPES.get(name) is _bool:
+                flags.DEFINE_bool(name, bool(value), help_text, flag_values=fv)
+            elif _TYPES.get(name) is _int:
+                flags.DEFINE_integer(name, int(value), help_text, flag_values=fv)
+            else:
+                flags.DEFINE_string(name, str(value), help_text, flag_values=fv)
+
+        def apply():
+            for name in self._values:
+                if name in fv and fv[name].present:
+                    self.update(name, fv[name].value)
+        if fv.is_parsed():
+            apply()
+        else:
+            app.call_after_init(apply)
+
 
 #: Options that exist in JAX but are not implemented: setting one raises rather than being
 #: silently ignored.

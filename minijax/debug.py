@@ -154,24 +154,39 @@ def _batch(trace, vals, dims, *, callback, ordered):
     return [], []
 
 
-def _lower(ctx, *operands, callback, ordered):
+def lower_host_callback(ctx, operands, run, *, ordered: bool = True):
+    """Lower a host callback to a `custom-call` (target `minijax.debug_callback.<id>`,
+    registered with the evaluator) whose result is the tuple of `ctx.avals_out`.
+
+    `run(values)` gets the operands as NumPy arrays at run time and returns one NumPy value
+    per output. With `ordered`, the call takes the previous ordered callback's result as an
+    extra operand, so ordered callbacks of one computation run in program order. Shared by
+    debug callbacks and minijax.pure_callback / experimental.io_callback."""
     from minijax.compiler.evaluator import register_custom_call
     with _lock:
         target = f"minijax.debug_callback.{_PROCESS_TOKEN}.{next(_ids)}"
     n = len(operands)
 
     def evaluate(ops, instr):
-        callback([np.array(o, copy=True) for o in ops[:n]])
-        return ()
+        return tuple(run([np.array(o, copy=True) for o in ops[:n]]))
     register_custom_call(target, evaluate)
     b = ctx.builder
-    # The previous callback's result is an operand: callbacks keep their program order.
-    previous = getattr(b, "_debug_callback_chain", None)
+    previous = getattr(b, "_debug_callback_chain", None) if ordered else None
     chain = [previous] if previous is not None else []
-    out = b.custom_call(list(operands) + chain, target, Shape.tuple([]),
-                        metadata=ctx.metadata)
-    b._debug_callback_chain = out
-    return []
+    shape = Shape.tuple([ctx.shape_of(a) for a in ctx.avals_out])
+    out = b.custom_call(list(operands) + chain, target, shape, metadata=ctx.metadata)
+    if ordered:
+        b._debug_callback_chain = out
+    return [b.get_tuple_element(out, i, metadata=ctx.metadata)
+            for i in range(len(ctx.avals_out))]
+
+
+def _lower(ctx, *operands, callback, ordered):
+    def run(values):
+        callback(values)
+        return ()
+    # Debug callbacks always keep their program order.
+    return lower_host_callback(ctx, operands, run, ordered=True)
 
 
 debug_callback_p.def_impl(_impl)

@@ -65,11 +65,10 @@ FRONTEND_LAYERS = [
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
-                   "debugger"]),
+                   "debugger", "callback", "typing"]),
     ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
-             "api_sharded_jit",
-             "devices", "aot", "profiler"]),
-    ("top", ["example_libraries", "test_util", "tools", "__init__"]),
+             "api_sharded_jit", "devices", "aot", "profiler"]),
+    ("top", ["example_libraries", "experimental", "test_util", "tools", "__init__"]),
 ]
 
 

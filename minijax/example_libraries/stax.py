@@ -34,7 +34,7 @@ from minijax.nn.initializers import glorot_normal, normal, ones, zeros
 __all__ = ["AvgPool", "BatchNorm", "Conv", "Dense", "Dropout", "Elu", "Exp", "FanInConcat",
            "FanInSum", "FanOut", "Flatten", "Gelu", "GeneralConv", "Identity", "LeakyRelu",
            "LogSoftmax", "MaxPool", "Relu", "Selu", "Sigmoid", "Softmax", "Softplus",
-           "SumPool", "Tanh", "elementwise", "parallel", "serial"]
+           "SumPool", "Tanh", "elementwise", "logsoftmax", "parallel", "serial"]
 
 
 def Dense(out_dim, W_init=None, b_init=None):  # noqa: N802, N803 (JAX's names)
@@ -102,6 +102,7 @@ Tanh = elementwise(jnp.tanh)
 Relu = elementwise(relu)
 Exp = elementwise(jnp.exp)
 LogSoftmax = elementwise(log_softmax, axis=-1)
+logsoftmax = log_softmax  # JAX's stax exports the function under this name too
 Softmax = elementwise(softmax, axis=-1)
 Softplus = elementwise(softplus)
 Sigmoid = elementwise(sigmoid)

@@ -4,16 +4,25 @@
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import numpy as np
 
 from minijax import dtypes, random
 from minijax import numpy as jnp
 
-__all__ = ["constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+__all__ = ["Initializer", "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
            "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
            "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
            "xavier_normal", "xavier_uniform", "zeros"]
+
+
+class Initializer(Protocol):
+    """What the initializer factories return (as jax.nn.initializers.Initializer): a
+    callable `init(key, shape, dtype=None) -> Array`."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
+        raise NotImplementedError
 
 
 def _dtype(dtype):

@@ -7,6 +7,7 @@ on tracers (minijax/numpy/array_methods.py).
 
 from minijax.array import Array as ndarray
 from minijax.numpy import array_methods as _array_methods
+from minijax.numpy.array_api import __array_namespace_info__, from_dlpack, unstack
 from minijax.numpy.at import scatter_update as _scatter_update
 from minijax.numpy.creation import (
     arange,

@@ -14,6 +14,7 @@ from minijax.array import Array
 from minijax.core import Tracer, get_aval
 from minijax.errors import JaxRuntimeError
 from minijax.numpy import util
+from minijax.numpy.array_api import put_on
 from minijax.numpy.util import canonicalize_axis, check_arraylike, to_array
 
 
@@ -53,8 +54,11 @@ def _nested_to_array(obj):
     return lax.concatenate(items, 0)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):
-    """Create an Array from array-like input (nested lists of scalars or arrays)."""
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
+    """Create an Array from array-like input (nested lists of scalars or arrays); `device`
+    (a Device or a single-device sharding) places it."""
+    if device is not None:
+        return put_on(array(object, dtype, copy, order, ndmin), device)
     if order not in (None, "K", "A", "C"):
         raise NotImplementedError(f"array: order={order!r} is not supported")
     req = _user_dtype(dtype)
@@ -94,9 +98,9 @@ def _check_int_list_fits(value):
         raise OverflowError(f"Python int too large to convert to {dtype}")
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
-    """Convert to an Array without copying when possible."""
-    return array(a, dtype=dtype, copy=bool(copy), order=order)
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Convert to an Array without copying when possible; `device` places it."""
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device)
 
 
 def copy(a, order=None):

@@ -328,10 +328,61 @@ def gather_plan(x, plan, mode, fill_value, indices_are_sorted, unique_indices):
         else out
 
 
+def _is_scalar_bool(i) -> bool:
+    if isinstance(i, (bool, np.bool_)):
+        return True
+    return (util.is_arraylike(i) and not isinstance(i, (list, tuple))
+            and np.ndim(i) == 0 and dtypes.kind(np.result_type(getattr(i, "dtype", i))) == "b")
+
+
+def _scalar_bool_indices(ndim, idx):
+    """0-d boolean indices as NumPy/JAX: True adds an axis of length 1 (like None), False
+    one of length 0. Returns the index with them replaced by None, and the output axes to
+    empty (those of the False ones)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if not any(_is_scalar_bool(i) for i in items):
+        return idx, []
+    new, empty, out_dim = [], [], 0
+    used = sum(1 for i in items if i is not None and i is not Ellipsis
+               and not _is_scalar_bool(i))
+    for i in items:
+        if _is_scalar_bool(i):
+            concrete = i if isinstance(i, (bool, np.bool_)) else util.concrete_or_none(i)
+            if concrete is None:
+                raise _mask_error(i)
+            if not bool(concrete):
+                empty.append(out_dim)
+            new.append(None)
+            out_dim += 1
+        elif i is None or isinstance(i, slice):
+            new.append(i)
+            out_dim += 1
+        elif i is Ellipsis:
+            new.append(i)
+            out_dim += ndim - used
+        elif _is_int_scalar(i):
+            new.append(i)
+        else:
+            if empty:
+                raise NotImplementedError("a False 0-d boolean index combined with array "
+                                          "indices is not supported in minijax")
+            new.append(i)
+            out_dim += 1
+    return tuple(new), empty
+
+
 def rewriting_take(x, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
                    unique_indices=False):
     """x[idx] (the implementation of Array.__getitem__ and .at[idx].get())."""
     x = to_array(x)
+    idx, empty_axes = _scalar_bool_indices(get_aval(x).ndim, idx)
+    if empty_axes:
+        out = rewriting_take(x, idx, mode=mode, fill_value=fill_value,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices)
+        for axis in empty_axes:
+            out = lax.slice_in_dim(out, 0, 0, axis=axis)
+        return out
     shape = get_aval(x).shape
     entries = _expand_index(shape, idx)
     kinds = {k for k, _ in entries}

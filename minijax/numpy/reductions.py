@@ -385,13 +385,31 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("nancumprod", "cumprod", a, axis, dtype, nan_fill=1)
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None):
-    """Array API cumulative sum: integers narrower than the default are promoted."""
-    return _cumulative("cumulative_sum", "cumsum", x, axis, dtype, promote_int=True)
+def _with_initial(name, out, x, axis, identity, include_initial):
+    if not include_initial:
+        return out
+    ndim = np.ndim(x) if not hasattr(x, "shape") else len(x.shape)
+    if ndim == 0:
+        raise ValueError(f"{name}: the input must be non-scalar to take a cumulative "
+                         f"reduction with include_initial=True, got a scalar")
+    aval = get_aval(out)
+    ax = 0 if axis is None else canonicalize_axis(axis, ndim)
+    shape = list(aval.shape)
+    shape[ax] = 1
+    return lax.concatenate([lax.full(tuple(shape), identity, aval.dtype), out], ax)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None):
-    """Array API cumulative product: integers narrower than the default are promoted."""
-    return _cumulative("cumulative_prod", "cumprod", x, axis, dtype, promote_int=True)
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False):
+    """Array API cumulative sum: integers narrower than the default are promoted; with
+    `include_initial` the result starts with the sum of nothing (0)."""
+    out = _cumulative("cumulative_sum", "cumsum", x, axis, dtype, promote_int=True)
+    return _with_initial("cumulative_sum", out, x, axis, 0, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False):
+    """Array API cumulative product: integers narrower than the default are promoted; with
+    `include_initial` the result starts with the empty product (1)."""
+    out = _cumulative("cumulative_prod", "cumprod", x, axis, dtype, promote_int=True)
+    return _with_initial("cumulative_prod", out, x, axis, 1, include_initial)
 
 _ = builtins

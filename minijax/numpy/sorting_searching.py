@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -263,10 +264,12 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if axis is not None:
         raise NotImplementedError("jnp.unique with axis= is only supported on concrete "
                                   "(non-traced) inputs")
-    return _unique_traced(ar, size, fill_value, return_index, return_inverse, return_counts)
+    return _unique_traced(ar, size, fill_value, return_index, return_inverse, return_counts,
+                          equal_nan)
 
 
-def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_counts):
+def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_counts,
+                   equal_nan=True):
     flat = jnp.ravel(ar)
     n = get_aval(flat).size
     idx_dt = _index_dtype()
@@ -277,7 +280,7 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
     else:
         prev = jnp.concatenate([s[:1], s[:-1]])
         same = (s == prev)
-        if dtypes.kind(s.dtype) in "fc":
+        if equal_nan and dtypes.kind(s.dtype) in "fc":
             same = same | (jnp.isnan(s) & jnp.isnan(prev))
         starts = jnp.concatenate([jnp.ones((1,), bool), ~same[1:]]) if n else same
     (pos,) = jnp.nonzero(starts, size=size, fill_value=n)
@@ -299,27 +302,51 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class _UniqueAllResult(NamedTuple):
+    values: object
+    indices: object
+    inverse_indices: object
+    counts: object
+
+
+class _UniqueCountsResult(NamedTuple):
+    values: object
+    counts: object
+
+
+class _UniqueInverseResult(NamedTuple):
+    values: object
+    inverse_indices: object
+
+
+# The array API's unique_* keep NaNs distinct (equal_nan=False), as JAX's do.
+
+
 def unique_values(x, /, *, size=None, fill_value=None):
-    """Array API: the sorted unique values."""
-    return unique(x, size=size, fill_value=fill_value)
+    """Array API: the sorted unique values (each NaN is its own value)."""
+    return unique(x, size=size, fill_value=fill_value, equal_nan=False)
 
 
 def unique_counts(x, /, *, size=None, fill_value=None):
-    """Array API: (values, counts)."""
-    return unique(x, return_counts=True, size=size, fill_value=fill_value)
+    """Array API: a named tuple (values, counts)."""
+    vals, counts = unique(x, return_counts=True, size=size, fill_value=fill_value,
+                          equal_nan=False)
+    return _UniqueCountsResult(vals, counts)
 
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
-    """Array API: (values, inverse_indices) with inverse shaped like x."""
-    vals, inv = unique(x, return_inverse=True, size=size, fill_value=fill_value)
-    return vals, jnp.reshape(inv, jnp.shape(x))
+    """Array API: a named tuple (values, inverse_indices), inverse shaped like x."""
+    vals, inv = unique(x, return_inverse=True, size=size, fill_value=fill_value,
+                       equal_nan=False)
+    return _UniqueInverseResult(vals, jnp.reshape(inv, jnp.shape(x)))
 
 
 def unique_all(x, /, *, size=None, fill_value=None):
-    """Array API: (values, indices, inverse_indices, counts)."""
+    """Array API: a named tuple (values, indices, inverse_indices, counts)."""
     vals, idx, inv, cnt = unique(x, return_index=True, return_inverse=True,
-                                 return_counts=True, size=size, fill_value=fill_value)
-    return vals, idx, jnp.reshape(inv, jnp.shape(x)), cnt
+                                 return_counts=True, size=size, fill_value=fill_value,
+                                 equal_nan=False)
+    return _UniqueAllResult(vals, idx, jnp.reshape(inv, jnp.shape(x)), cnt)
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):

@@ -1,5 +1,5 @@
-"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`)."""
+"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`, `stats`, `linalg`)."""
 
-from minijax.scipy import special
+from minijax.scipy import linalg, special, stats
 
-__all__ = ["special"]
+__all__ = ["linalg", "special", "stats"]

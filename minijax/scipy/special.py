@@ -247,3 +247,20 @@ def _ndtri_jvp(primals, tangents):
     x = ndtri(p)
     # d ndtri / dp = 1 / pdf(x) = sqrt(2 pi) exp(x^2 / 2)
     return x, p_dot * math.sqrt(2 * math.pi) * jnp.exp(0.5 * x * x)
+
+
+# The incomplete gamma/beta and Bessel functions build on the functions above.
+from minijax.scipy.special_incomplete import (  # noqa: E402
+    betainc,
+    betaln,
+    gammainc,
+    gammaincc,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    multigammaln,
+)
+
+__all__ += ["betainc", "betaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
+            "multigammaln"]

@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 
+from minijax.tools.api_coverage import public_names
+
 # Names that belong to NumPy's host-side machinery rather than to an array API.
 _OUT_OF_SCOPE = {
     "array2string", "array_repr", "array_str", "base_repr", "binary_repr", "busday_count",
@@ -37,7 +39,7 @@ _OUT_OF_SCOPE = {
 
 def numpy_names() -> list[str]:
     """Public names of NumPy's main namespace."""
-    return sorted(n for n in dir(np) if not n.startswith("_"))
+    return public_names(np)
 
 
 def coverage() -> list[tuple[str, str]]:
