@@ -18,6 +18,8 @@ minijax_backend (MINIJAX_BACKEND)      default backend: cpu, cuda, interpreter
 minijax_cache_dir (MINIJAX_CACHE_DIR)  persistent compile cache directory ("" = none)
 minijax_flags (MINIJAX_FLAGS)          dump flags: --dump_to=DIR [--dump_pass_re=RE] ...
 minijax_num_threads (MINIJAX_NUM_THREADS)  CPU thread pool size (0: every usable core)
+minijax_collective_timeout (MINIJAX_COLLECTIVE_TIMEOUT)  seconds a device waits for the
+                                       others at a collective before failing (default 300)
 minijax_dot_blas (MINIJAX_DOT_BLAS)    CPU dots through BLAS (False: np.matmul)
 minijax_dot_split (MINIJAX_DOT_SPLIT)  split large gemms over minijax's pool (False: BLAS's)
 jax_traceback_filtering (MINIJAX_TRACEBACK_FILTERING or JAX_TRACEBACK_FILTERING)  "auto"
@@ -69,6 +71,7 @@ _TYPES = {
     "jax_threefry_partitionable": _bool, "minijax_debug": _int, "minijax_backend": _str,
     "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
     "minijax_dot_blas": _bool, "minijax_dot_split": _bool,
+    "minijax_collective_timeout": float,
     "jax_traceback_filtering": lambda v: (str(v).strip().lower() or "auto"),
 }
 
@@ -93,6 +96,8 @@ class Config:
             "minijax_num_threads": _env_int("MINIJAX_NUM_THREADS"),
             "minijax_dot_blas": _env_bool("MINIJAX_DOT_BLAS", True),
             "minijax_dot_split": _env_bool("MINIJAX_DOT_SPLIT", True),
+            "minijax_collective_timeout": float(
+                os.environ.get("MINIJAX_COLLECTIVE_TIMEOUT", "").strip() or 300.0),
             # "off" shows minijax's internal frames in tracebacks ("auto" hides them).
             "jax_traceback_filtering": (
                 os.environ.get("MINIJAX_TRACEBACK_FILTERING")
