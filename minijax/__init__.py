@@ -5,7 +5,7 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 
 __version__ = "0.1.0"
 
-from minijax import errors, lax, numpy, tree_util
+from minijax import distributed, errors, lax, numpy, tree_util
 from minijax.api import (
     ShapeDtypeStruct,
     eval_shape,
@@ -32,10 +32,14 @@ from minijax.custom_derivatives import (
 from minijax.devices import (
     block_until_ready,
     default_backend,
+    device_count,
     device_get,
     device_put,
     devices,
+    local_device_count,
     local_devices,
+    process_count,
+    process_index,
 )
 
 __all__ = [
@@ -44,6 +48,8 @@ __all__ = [
     "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
+__all__ += ["device_count", "distributed", "local_device_count", "process_count",
+            "process_index"]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).

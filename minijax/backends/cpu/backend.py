@@ -51,6 +51,7 @@ from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
+from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots
@@ -481,8 +482,9 @@ class CpuBackend(Backend):
         return cpu_opcode_support(opcode)
 
     def devices(self) -> list[Device]:
-        """The host CPU."""
-        return [Device("cpu", 0, get_jit().cpu)]
+        """The host CPU (in a multi-process run: with this process's global id)."""
+        process = device_placement()
+        return [Device("cpu", cpu_device_id(process, 0), get_jit().cpu, process_index=process)]
 
 
 def cpu_opcode_support(opcode: str) -> str:

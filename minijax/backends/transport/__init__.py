@@ -22,7 +22,8 @@ from minijax.backends.transport.base import (
     TransportBrokenError,
 )
 
-__all__ = ["CollectiveTimeoutError", "ProcessTransport", "SingleProcessTransport",
+__all__ = ["CPU_IDS_PER_PROCESS", "CollectiveTimeoutError", "ProcessTransport",
+           "SingleProcessTransport", "cpu_device_id", "device_placement", "placement_read",
            "TransportBrokenError", "TRANSPORT_MODULES", "current", "install", "installed", "load",
            "process_count", "process_index", "uninstall"]
 
@@ -77,3 +78,28 @@ def process_index() -> int:
 def process_count() -> int:
     """The number of processes in the run (1 without distributed.initialize)."""
     return current().process_count
+
+
+# ---------------------------------------------------------------------- device placement
+
+#: JAX's CPU device ids in a multi-process run: process index << 17 | local index.
+CPU_IDS_PER_PROCESS = 1 << 17
+_placement_read = False
+
+
+def cpu_device_id(process: int, local: int) -> int:
+    """The global id of CPU device `local` of process `process` (JAX's numbering)."""
+    return process * CPU_IDS_PER_PROCESS + local
+
+
+def device_placement() -> int:
+    """The process index a backend gives the devices it lists. Reading it fixes it: a
+    multi-process distributed.initialize() must come before any device is listed."""
+    global _placement_read
+    _placement_read = True
+    return process_index()
+
+
+def placement_read() -> bool:
+    """Whether a backend listed its devices already (see device_placement)."""
+    return _placement_read

@@ -1,0 +1,2 @@
+"""Experimental APIs, imported by name as in JAX (`from minijax.experimental import
+multihost_utils`)."""
