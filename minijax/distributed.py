@@ -21,25 +21,17 @@ Without a launcher (no MPI environment), `initialize()` with no arguments or wit
 from __future__ import annotations
 
 import importlib.util
-import os
 
 from minijax.backends import get_backend, transport
 from minijax.backends.base import Device
+from minijax.config import started_by_mpi_launcher
 
 __all__ = ["global_devices", "initialize", "is_initialized", "shutdown"]
 
-# Environment variables MPI launchers set in the processes they start (MPICH/Hydra, Open
-# MPI, PMIx, Slurm's PMI).
-_LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
-                       "MPI_LOCALNRANKS")
 _CLUSTER_METHODS = (None, "mpi4py", "deactivate")
 
 # Every process's devices, per backend name (set by initialize).
 _global_devices: dict[str, list] = {}
-
-
-def _under_mpi_launcher() -> bool:
-    return any(os.environ.get(name) for name in _LAUNCHER_VARIABLES)
 
 
 def _mpi_transport(timeout: float):
@@ -74,7 +66,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         raise ValueError(f"distributed.initialize(): cluster_detection_method="
                          f"{cluster_detection_method!r} is not supported; minijax detects "
                          "MPI launchers (use None or 'mpi4py')")
-    if _under_mpi_launcher() or cluster_detection_method == "mpi4py":
+    if started_by_mpi_launcher() or cluster_detection_method == "mpi4py":
         run = _mpi_transport(float(initialization_timeout))
         hint = (f"MPI runs {run.process_count} processes (mpiexec -n {run.process_count}) "
                 f"and this one is rank {run.process_index}")
