@@ -19,6 +19,8 @@ from minijax.api import (
 )
 from minijax.api_jacobians import hessian, jacfwd, jacrev
 from minijax.api_jit import disable_jit, jit
+from minijax.api_pmap import pmap
+from minijax.api_shard_map import shard_map
 from minijax.array import Array
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
@@ -41,6 +43,7 @@ from minijax.devices import (
     process_count,
     process_index,
 )
+from minijax.sharding import make_mesh
 
 __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
@@ -48,12 +51,12 @@ __all__ = [
     "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
-__all__ += ["device_count", "distributed", "local_device_count", "process_count",
-            "process_index"]
+__all__ += ["device_count", "distributed", "local_device_count", "make_mesh", "pmap",
+            "process_count", "process_index", "shard_map", "sharding"]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).
-from minijax import debug, example_libraries, nn, random, scipy  # noqa: E402
+from minijax import debug, example_libraries, nn, random, scipy, sharding  # noqa: E402
 
 __all__ += ["debug", "example_libraries", "nn", "random", "scipy"]
 

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from minijax import core, display, float_checks, placement, trace_events, tree_util
+from minijax.api_sharded_jit import ShardedJit
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -505,19 +506,24 @@ class Compiled:
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),
         donate_argnames=None, inline=False, backend=None, device=None, keep_unused=False,
-        opt_level=2):
+        opt_level=2, in_shardings=None, out_shardings=None):
     """Compile `fun` with minijax's XLA-style compiler (as jax.jit).
 
     `static_argnums`/`static_argnames` mark hashable arguments that are baked into the
     program (a new value recompiles); `opt_level` 0..2 trades run time for compile time.
+    `in_shardings`/`out_shardings` (NamedShardings) partition the program over a mesh's
+    devices (api_sharded_jit.py).
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, inline=inline,
-                                 backend=backend, opt_level=opt_level)
+                                 backend=backend, opt_level=opt_level,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
+    if in_shardings is not None or out_shardings is not None:
+        return ShardedJit(fun, in_shardings, out_shardings, static_argnums)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, inline, backend,
                       opt_level)
 

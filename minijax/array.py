@@ -12,6 +12,7 @@ import numpy as np
 from minijax import dtypes, placement
 from minijax.core import ShapedArray
 from minijax.errors import immutability_error
+from minijax.sharding import Shard, SingleDeviceSharding
 
 
 class Array:
@@ -26,7 +27,8 @@ class Array:
     that device (see minijax.placement).
     """
 
-    __slots__ = ("_buf", "aval", "_device", "_committed", "__weakref__")
+    # `_sharding` is set only on arrays laid out over several devices (see sharded()).
+    __slots__ = ("_buf", "aval", "_device", "_committed", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False):
@@ -50,8 +52,34 @@ class Array:
         return self._device or placement.host_device()
 
     def devices(self) -> set:
-        """The set of devices holding this array's buffer (one, unsharded)."""
-        return {self.device}
+        """The set of devices holding parts of this array."""
+        sharding = getattr(self, "_sharding", None)
+        return {self.device} if sharding is None else sharding.device_set
+
+    @property
+    def sharding(self):
+        """How the array is laid out over devices (a minijax.sharding.Sharding)."""
+        sharding = getattr(self, "_sharding", None)
+        return SingleDeviceSharding(self.device) if sharding is None else sharding
+
+    @property
+    def addressable_shards(self) -> list:
+        """Each device's part: Shards whose `data` is an Array committed to that device
+        (views of the host buffer on host backends)."""
+        value = self._value
+        out, seen = [], {}
+        for device, index in self.sharding.devices_indices_map(self.shape).items():
+            key = tuple((s.start, s.stop) for s in index)
+            replica = seen[key] = seen.get(key, -1) + 1
+            view = value[index]
+            buf = placement.transfer(view if view.flags.c_contiguous else np.array(view),
+                                     None, device)
+            out.append(Shard(device, index, replica, Array(buf, self.weak_type, device, True)))
+        return out
+
+    def addressable_data(self, index: int) -> Array:
+        """The data of the `index`-th addressable shard."""
+        return self.addressable_shards[index].data
 
     @property
     def committed(self) -> bool:
@@ -114,7 +142,9 @@ class Array:
         """Whether the buffer was deleted (by `delete()` or by donating it to a jit call)."""
         return type(self._buf) is _DeletedBuffer
 
+    @property
     def is_fully_addressable(self) -> bool:
+        """Whether this process holds every shard (always, within one process)."""
         return True
 
     # ----- Python protocol
@@ -202,3 +232,10 @@ def array_repr(value: np.ndarray, weak_type: bool) -> str:
     fits = last_line + len(dtype_text) + 2 <= np.get_printoptions()["linewidth"]
     return f"{prefix}{body},{' ' if fits else ' ' * len(prefix)}{dtype_text})"
 
+
+def sharded(value: np.ndarray, sharding, weak_type: bool = False) -> Array:
+    """An Array holding the global host `value`, laid out over devices as `sharding` says
+    (on host backends every shard is a view of `value`)."""
+    out = Array(value, weak_type)
+    out._sharding = sharding
+    return out

@@ -18,6 +18,9 @@ minijax_backend (MINIJAX_BACKEND)      default backend: cpu, cuda, interpreter
 minijax_cache_dir (MINIJAX_CACHE_DIR)  persistent compile cache directory ("" = none)
 minijax_flags (MINIJAX_FLAGS)          dump flags: --dump_to=DIR [--dump_pass_re=RE] ...
 minijax_num_threads (MINIJAX_NUM_THREADS)  CPU thread pool size (0: every usable core)
+jax_num_cpu_devices (MINIJAX_NUM_CPU_DEVICES, JAX_NUM_CPU_DEVICES, or XLA_FLAGS'
+    --xla_force_host_platform_device_count=N)  number of CPU devices (default 1); fixed
+                                       once the CPU backend lists its devices
 minijax_collective_timeout (MINIJAX_COLLECTIVE_TIMEOUT)  seconds a device waits for the
                                        others at a collective before failing (default 300)
 minijax_dot_blas (MINIJAX_DOT_BLAS)    CPU dots through BLAS (False: np.matmul)
@@ -32,6 +35,7 @@ compiled after the change: updating them empties the compile caches.
 from __future__ import annotations
 
 import os
+import re
 
 
 def _env_bool(name: str, default: bool = False) -> bool:
@@ -47,6 +51,17 @@ def _env_int(name: str, default: int = 0) -> int:
         return int(value) if value else default
     except ValueError:
         raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def _env_num_cpu_devices() -> int:
+    """MINIJAX_NUM_CPU_DEVICES, else JAX_NUM_CPU_DEVICES, else XLA_FLAGS' forced host
+    device count (JAX's spelling), else 1."""
+    for name in ("MINIJAX_NUM_CPU_DEVICES", "JAX_NUM_CPU_DEVICES"):
+        if (os.environ.get(name) or "").strip():
+            return max(1, _env_int(name))
+    match = re.search(r"--xla_force_host_platform_device_count=(\d+)",
+                      os.environ.get("XLA_FLAGS", ""))
+    return max(1, int(match.group(1))) if match else 1
 
 
 def _bool(value) -> bool:
@@ -72,6 +87,7 @@ _TYPES = {
     "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
     "minijax_dot_blas": _bool, "minijax_dot_split": _bool,
     "minijax_collective_timeout": float,
+    "jax_num_cpu_devices": lambda v: max(1, int(v)) if int(v) > 0 else 1,
     "jax_traceback_filtering": lambda v: (str(v).strip().lower() or "auto"),
 }
 
@@ -96,6 +112,7 @@ class Config:
             "minijax_num_threads": _env_int("MINIJAX_NUM_THREADS"),
             "minijax_dot_blas": _env_bool("MINIJAX_DOT_BLAS", True),
             "minijax_dot_split": _env_bool("MINIJAX_DOT_SPLIT", True),
+            "jax_num_cpu_devices": _env_num_cpu_devices(),
             "minijax_collective_timeout": float(
                 os.environ.get("MINIJAX_COLLECTIVE_TIMEOUT", "").strip() or 300.0),
             # "off" shows minijax's internal frames in tracebacks ("auto" hides them).
@@ -104,6 +121,8 @@ class Config:
                 or os.environ.get("JAX_TRACEBACK_FILTERING", "auto")).strip().lower() or "auto",
         }
         self._listeners: dict[str, list] = {}
+        # Options that can no longer change (name -> why), see `freeze`.
+        self._frozen: dict[str, str] = {}
 
     def update(self, name: str, value) -> None:
         """Set option `name` (JAX's spelling) to `value`."""
@@ -116,6 +135,8 @@ class Config:
         convert = _TYPES.get(name)
         if convert is not None:
             value = convert(value)
+        if name in self._frozen and value != self._values[name]:
+            raise RuntimeError(self._frozen[name])
         self._values[name] = value
         for listener in self._listeners.get(name, ()):
             listener(value)
@@ -123,6 +144,10 @@ class Config:
     def on_change(self, name: str, listener) -> None:
         """Call `listener(value)` whenever option `name` changes."""
         self._listeners.setdefault(name, []).append(listener)
+
+    def freeze(self, name: str, why: str) -> None:
+        """From now on, `update(name, other_value)` raises RuntimeError(why)."""
+        self._frozen[name] = why
 
     def read(self, name: str):
         return self._values[name]

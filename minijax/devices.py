@@ -1,14 +1,15 @@
 """Devices, processes and host transfer: devices(), local_devices(), device_count(),
-process_index(), device_put, device_get, block_until_ready."""
+process_index(), device_put (to a device or a sharding), device_get, block_until_ready."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from minijax import distributed, tree_util
-from minijax.array import Array
+from minijax.array import Array, sharded
 from minijax.backends import get_backend, transport
 from minijax.dispatch import device_put as _device_put_leaf
+from minijax.sharding import Sharding, SingleDeviceSharding
 
 
 def devices(backend: str | None = None) -> list:
@@ -26,8 +27,8 @@ def local_devices(process_index: int | None = None, backend: str | None = None,
     if process is None or process == transport.process_index():
         return list(get_backend(backend).devices())
     if not 0 <= process < transport.process_count():
-        raise ValueError(f"local_devices: process_index={process} is not a process of this "
-                         f"run (it has {transport.process_count()})")
+        raise ValueError(f"Unknown process_index {process} (local_devices: this run has "
+                         f"{transport.process_count()} processes)")
     return [d for d in devices(backend) if d.process_index == process]
 
 
@@ -57,8 +58,19 @@ def default_backend() -> str:
 
 
 def device_put(x, device=None):
-    """Place each leaf of a pytree on a device as an Array."""
+    """Place each leaf of a pytree on a device, or lay it out as a Sharding says (a
+    NamedSharding splits it over a mesh: an Array whose shards live on its devices)."""
+    if isinstance(device, SingleDeviceSharding):
+        device = next(iter(device.device_set))
+    if isinstance(device, Sharding):
+        return tree_util.tree_map(lambda leaf: _put_sharded(leaf, device), x)
     return tree_util.tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
+
+
+def _put_sharded(leaf, sharding):
+    value = _device_put_leaf(leaf, None)
+    sharding.devices_indices_map(value.shape)  # checks divisibility (JAX's ValueError)
+    return sharded(np.asarray(value), sharding, value.weak_type)
 
 
 def device_get(x):

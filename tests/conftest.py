@@ -6,8 +6,15 @@ set HYPOTHESIS_PROFILE=dev locally for fresh random examples.
 
 import os
 
-import pytest
-from hypothesis import HealthCheck, settings
+# Eight CPU devices, as JAX's own test suite forces eight host devices: multi-device tests
+# use the first 1, 2, 4 or 8 of them; everything else runs on device 0 as before. (Set
+# before minijax is imported: the device count is fixed at first use.)
+os.environ.setdefault("MINIJAX_NUM_CPU_DEVICES", "8")
+# The same for real JAX where tests compare with it (pmap over forced host devices).
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "ci", deadline=None, derandomize=True, print_blob=True,

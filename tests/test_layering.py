@@ -59,14 +59,16 @@ FRONTEND_LAYERS = [
                 "traceback_util", "distributed",
                 "compiler", "backends"]),
     ("core", ["core"]),
-    ("arrays", ["array", "placement"]),
+    ("arrays", ["array", "placement", "sharding"]),
     ("dispatch", ["dispatch", "eager_compiled", "float_checks"]),
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
                    "debugger"]),
-    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler"]),
+    ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
+             "api_sharded_jit",
+             "devices", "aot", "profiler"]),
     ("top", ["example_libraries", "experimental", "test_util", "tools", "__init__"]),
 ]
 

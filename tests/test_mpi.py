@@ -64,7 +64,8 @@ def test_transport_collectives_match_numpy(procs):
 
 
 def test_distributed_initialize_devices_and_multihost_utils():
-    out = run_mpi("distributed_api.py", 2)
+    """Two processes of two CPU devices each: global devices, multihost_utils."""
+    out = run_mpi("distributed_api.py", 2, MINIJAX_NUM_CPU_DEVICES="2")
     _check(out, ["DISTRIBUTED OK 0", "DISTRIBUTED OK 1"])
 
 

@@ -170,6 +170,11 @@ class Backend:
         """The host contents of `buffer` (host backends: the array itself, not a copy)."""
         return buffer if type(buffer) is np.ndarray else buffer.to_host()
 
+    def run_on_device(self, device: Device, count: int, fn):
+        """Call `fn()` as the part of a `count`-device program that runs on `device` (a
+        backend may give each device its own resources, e.g. a share of the threads)."""
+        return fn()
+
     def copy_buffer(self, buffer, device: Device):
         """`buffer` (of this backend) copied onto another `device` of this backend."""
         return buffer if self.host_memory else self.buffer_from_host(

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from minijax.backends.spmd import CollectiveAbortedError, CollectiveTimeoutError
 from minijax.compiler import evaluator_elementwise as ew
 from minijax.compiler import evaluator_linalg
 from minijax.compiler import evaluator_numerics as numerics
@@ -250,6 +251,8 @@ def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
             else:
                 result = impl(instr, operands, ctx)
         return _coerce(instr.shape, result, ctx.batched)
+    except (CollectiveTimeoutError, CollectiveAbortedError):
+        raise  # name the collective and the devices already; the caller must see them as is
     except EvaluatorError as exc:
         if instr.name and instr.name in str(exc):
             raise
@@ -446,15 +449,6 @@ def _after_all(instr, ops, ctx):
     return ()
 
 
-def _zero_id(instr, ops, ctx):
-    return np.zeros((), instr.shape.dtype)
-
-
-def _single_device_collective(instr, ops, ctx):
-    # One replica, one partition: all-reduce, all-gather and friends return their input.
-    return ops[0] if len(ops) == 1 else tuple(ops)
-
-
 _OPCODES: dict[str, Callable] = {
     "parameter": _parameter,
     "constant": _constant,
@@ -475,11 +469,6 @@ _OPCODES: dict[str, Callable] = {
     "optimization-barrier": _identity,
     "add-dependency": _identity,
     "after-all": _after_all,
-    "replica-id": _zero_id,
-    "partition-id": _zero_id,
-    "all-reduce": _single_device_collective,
-    "all-gather": _single_device_collective,
-    "collective-permute": _single_device_collective,
 }
 _OPCODES.update({name: _unary(fn) for name, fn in ew.UNARY.items()})
 _OPCODES.update({name: _binary(fn) for name, fn in ew.BINARY.items()})
@@ -496,7 +485,8 @@ _OPCODES["copy"] = _copy
 
 
 def _register_structural() -> None:
-    from minijax.compiler import evaluator_indexing, evaluator_ops
+    from minijax.compiler import evaluator_collectives, evaluator_indexing, evaluator_ops
+    _OPCODES.update(evaluator_collectives.OPCODES)
     _OPCODES.update(evaluator_ops.OPCODES)
     _OPCODES.update(evaluator_indexing.OPCODES)
     _OPCODES.update(numerics.OPCODES)

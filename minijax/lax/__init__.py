@@ -197,7 +197,8 @@ __all__ += [
     "while_loop",
 ]
 
-# collectives over a named vmap axis (lax/collectives.py)
+# collectives over a named vmap, pmap or shard_map axis (lax/collectives*.py)
+from minijax.lax import collectives_lowering as _collectives_lowering  # noqa: E402, F401
 from minijax.lax.collectives import (  # noqa: E402
     all_gather,
     axis_index,
@@ -208,9 +209,12 @@ from minijax.lax.collectives import (  # noqa: E402
     psum,
     psum_scatter,
 )
+from minijax.lax.collectives_all_to_all import all_to_all  # noqa: E402
+from minijax.lax.sharding_constraint import with_sharding_constraint  # noqa: E402
 
 __all__ += [
-    "all_gather", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter",
+    "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum",
+    "psum_scatter", "with_sharding_constraint",
 ]
 
 # FFT (lax/fft.py)

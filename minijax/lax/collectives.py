@@ -1,6 +1,8 @@
 """Collective operations over a named mapped axis (JAX's lax.psum and friends).
 
-A collective names an axis introduced by `vmap(f, axis_name=...)`. Inside the vmapped
+A collective names an axis introduced by `vmap(f, axis_name=...)`, or a device axis of
+`pmap` / `shard_map` (interpreters/axis_env.py; their HLO lowering, to XLA's all-reduce,
+all-gather, ..., is in collectives_lowering.py). Inside the vmapped
 function each batch element sees its own value; a collective combines the values of all
 elements along that axis, with JAX's semantics: `psum(x, 'i')` gives every element the
 sum over the axis, `all_gather` gives every element the stacked values, `axis_index` gives
@@ -27,7 +29,7 @@ import numpy as np
 
 from minijax import dtypes, tree_util
 from minijax.core import ShapedArray, get_aval
-from minijax.interpreters import ad, batching
+from minijax.interpreters import ad, axis_env, batching
 from minijax.interpreters.batching import not_mapped
 from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
 
@@ -53,8 +55,19 @@ def _axis_names(axis_name, what: str) -> tuple:
 
 
 def _axis_size(names) -> int:
-    """The product of the sizes of the named axes (NameError if one is unbound)."""
-    return math.prod(batching.find_axis_trace(n).axis_size for n in names)
+    """The product of the sizes of the named axes: bound by an enclosing vmap, else by the
+    pmap/shard_map being traced (NameError if one is unbound)."""
+    return math.prod(_one_axis_size(n) for n in names)
+
+
+def _one_axis_size(name) -> int:
+    try:
+        return batching.find_axis_trace(name).axis_size
+    except NameError:
+        size = axis_env.lookup(name)
+        if size is None:
+            raise
+        return size
 
 
 def _single_name(axis_name, what: str):

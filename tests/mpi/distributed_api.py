@@ -34,12 +34,16 @@ def main():
 
     assert minijax.process_index() == rank and minijax.process_count() == procs
     devices = minijax.devices()
-    assert [d.id for d in devices] == [p << 17 for p in range(procs)], devices
-    assert [d.process_index for d in devices] == list(range(procs))
-    assert minijax.device_count() == procs and minijax.local_device_count() == 1
+    n = minijax.local_device_count()
+    assert n == int(os.environ["MINIJAX_NUM_CPU_DEVICES"])
+    # JAX's CPU ids: process_index << 17 | local index; devices in process order.
+    assert [d.id for d in devices] == [p << 17 | i for p in range(procs) for i in range(n)]
+    assert [d.process_index for d in devices] == [p for p in range(procs) for _ in range(n)]
+    assert minijax.device_count() == procs * n
     local = minijax.local_devices()
-    assert local == [devices[rank]] and local[0].process_index == rank
-    assert minijax.local_devices(process_index=procs - 1) == [devices[procs - 1]]
+    assert local == devices[rank * n:(rank + 1) * n]
+    assert all(d.process_index == rank for d in local)
+    assert minijax.local_devices(process_index=procs - 1) == devices[-n:]
 
     # Computation runs on this process's device, eager and jitted.
     x = jnp.arange(6.0) * (rank + 1)

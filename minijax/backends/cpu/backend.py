@@ -49,6 +49,7 @@ from minijax.backends.cpu.kernel import (
 from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
+from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
@@ -482,9 +483,30 @@ class CpuBackend(Backend):
         return cpu_opcode_support(opcode)
 
     def devices(self) -> list[Device]:
-        """The host CPU (in a multi-process run: with this process's global id)."""
-        process = device_placement()
-        return [Device("cpu", cpu_device_id(process, 0), get_jit().cpu, process_index=process)]
+        """The host CPU as `jax_num_cpu_devices` devices (MINIJAX_NUM_CPU_DEVICES; fixed
+        from the first call on), each running on its share of the thread pool. In a
+        multi-process run their ids are global (backends.transport.cpu_device_id)."""
+        devices = self.__dict__.get("_devices")
+        if devices is None:
+            count = config._values["jax_num_cpu_devices"]
+            kind = get_jit().cpu
+            process = device_placement()  # global ids in a multi-process run
+            devices = self._devices = [
+                Device("cpu", cpu_device_id(process, i), kind, process_index=process)
+                for i in range(count)]
+            config.freeze("jax_num_cpu_devices", "jax_num_cpu_devices must be set before the "
+                          f"CPU backend is initialized (it has {count} devices already); set "
+                          "MINIJAX_NUM_CPU_DEVICES or call config.update first")
+        return devices
+
+    def run_on_device(self, device: Device, count: int, fn):
+        """Call `fn()` as device `device` of `count` devices running at once: its kernels
+        use that device's share of the thread pool (see thread_pool.device_share)."""
+        set_device_share(device_share(device.id % count, count) if count > 1 else None)
+        try:
+            return fn()
+        finally:
+            set_device_share(None)
 
 
 def cpu_opcode_support(opcode: str) -> str:

@@ -113,14 +113,39 @@ class _Job:
 
 
 _pool: ThreadPool | None = None
+# A thread running one device's part of a multi-device program uses that device's share.
+_device_local = threading.local()
+_shares: dict[tuple[int, int], ThreadPool] = {}
 
 
 def get_pool() -> ThreadPool:
-    """The process-wide pool (sized by MINIJAX_NUM_THREADS on first use)."""
+    """The pool kernels launched on this thread use: the running device's share of the
+    threads inside a multi-device execution, else the process-wide pool (sized by
+    MINIJAX_NUM_THREADS on first use)."""
     global _pool
+    share = getattr(_device_local, "pool", None)
+    if share is not None:
+        return share
     if _pool is None:
         _pool = ThreadPool(default_num_threads())
     return _pool
+
+
+def device_share(index: int, count: int) -> ThreadPool:
+    """Device `index` of `count` devices running at once: its own pool of about
+    threads / count threads (at least one; the remainder goes to the first devices)."""
+    key = (index, count)
+    pool = _shares.get(key)
+    if pool is None:
+        total = default_num_threads()
+        size = max(1, total // count + (1 if index < total % count else 0))
+        pool = _shares[key] = ThreadPool(size)
+    return pool
+
+
+def set_device_share(pool: ThreadPool | None) -> None:
+    """Make this thread's kernels use `pool` (None: the process-wide pool again)."""
+    _device_local.pool = pool
 
 
 def _num_threads_changed(_value) -> None:
@@ -128,6 +153,7 @@ def _num_threads_changed(_value) -> None:
     # compiles a pool of the new size (the old pool's idle daemon threads just wait).
     global _pool
     _pool = None
+    _shares.clear()
     clear_caches()
 
 

@@ -95,11 +95,14 @@ _ROWS = [
     ("after-all", None, "structural", "control", "s"),
     ("add-dependency", 2, "structural", "first-operand"),
     ("optimization-barrier", 1, "structural", _E),
-    # random numbers, collectives (one device), linalg, numerics, custom calls
+    # random numbers, collectives (compiler/evaluator_collectives.py), linalg, numerics,
+    # custom calls
     ("rng", None, "random", "explicit", "s"), ("rng-bit-generator", 1, "random", "explicit", "s"),
     ("all-reduce", None, "collective", "operands", "s"),
     ("all-gather", None, "collective", "explicit", "s"),
-    ("collective-permute", 1, "collective", "operands"),
+    ("reduce-scatter", None, "collective", "explicit", "s"),
+    ("all-to-all", None, "collective", "explicit", "s"),
+    ("collective-permute", 1, "collective", "operands", "s"),
     ("replica-id", 0, "collective", "explicit"), ("partition-id", 0, "collective", "explicit"),
     ("cholesky", 1, "linalg", "operands", "x"),
     ("triangular-solve", 2, "linalg", "second-operand", "x"),

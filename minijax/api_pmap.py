@@ -1,0 +1,176 @@
+"""pmap: run a function on several devices at once, one slice of the mapped axis each.
+
+    f = minijax.pmap(fun, axis_name="i")     # collectives: lax.psum(x, "i"), ...
+    f(xs)                                    # xs.shape[0] == number of devices used
+
+The function is traced once per signature for one device's slice (the mapped axis
+removed), lowered to one HLO module whose collectives are XLA's all-reduce, all-gather,
+... over all participants, compiled once, and run on the first n devices (or `devices=`)
+at once (api_spmd.py). Outputs are Arrays sharded over those devices along `out_axes`.
+
+Under another transformation (grad, vmap, jit of a function calling pmap) pmap computes
+what JAX computes by running as `vmap(fun, axis_name=...)` on one device: pmap's meaning is
+vmap's, with collectives over the mapped axis.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from minijax import core, tree_util
+from minijax.api_spmd import SpmdProgram
+from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names, normalize_argnums
+from minijax.array import Array, sharded
+from minijax.backends import get_backend
+from minijax.core import get_aval
+from minijax.lax.vmap import vmap
+from minijax.sharding import Mesh, NamedSharding, PartitionSpec
+from minijax.traceback_util import api_boundary
+
+
+def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
+         devices=None, backend=None, axis_size=None, donate_argnums=(), global_arg_shapes=None):
+    """Map `fun` over the leading (or `in_axes`) axis of its arguments, one slice per device
+    (jax.pmap). `static_broadcasted_argnums` are hashable arguments passed to every device
+    as Python values; `donate_argnums` are arguments whose Arrays are deleted after the call
+    (their buffers are the program's to reuse); `devices` picks the devices (default: the
+    first n of the default backend)."""
+    if fun is None:
+        return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes,
+                                 out_axes=out_axes,
+                                 static_broadcasted_argnums=static_broadcasted_argnums,
+                                 devices=devices, backend=backend, axis_size=axis_size,
+                                 donate_argnums=donate_argnums)
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    static = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
+        else tuple(static_broadcasted_argnums)
+    cache: dict = {}
+    name = axis_name if axis_name is not None else object()
+
+    @functools.wraps(fun)
+    @api_boundary
+    def mapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError("pmap: keyword arguments are not supported by minijax's pmap; "
+                            "pass them positionally")
+        nargs = len(args)
+        static_idx = normalize_argnums(static, nargs, "pmap static_broadcasted_argnums") \
+            if static else ()
+        donate_idx = () if donate_argnums in ((), None) else normalize_argnums(
+            donate_argnums, nargs, "pmap donate_argnums")
+        dyn_idx = [i for i in range(nargs) if i not in static_idx]
+        statics = tuple(args[i] for i in static_idx)
+        dyn = [args[i] for i in dyn_idx]
+        axes_spec = in_axes
+        if isinstance(in_axes, tuple):
+            if len(in_axes) != nargs:
+                raise ValueError(f"pmap in_axes must be an int, None, or a tuple of length "
+                                 f"{nargs} (the number of positional arguments), got "
+                                 f"{in_axes}")
+            axes_spec = tuple(in_axes[i] for i in dyn_idx)
+
+        def call(*dyn_args):
+            full = list(args)
+            for i, a in zip(dyn_idx, dyn_args, strict=True):
+                full[i] = a
+            return fun(*full)
+
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        if any(isinstance(x, core.Tracer) for x in leaves):
+            # Under grad / vmap / jit: pmap means vmap with the named axis.
+            return vmap(call, axes_spec, out_axes, axis_name=axis_name,
+                        axis_size=axis_size)(*dyn)
+        try:
+            axes = broadcast_prefix(axes_spec, tuple(dyn))
+        except ValueError:
+            raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
+                             f"corresponding value, got specification {in_axes} for value "
+                             f"tree {in_tree}.") from None
+        names = leaf_arg_names(call, tuple(dyn))
+        avals = [get_aval(x) for x in leaves]
+        n = _mapped_size(names, avals, axes, axis_size)
+        devs = list(devices) if devices is not None else get_backend(backend).devices()
+        if n > len(devs):
+            raise ValueError(f"compiling computation that requires {n} logical devices, but "
+                             f"only {len(devs)} XLA devices are available (num_replicas={n}); "
+                             "set MINIJAX_NUM_CPU_DEVICES (or XLA_FLAGS=--xla_force_host_"
+                             f"platform_device_count={n}) before minijax's first use")
+        devs = devs[:n]
+        axes = [None if a is None else a % avals[k].ndim for k, a in enumerate(axes)]
+        key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
+               _hashable(statics), tuple(devs))
+        entry = cache.get(key)
+        if entry is None:
+            dev_avals = [a if ax is None else a.update(shape=a.shape[:ax] + a.shape[ax + 1:])
+                         for a, ax in zip(avals, axes, strict=True)]
+            flat_fun, store = flatten_fun(call, in_tree)
+            program = SpmdProgram(flat_fun, dev_avals, (name,), (n,), devs,
+                                  _fun_name(fun), names)
+            out_tree = store["out_tree"]
+            o_axes = broadcast_prefix(out_axes, tree_util.tree_unflatten(
+                out_tree, [0] * out_tree.num_leaves))
+            entry = cache[key] = (program, out_tree, o_axes)
+        program, out_tree, o_axes = entry
+        hosts = [np.asarray(x) for x in leaves]
+        per_device = [[h if ax is None else np.take(h, i, axis=ax)
+                       for h, ax in zip(hosts, axes, strict=True)] for i in range(n)]
+        outs = program.run(per_device)
+        results = []
+        mesh = Mesh(np.array(devs, dtype=object), ("_pmap",))
+        for k, (aval, ax) in enumerate(zip(program.out_avals, o_axes, strict=True)):
+            if ax is None:
+                results.append(Array(outs[0][k], aval.weak_type))
+                continue
+            ax = ax % (aval.ndim + 1)
+            value = np.stack([dev[k] for dev in outs], axis=ax)
+            spec = PartitionSpec(*([None] * ax + ["_pmap"]))
+            results.append(sharded(value, NamedSharding(mesh, spec), aval.weak_type))
+        for i in donate_idx:
+            for leaf in tree_util.tree_leaves(args[i]):
+                if isinstance(leaf, Array):
+                    leaf.delete()
+        return tree_util.tree_unflatten(out_tree, results)
+
+    mapped._programs = cache  # compiled SpmdPrograms per signature (for inspection)
+    return mapped
+
+
+def _mapped_size(names, avals, axes, axis_size) -> int:
+    sizes = {}
+    for name, aval, ax in zip(names, avals, axes, strict=True):
+        if ax is None:
+            continue
+        if not -aval.ndim <= ax < aval.ndim:
+            raise ValueError(f"pmap was requested to map its argument along axis {ax}, which "
+                             f"implies that its rank should be at least {ax + 1}, but is only "
+                             f"{aval.ndim} (its shape is {aval.shape})")
+        sizes.setdefault(aval.shape[ax], []).append(name)
+    if len(sizes) > 1:
+        detail = "; ".join(f"{', '.join(v)} of size {k}" for k, v in sizes.items())
+        raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: {detail}")
+    if sizes:
+        n = next(iter(sizes))
+        if axis_size is not None and axis_size != n:
+            raise ValueError(f"pmap: axis_size={axis_size} but the mapped axes have size {n}")
+        return n
+    if axis_size is None:
+        raise ValueError("pmap requires at least one argument with a mapped axis, or "
+                         "axis_size=")
+    return int(axis_size)
+
+
+def _hashable(statics):
+    try:
+        hash(statics)
+    except TypeError:
+        raise ValueError("Non-hashable static arguments are not supported: pmap's "
+                         f"static_broadcasted_argnums must be hashable, got {statics!r}") \
+            from None
+    return statics
+
+
+def _fun_name(fun) -> str:
+    return f"pmap_{getattr(fun, '__name__', 'fun')}"

@@ -1,0 +1,203 @@
+"""jit with shardings: `jit(f, in_shardings=..., out_shardings=...)` partitioned by the SPMD
+partitioner pass and run on every device of the mesh.
+
+The function is traced and lowered over global shapes, as plain jit does; the entry's
+parameters are annotated with their shardings (XLA text), `lax.with_sharding_constraint`
+pins intermediates, and compiler/passes/spmd_partitioner.py turns the module into the one
+each device runs (its blocks, plus the collectives the shardings need). That module is
+compiled once and run on all the mesh's devices at once (backends/spmd.py); outputs are
+Arrays sharded as `out_shardings` says, or as the partitioner propagated.
+
+`in_shardings` / `out_shardings` are NamedShardings (or None: an argument's own sharding
+when it is a sharded Array, replicated otherwise; for outputs, what propagation chose), a
+single one for every leaf or a pytree prefix. Under another transformation the function is
+traced inline (the constraints are identities there), as jit is.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from minijax import core, placement, tree_util
+from minijax.api_util import flatten_fun, normalize_argnums
+from minijax.array import sharded
+from minijax.backends.spmd import run_spmd
+from minijax.compiler import driver
+from minijax.compiler.hlo.printer import module_to_text
+from minijax.compiler.hlo.sharding import spec_to_text
+from minijax.compiler.lower import lower_jaxpr_to_module
+from minijax.compiler.options import CompileOptions
+from minijax.compiler.passes.spmd_partitioner import partition_module
+from minijax.core import get_aval
+from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.sharding import NamedSharding, PartitionSpec, Sharding
+
+
+def _is_sharding(x) -> bool:
+    return x is None or isinstance(x, Sharding)
+
+
+def _leaf_shardings(spec, tree, what: str) -> list:
+    if _is_sharding(spec):
+        return [spec] * len(tree_util.tree_leaves(tree))
+    spec_leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=_is_sharding)
+    try:
+        subtrees = spec_tree.flatten_up_to(tree)
+    except (ValueError, TypeError):
+        raise ValueError(f"jit {what} must be a pytree prefix of the corresponding value, got "
+                         f"{spec} for {tree_util.tree_structure(tree)}") from None
+    return [s for s, sub in zip(spec_leaves, subtrees, strict=True)
+            for _ in tree_util.tree_leaves(sub)]
+
+
+def _dims(sharding, rank: int) -> tuple:
+    return tuple(sharding.spec.axis_names_of(d) for d in range(rank))
+
+
+def _to_spec(dims) -> PartitionSpec:
+    parts = [None if not a else (a[0] if len(a) == 1 else tuple(a)) for a in dims]
+    while parts and parts[-1] is None:
+        parts.pop()
+    return PartitionSpec(*parts)
+
+
+class _Program:
+    """One signature: the annotated module, the partitioned executable, output specs."""
+
+    def __init__(self, flat_fun, avals, in_sh, out_sh_for, mesh, name):
+        self.mesh = mesh
+        self.jaxpr, _ = trace_to_jaxpr(flat_fun, avals, fun_name=name, purpose="jit")
+        self.module, self.hoisted = lower_jaxpr_to_module(self.jaxpr, name, name)
+        for p, sh, aval in zip(self.module.entry.parameters, in_sh, avals):
+            p.attrs["sharding"] = spec_to_text(mesh.axis_names, mesh.axis_sizes,
+                                               _dims(sh, aval.ndim))
+        self.before = module_to_text(self.module)
+        out_sh = out_sh_for(self.jaxpr.out_avals)
+        out_specs = [None if sh is None else _dims(sh, a.ndim)
+                     for sh, a in zip(out_sh, self.jaxpr.out_avals, strict=True)]
+        self.result_specs = partition_module(self.module, mesh.axis_names, mesh.axis_sizes,
+                                             out_specs)
+        self.backend = placement.backend_of(mesh.flat_devices()[0])
+        self.executable, self.optimized = driver.compile_module(
+            self.module, self.backend, CompileOptions(backend=self.backend.name))
+        self.out_shardings = [NamedSharding(mesh, _to_spec(s)) for s in self.result_specs]
+
+
+class ShardedJit:
+    """`jit(f, in_shardings=..., out_shardings=...)`: see the module docstring."""
+
+    def __init__(self, fun, in_shardings, out_shardings, static_argnums):
+        self._fun = fun
+        self._in = in_shardings
+        self._out = out_shardings
+        self._static = () if static_argnums is None else (
+            (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+        self._cache: dict = {}
+        functools.update_wrapper(self, fun)
+
+    def _prepare(self, args):
+        nargs = len(args)
+        static_idx = normalize_argnums(self._static, nargs, "jit static_argnums") \
+            if self._static else ()
+        dyn_idx = [i for i in range(nargs) if i not in static_idx]
+        dyn = tuple(args[i] for i in dyn_idx)
+
+        def call(*dyn_args):
+            full = list(args)
+            for i, a in zip(dyn_idx, dyn_args, strict=True):
+                full[i] = a
+            return self._fun(*full)
+        return call, dyn, tuple(args[i] for i in static_idx)
+
+    def _shardings(self, dyn, leaves):
+        given = _leaf_shardings(self._in, dyn, "in_shardings") if self._in is not None \
+            else [None] * len(leaves)
+        own = [getattr(x, "_sharding", None) for x in leaves]
+        chosen = [g if g is not None else o for g, o in zip(given, own, strict=True)]
+        meshes = [s.mesh for s in chosen if isinstance(s, NamedSharding)]
+        out_leaves = [] if self._out is None or _is_sharding(self._out) else \
+            tree_util.tree_leaves(self._out, is_leaf=_is_sharding)
+        out_one = [self._out] if isinstance(self._out, NamedSharding) else []
+        meshes += [s.mesh for s in out_leaves + out_one if isinstance(s, NamedSharding)]
+        if not meshes:
+            return None, None
+        mesh = meshes[0]
+        if any(m != mesh for m in meshes):
+            raise ValueError("jit: every in/out sharding must use the same mesh; got "
+                             f"{sorted({repr(m) for m in meshes})}")
+        rep = NamedSharding(mesh, PartitionSpec())
+        return mesh, [s if isinstance(s, NamedSharding) else rep for s in chosen]
+
+    def _program(self, call, dyn, statics, leaves, in_tree, mesh, in_sh):
+        avals = [get_aval(x) for x in leaves]
+        key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
+               tuple(in_sh), statics)
+        program = self._cache.get(key)
+        if program is None:
+            flat_fun, store = flatten_fun(call, in_tree)
+
+            def out_sh_for(out_avals):
+                if self._out is None:
+                    return [None] * len(out_avals)
+                tree = tree_util.tree_unflatten(store["out_tree"], [0] * len(out_avals))
+                return _leaf_shardings(self._out, tree, "out_shardings")
+            program = _Program(flat_fun, avals, in_sh, out_sh_for, mesh,
+                               getattr(self._fun, "__name__", "fun"))
+            program.out_tree = store["out_tree"]
+            self._cache[key] = program
+        return program, avals
+
+    def __call__(self, *args):
+        call, dyn, statics = self._prepare(args)
+        leaves, in_tree = tree_util.tree_flatten(dyn)
+        mesh, in_sh = self._shardings(dyn, leaves)
+        if mesh is None or any(isinstance(x, core.Tracer) for x in leaves):
+            return call(*dyn)    # no mesh named, or traced inline by a transformation
+        program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
+        devices = mesh.flat_devices()
+        hosts = [np.asarray(x) for x in leaves]
+        maps = [sh.devices_indices_map(a.shape) for sh, a in zip(in_sh, avals, strict=True)]
+        hoisted = [np.asarray(h) for h in program.hoisted]
+        per_device = [[h[mp[d]] for h, mp in zip(hosts, maps, strict=True)] + hoisted
+                      for d in devices]
+        outs = run_spmd(program.backend, program.executable, devices, per_device)
+        results = []
+        for k, (aval, sh) in enumerate(zip(program.jaxpr.out_avals, program.out_shardings,
+                                           strict=True)):
+            value = np.empty(aval.shape, aval.dtype)
+            for dev, index in sh.devices_indices_map(aval.shape).items():
+                value[index] = placement.to_host(outs[devices.index(dev)][k])
+            results.append(sharded(value, sh, aval.weak_type))
+        return tree_util.tree_unflatten(program.out_tree, results)
+
+    def lower(self, *args):
+        """`.as_text()`: the HLO with sharding annotations, before partitioning;
+        `.compile().as_text()`: the module every device runs, after partitioning and the
+        optimization passes."""
+        call, dyn, statics = self._prepare(args)
+        leaves, in_tree = tree_util.tree_flatten(dyn)
+        mesh, in_sh = self._shardings(dyn, leaves)
+        if mesh is None:
+            raise ValueError("jit(...).lower: no NamedSharding among the in/out shardings")
+        return _Lowered(self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)[0])
+
+
+class _Lowered:
+    def __init__(self, program):
+        self._program = program
+
+    def as_text(self, dialect: str = "hlo") -> str:
+        return self._program.before
+
+    def compile(self):
+        return _Compiled(self._program)
+
+
+class _Compiled:
+    def __init__(self, program):
+        self._program = program
+
+    def as_text(self) -> str:
+        return module_to_text(self._program.optimized)

@@ -1,0 +1,316 @@
+"""SPMD partitioner: a module over global shapes with sharding annotations -> the module
+each device runs, over its blocks, with the collectives the sharding needs.
+
+Input: the entry's parameters carry `sharding=` (XLA text, compiler/hlo/sharding.py);
+`custom-call(x), custom_call_target="Sharding"` (lax.with_sharding_constraint) pins an
+intermediate; `out_specs` optionally pins the outputs. The mesh is given by axis names and
+sizes; partition p is the p-th device of the mesh, row-major.
+
+Propagation and partitioning happen in one walk over the entry in program order. Each
+instruction gets a dims spec (per dimension, the mesh axes splitting it):
+- elementwise ops take the most-split operand's spec and reshard the other operands to it;
+- broadcast maps the operand's split dims to its output dims; transpose permutes them;
+  reshape keeps split leading dims that it leaves alone;
+- reduce reduces locally; reduced dims that were split are summed across devices by an
+  `all-reduce` with the reduce's own computation over those axes;
+- dot keeps the lhs's batch and contracting split, reshards the rhs to match, keeps both
+  operands' free-dim splits (an axis used twice is gathered on the rhs), and adds an
+  `all-reduce` over the contracting axes: data-parallel (batch rows split), model-parallel
+  (weight columns split) and contracting-dim-split products all need no resharding of
+  their operands;
+- every other instruction runs replicated: its operands are gathered whole first.
+Resharding gathers dimensions whose split changes (`all-gather` over their axes) and
+slices dimensions that become split (`dynamic-slice` at this device's block offset, read
+from a table by `partition-id`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from minijax.compiler.hlo import opcodes
+from minijax.compiler.hlo.builder import HloBuilder
+from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.hlo.sharding import spec_to_text, text_to_spec
+from minijax.compiler.passes.base import Pass
+
+_ELEMENTWISE = (opcodes.select(family="elementwise") - {"bitcast-convert"})
+
+
+class SpmdPartitionError(ValueError):
+    """A sharding annotation does not fit the mesh or the array."""
+
+
+class SpmdPartitioner(Pass):
+    """Partition a module for a mesh (`axis_names`, `axis_sizes`). After `run`,
+    `result_specs` holds each output's dims spec."""
+
+    name = "spmd-partitioner"
+
+    def __init__(self, axis_names, axis_sizes, out_specs=None):
+        self.names = tuple(axis_names)
+        self.sizes = dict(zip(self.names, axis_sizes))
+        self.size = math.prod(axis_sizes)
+        self.ids = np.arange(self.size).reshape(tuple(axis_sizes))
+        self.out_specs = out_specs
+        self.result_specs: list = []
+
+    # ------------------------------------------------------------------ mesh helpers
+    def _groups(self, axes) -> str:
+        over = [self.names.index(a) for a in axes]
+        rest = [k for k in range(len(self.names)) if k not in over]
+        rows = self.ids.transpose(rest + over).reshape(-1, math.prod(
+            self.sizes[a] for a in axes))
+        return "{" + ",".join("{" + ",".join(str(int(v)) for v in r) + "}" for r in rows) + "}"
+
+    def _block_index(self, axes) -> np.ndarray:
+        """Per partition: its block number along a dimension split over `axes`."""
+        coords = np.indices(self.ids.shape).reshape(len(self.names), -1)
+        out = np.zeros(self.size, np.int64)
+        for a in axes:
+            out = out * self.sizes[a] + coords[self.names.index(a)]
+        return out
+
+    def _parts(self, axes) -> int:
+        return math.prod(self.sizes[a] for a in axes)
+
+    def _local(self, shape: Shape, spec) -> Shape:
+        dims = []
+        for d, (n, axes) in enumerate(zip(shape.dims, spec, strict=True)):
+            k = self._parts(axes)
+            if n % k:
+                raise SpmdPartitionError(f"dimension {d} of {shape} (size {n}) is not divisible "
+                                         f"by the {k} devices of mesh axes {axes}")
+            dims.append(n // k)
+        return Shape(shape.element_type, tuple(dims))
+
+    def _global(self, shape: Shape, spec) -> Shape:
+        return Shape(shape.element_type, tuple(n * self._parts(a)
+                                                for n, a in zip(shape.dims, spec)))
+
+    # ------------------------------------------------------------------ resharding
+    def _all_gather(self, b, x, dim, axes):
+        dims = list(x.shape.dims)
+        dims[dim] *= self._parts(axes)
+        return b.add_instruction(
+            "all-gather", [x], {"channel_id": "1", "replica_groups": self._groups(axes),
+                                "dimensions": (dim,), "use_global_device_ids": "true"},
+            shape=Shape(x.shape.element_type, tuple(dims)))
+
+    def _all_reduce(self, b, x, axes, computation):
+        return b.add_instruction(
+            "all-reduce", [x], {"channel_id": "1", "replica_groups": self._groups(axes),
+                                "use_global_device_ids": "true"},
+            {"to_apply": computation}, shape=x.shape)
+
+    def _pid(self, b):
+        if self._pid_instr is None:
+            self._pid_instr = b.add_instruction("partition-id", [], shape=Shape("u32", ()))
+        return self._pid_instr
+
+    def _slice_own(self, b, x, dim_axes: dict):
+        """Keep this device's block of each dimension in `dim_axes` (dim -> axes)."""
+        starts = []
+        sizes = list(x.shape.dims)
+        for d in range(x.shape.rank):
+            axes = dim_axes.get(d)
+            if not axes:
+                starts.append(b.constant(np.int32(0)))
+                continue
+            sizes[d] //= self._parts(axes)
+            table = (self._block_index(axes) * sizes[d]).astype(np.int32)
+            t = b.constant(table)
+            off = b.dynamic_slice(t, [self._pid_s32(b)], (1,))
+            starts.append(b.reshape(off, ()))
+        return b.dynamic_slice(x, starts, tuple(sizes))
+
+    def _pid_s32(self, b):
+        return b.convert(self._pid(b), "s32")
+
+    def _reshard(self, b, x, cur, want):
+        if cur == want:
+            return x
+        if x.opcode == "broadcast" and x.operands[0].shape.rank == 0:
+            # A broadcast scalar is the same everywhere: build the block directly.
+            return b.broadcast(x.operands[0], self._local(self._global(x.shape, cur), want).dims,
+                               ())
+        for d, (c, w) in enumerate(zip(cur, want, strict=True)):
+            if c and c != w:
+                x = self._all_gather(b, x, d, c)
+        slices = {d: w for d, (c, w) in enumerate(zip(cur, want)) if w and c != w}
+        return self._slice_own(b, x, slices) if slices else x
+
+    # ------------------------------------------------------------------ the walk
+    def run(self, module: Module) -> bool:
+        old = module.entry
+        comp = Computation(old.name)
+        b = HloBuilder(comp)
+        self._pid_instr = None
+        self._adds: dict = {}
+        new: dict = {}
+        spec: dict = {}
+
+        def get(op, want=None):
+            s = spec[id(op)]
+            if want is None or s is None:
+                return new[id(op)]
+            return self._reshard(b, new[id(op)], s, want)
+
+        def replicated(op):
+            s = spec[id(op)]
+            return new[id(op)] if s is None else self._reshard(b, new[id(op)], s,
+                                                              ((),) * len(s))
+
+        for instr in old.instructions:
+            out, s = self._partition(b, instr, get, replicated, spec, module)
+            new[id(instr)], spec[id(instr)] = out, s
+        root = old.root
+        if root.opcode != "tuple":
+            raise SpmdPartitionError("the entry's root must be a tuple of the outputs")
+        outs, specs = [], []
+        for k, op in enumerate(root.operands):
+            want = None if self.out_specs is None else self.out_specs[k]
+            cur = spec[id(op)]
+            if want is None:
+                want = cur if cur is not None else ((),) * op.shape.rank
+            outs.append(self._reshard(b, new[id(op)], cur, want) if cur is not None
+                        else new[id(op)])
+            specs.append(want)
+        b.set_root(b.tuple(outs))
+        module.computations[module.computations.index(old)] = comp
+        module.entry = comp
+        for add in self._adds.values():
+            module.add_computation(add)
+        self.result_specs = specs
+        return True
+
+    def _partition(self, b, instr: Instruction, get, replicated, spec, module):
+        op = instr.opcode
+        ops = instr.operands
+        if op == "parameter":
+            rank = instr.shape.rank
+            raw = instr.attrs.get("sharding")
+            s = ((),) * rank if raw is None else text_to_spec(raw, self.names,
+                                                             list(self.sizes.values()), rank)
+            if s is None:
+                raise SpmdPartitionError(f"{instr.name}: sharding {raw} is not a tiling of the "
+                                         f"mesh {self.names}")
+            p = b.parameter(instr.parameter_number, self._local(instr.shape, s),
+                            name=instr.name)
+            p.attrs["sharding"] = raw or "{replicated}"
+            return p, s
+        if op == "custom-call" and instr.attrs.get("custom_call_target") == "Sharding":
+            s = text_to_spec(instr.attrs.get("sharding", "{replicated}"), self.names,
+                             list(self.sizes.values()), instr.shape.rank)
+            if s is None:
+                raise SpmdPartitionError(f"{instr.name}: unsupported sharding "
+                                         f"{instr.attrs.get('sharding')}")
+            self._local(instr.shape, s)
+            return get(ops[0], s), s
+        if op in _ELEMENTWISE and not instr.shape.is_tuple and ops:
+            rank = instr.shape.rank
+            cands = [spec[id(o)] for o in ops if o.shape.rank == rank and spec[id(o)]]
+            s = max(cands, key=lambda c: sum(len(a) for a in c)) if cands else ((),) * rank
+            new_ops = [get(o, s) if o.shape.rank == rank else replicated(o) for o in ops]
+            return self._clone(b, instr, new_ops, self._local(instr.shape, s)), s
+        if op == "broadcast":
+            src = spec[id(ops[0])]
+            out = [()] * instr.shape.rank
+            for i, d in enumerate(instr.attrs["dimensions"]):
+                out[d] = src[i]
+            s = tuple(out)
+            return self._clone(b, instr, [get(ops[0])], self._local(instr.shape, s)), s
+        if op == "transpose":
+            src = spec[id(ops[0])]
+            s = tuple(src[p] for p in instr.attrs["dimensions"])
+            return self._clone(b, instr, [get(ops[0])], self._local(instr.shape, s)), s
+        if op == "reshape":
+            return self._reshape(b, instr, get, replicated, spec)
+        if op == "reduce" and len(ops) == 2 and not instr.shape.is_tuple:
+            src = spec[id(ops[0])]
+            dims = instr.attrs["dimensions"]
+            kept = tuple(src[d] for d in range(len(src)) if d not in dims)
+            axes = tuple(a for d in dims for a in src[d])
+            local = self._clone(b, instr, [get(ops[0]), replicated(ops[1])],
+                                self._local(instr.shape, kept))
+            if axes:
+                local = self._all_reduce(b, local, axes, instr.called["to_apply"])
+            return local, kept
+        if op == "dot":
+            return self._dot(b, instr, get, spec)
+        if op == "constant":
+            c = b.add_instruction("constant", [], dict(instr.attrs), shape=instr.shape,
+                                  literal=instr.literal, name=instr.name)
+            return c, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
+        # Anything else runs replicated on whole operands.
+        new_ops = [replicated(o) for o in ops]
+        out = self._clone(b, instr, new_ops, instr.shape)
+        return out, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
+
+    def _clone(self, b, instr, operands, shape):
+        return b.add_instruction(instr.opcode, operands, dict(instr.attrs), dict(instr.called),
+                                 shape=shape, literal=instr.literal, metadata=instr.metadata,
+                                 name=instr.name)
+
+    def _reshape(self, b, instr, get, replicated, spec):
+        src_shape, dst = instr.operands[0].shape.dims, instr.shape.dims
+        src = spec[id(instr.operands[0])]
+        split = [d for d, a in enumerate(src) if a]
+        keep = 0
+        while keep < min(len(src_shape), len(dst)) and src_shape[keep] == dst[keep]:
+            keep += 1
+        if split and max(split) < keep:
+            s = tuple(src[d] if d < keep else () for d in range(len(dst)))
+            return self._clone(b, instr, [get(instr.operands[0])], self._local(instr.shape,
+                                                                                s)), s
+        s = ((),) * len(dst)
+        return self._clone(b, instr, [replicated(instr.operands[0])], instr.shape), s
+
+    def _dot(self, b, instr, get, spec):
+        lhs, rhs = instr.operands
+        at = instr.attrs
+        lb, rb = list(at.get("lhs_batch_dims", ())), list(at.get("rhs_batch_dims", ()))
+        lc, rc = list(at.get("lhs_contracting_dims", ())), list(at.get("rhs_contracting_dims",
+                                                                        ()))
+        ls, rs = spec[id(lhs)], spec[id(rhs)]
+        lf = [d for d in range(lhs.shape.rank) if d not in lb + lc]
+        rf = [d for d in range(rhs.shape.rank) if d not in rb + rc]
+        used = {a for d in range(len(ls)) for a in ls[d]}
+        want_r = [()] * rhs.shape.rank
+        for i, d in enumerate(rb):
+            want_r[d] = ls[lb[i]]
+        for i, d in enumerate(rc):
+            want_r[d] = ls[lc[i]]
+        for d in rf:
+            want_r[d] = rs[d] if not set(rs[d]) & used else ()
+        want_r = tuple(want_r)
+        out_spec = tuple([ls[d] for d in lb] + [ls[d] for d in lf] + [want_r[d] for d in rf])
+        local = self._clone(b, instr, [get(lhs), get(rhs, want_r)],
+                            self._local(instr.shape, out_spec))
+        axes = tuple(a for d in lc for a in ls[d])
+        if axes:
+            add = self._add_computation(b, instr.shape.element_type)
+            local = self._all_reduce(b, local, axes, add)
+        return local, out_spec
+
+    def _add_computation(self, b, element_type):
+        comp = self._adds.get(element_type)
+        if comp is None:
+            comp = self._adds[element_type] = Computation(f"spmd_add_{element_type}")
+            cb = HloBuilder(comp)
+            x = cb.parameter(0, Shape(element_type, ()))
+            y = cb.parameter(1, Shape(element_type, ()))
+            cb.set_root(cb.add(x, y))
+        return comp
+
+
+def partition_module(module: Module, axis_names, axis_sizes, out_specs=None):
+    """Partition `module` in place for the mesh; returns each output's dims spec."""
+    p = SpmdPartitioner(axis_names, axis_sizes, out_specs)
+    p.run(module)
+    return p.result_specs
+
+
+__all__ = ["SpmdPartitionError", "SpmdPartitioner", "partition_module", "spec_to_text"]

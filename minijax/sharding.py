@@ -1,0 +1,257 @@
+"""Meshes, partition specs and shardings (jax.sharding): how an Array's elements are laid
+out over devices.
+
+- `Mesh(devices, axis_names)`: an n-d array of devices with a name per axis;
+  `make_mesh(axis_shapes, axis_names)` builds one from the first devices.
+- `PartitionSpec` (`P`): per array dimension, None (not split), a mesh axis name, or a tuple
+  of names (split over their product, the first name major).
+- `NamedSharding(mesh, spec)`, `SingleDeviceSharding(device)`: the sharding of an Array.
+  `devices_indices_map(shape)` gives each device's index (a tuple of slices) into the global
+  array; devices along mesh axes the spec does not name hold replicas.
+
+On host backends a sharded Array keeps its global value in one host buffer and each shard is
+a view of it (all CPU devices share the host's memory); `Array.addressable_shards` gives
+per-device Arrays committed to their devices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from minijax.backends import get_backend
+from minijax.backends.base import Device
+
+
+class PartitionSpec(tuple):
+    """`P('x', None, ('y', 'z'))`: how each array dimension is split over mesh axes."""
+
+    def __new__(cls, *parts):
+        for p in parts:
+            if not (p is None or isinstance(p, (str, tuple)) or p is PartitionSpec.UNCONSTRAINED):
+                raise TypeError(f"PartitionSpec entries are None, a mesh axis name or a tuple "
+                                f"of names; got {p!r}")
+        return super().__new__(cls, parts)
+
+    def __repr__(self) -> str:
+        return "PartitionSpec(" + ", ".join(repr(p) for p in self) + ")"
+
+    def axis_names_of(self, dim: int) -> tuple:
+        """The mesh axis names splitting array dimension `dim` (() when not split)."""
+        if dim >= len(self) or self[dim] is None:
+            return ()
+        part = self[dim]
+        return tuple(part) if isinstance(part, tuple) else (part,)
+
+    def all_names(self) -> tuple:
+        return tuple(n for d in range(len(self)) for n in self.axis_names_of(d))
+
+
+PartitionSpec.UNCONSTRAINED = object()
+P = PartitionSpec
+
+
+class Mesh:
+    """An n-d array of devices with named axes (`jax.sharding.Mesh`)."""
+
+    def __init__(self, devices, axis_names):
+        devices = np.asarray(devices, dtype=object)
+        axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if devices.ndim != len(axis_names):
+            raise ValueError(f"Mesh: devices.ndim == {devices.ndim} but got "
+                             f"{len(axis_names)} axis names {axis_names}")
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"Mesh: axis names must be unique, got {axis_names}")
+        ids = [d.id for d in devices.flat]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"Mesh: a device appears twice in {devices.tolist()}")
+        self.devices = devices
+        self.axis_names = axis_names
+
+    @property
+    def shape(self) -> dict:
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple:
+        return tuple(self.devices.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.devices.size)
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    def flat_devices(self) -> list:
+        return list(self.devices.flat)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Mesh) and self.axis_names == other.axis_names
+                and self.devices.shape == other.devices.shape
+                and list(self.devices.flat) == list(other.devices.flat))
+
+    def __hash__(self) -> int:
+        return hash((self.axis_names, self.devices.shape, tuple(self.devices.flat)))
+
+    def __enter__(self):
+        _mesh_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _mesh_stack.pop()
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.devices.shape))
+        return f"Mesh(axis_sizes=({axes}))"
+
+
+_mesh_stack: list = []
+
+
+def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
+    """A Mesh of the first prod(axis_shapes) devices (jax.make_mesh)."""
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    n = math.prod(axis_shapes)
+    devices = list(devices) if devices is not None else get_backend().devices()
+    if n > len(devices):
+        raise ValueError(f"make_mesh: a mesh of shape {axis_shapes} needs {n} devices, but "
+                         f"only {len(devices)} exist; set MINIJAX_NUM_CPU_DEVICES (or XLA_FLAGS="
+                         f"--xla_force_host_platform_device_count={n}) before first use")
+    return Mesh(np.array(devices[:n], dtype=object).reshape(axis_shapes), axis_names)
+
+
+class Sharding:
+    """How an array of a given shape is laid out over devices."""
+
+    @property
+    def device_set(self) -> set:
+        raise NotImplementedError
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """device -> tuple of slices: the part of the global array each device holds."""
+        raise NotImplementedError
+
+    def shard_shape(self, global_shape) -> tuple:
+        index = next(iter(self.devices_indices_map(global_shape).values()))
+        return tuple(len(range(*s.indices(d))) for s, d in zip(index, global_shape))
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
+    @property
+    def addressable_devices(self) -> set:
+        return self.device_set
+
+    def is_equivalent_to(self, other, ndim: int) -> bool:
+        return self == other
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device."""
+
+    def __init__(self, device: Device):
+        self._device = device
+
+    @property
+    def device_set(self) -> set:
+        return {self._device}
+
+    def devices_indices_map(self, global_shape) -> dict:
+        return {self._device: tuple(slice(None) for _ in global_shape)}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+
+    def __hash__(self) -> int:
+        return hash(self._device)
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self._device!r})"
+
+
+class NamedSharding(Sharding):
+    """The array split over a mesh's named axes as `spec` says (jax.sharding.NamedSharding)."""
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec | None = None):
+        spec = PartitionSpec() if spec is None else spec
+        if not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec)
+        for name in spec.all_names():
+            if name not in mesh.axis_names:
+                raise ValueError(f"NamedSharding: PartitionSpec {spec} names axis {name!r}, "
+                                 f"which is not in the mesh's axes {mesh.axis_names}")
+        names = spec.all_names()
+        if len(set(names)) != len(names):
+            raise ValueError(f"NamedSharding: PartitionSpec {spec} uses a mesh axis twice")
+        self.mesh = mesh
+        self.spec = spec
+
+    @property
+    def device_set(self) -> set:
+        return set(self.mesh.devices.flat)
+
+    def _check(self, global_shape) -> None:
+        if len(self.spec) > len(global_shape):
+            raise ValueError(f"NamedSharding: PartitionSpec {self.spec} has more entries than "
+                             f"the array's rank {len(global_shape)} (shape {global_shape})")
+        sizes = self.mesh.shape
+        for d in range(len(global_shape)):
+            n = math.prod(sizes[a] for a in self.spec.axis_names_of(d))
+            if global_shape[d] % n:
+                raise ValueError(f"One of device_put args was given the sharding of "
+                                 f"{self}, which implies that the global size of its "
+                                 f"dimension {d} should be divisible by {n}, but it is equal "
+                                 f"to {global_shape[d]} (full shape: {tuple(global_shape)})")
+
+    def devices_indices_map(self, global_shape) -> dict:
+        self._check(global_shape)
+        sizes = self.mesh.shape
+        out = {}
+        for coords in np.ndindex(*self.mesh.devices.shape):
+            at = dict(zip(self.mesh.axis_names, coords))
+            index = []
+            for d, dim in enumerate(global_shape):
+                names = self.spec.axis_names_of(d)
+                k, n = 0, 1
+                for name in names:
+                    k, n = k * sizes[name] + at[name], n * sizes[name]
+                block = dim // n
+                index.append(slice(k * block, (k + 1) * block) if names else slice(None))
+            out[self.mesh.devices[coords]] = tuple(index)
+        return out
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, NamedSharding) and other.mesh == self.mesh
+                and _normalized(other.spec) == _normalized(self.spec))
+
+    def __hash__(self) -> int:
+        return hash((self.mesh, _normalized(self.spec)))
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def _normalized(spec) -> tuple:
+    parts = list(spec)
+    while parts and parts[-1] is None:
+        parts.pop()
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One device's part of an Array (`Array.addressable_shards`)."""
+
+    device: Device
+    index: tuple
+    replica_id: int
+    data: object
+
+
+__all__ = ["Mesh", "NamedSharding", "P", "PartitionSpec", "Shard", "Sharding",
+           "SingleDeviceSharding", "make_mesh"]
