@@ -74,3 +74,10 @@ def test_process_leaving_mid_collective_makes_the_other_time_out():
     the 1 s deadline (the script checks the message) instead of hanging."""
     out = run_mpi("dies_mid_collective.py", 2, timeout=60)
     _check(out, ["TIMEOUT OK", "LEFT"])
+
+
+def test_pmap_collectives_cross_processes():
+    """pmap over 2 processes x 2 CPU devices: psum (bitwise, group order), pmean, pmax,
+    pmin, axis_index, all_gather, ppermute, psum_scatter, all_to_all, a pmean of grads."""
+    out = run_mpi("pmap_collectives.py", 2, MINIJAX_NUM_CPU_DEVICES="2")
+    _check(out, ["PMAP OK 0", "PMAP OK 1"])

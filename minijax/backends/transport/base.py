@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.backends.spmd import CollectiveTimeoutError
 from minijax.config import config
 
 #: The reductions every transport implements, with the NumPy ufunc that combines two
@@ -29,8 +30,8 @@ from minijax.config import config
 REDUCTIONS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
-class CollectiveTimeoutError(RuntimeError):
-    """A collective waited longer than `minijax_collective_timeout` for its participants."""
+__all__ = ["CollectiveTimeoutError", "ProcessTransport", "REDUCTIONS", "SingleProcessTransport",
+           "TransportBrokenError", "default_timeout"]
 
 
 class TransportBrokenError(RuntimeError):
@@ -153,6 +154,13 @@ class ProcessTransport:
         """Every process's small picklable `obj`, in process order (start-up metadata)."""
         raise NotImplementedError
 
+    def exchange_arrays(self, sends, recvs, key: int, what: str) -> None:
+        """Point-to-point, for the multi-device runtime: send each (process, array) of
+        `sends` and fill each (process, array) of `recvs`, matched per pair of processes in
+        list order. `key` (the same on both sides, e.g. the collective's sequence number)
+        keeps concurrent exchanges apart. Waits until the deadline."""
+        raise NotImplementedError
+
     def shutdown(self) -> None:
         """Release the transport's resources (the MPI communicator)."""
 
@@ -212,3 +220,8 @@ class SingleProcessTransport(ProcessTransport):
 
     def allgather_object(self, obj):
         return [obj]
+
+    def exchange_arrays(self, sends, recvs, key, what):
+        if sends or recvs:
+            raise ValueError(f"{what}: a run of one process has no other process to exchange "
+                             "arrays with")

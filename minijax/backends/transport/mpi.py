@@ -295,6 +295,17 @@ class MpiTransport(ProcessTransport):
         return [pickle.loads(gathered[p, :sizes[p]].tobytes())
                 for p in range(self.process_count)]
 
+    def exchange_arrays(self, sends, recvs, key, what):
+        for p, _ in list(sends) + list(recvs):
+            self._check_rank(p, what, "process")
+        with self._lock:
+            if self._broken is not None:
+                self._next_tag(what)  # raises TransportBrokenError
+            # Tags above the collectives' span: both kinds can be in flight at once.
+            tag = _TAG_SPAN + int(key) % _TAG_SPAN
+            self._exchange(tag, sends=[(p, _bytes(contiguous(a, what))) for p, a in sends],
+                           recvs=[(p, _bytes(a)) for p, a in recvs], what=what)
+
     def shutdown(self):
         if self.comm is not None and self._broken is None:
             self.comm.Free()
