@@ -4,6 +4,9 @@ multi-process behaviour is tested under mpiexec in test_mpi.py."""
 
 from __future__ import annotations
 
+import queue
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +16,7 @@ import minijax
 from minijax.backends import transport
 from minijax.backends.transport import SingleProcessTransport
 from minijax.backends.transport.base import reduce_in_order
+from minijax.backends.transport.cross_process import CrossProcessTransport, spmd_transport
 from minijax.experimental import multihost_utils
 
 
@@ -157,3 +161,52 @@ def test_multihost_utils_single_process_matches_jax():
     np.testing.assert_array_equal(got["b"], np.arange(3))
     multihost_utils.sync_global_devices("anything")
     multihost_utils.assert_equal({"k": np.arange(3)}, "same")
+
+
+class _Loopback(transport.ProcessTransport):
+    """Two 'processes' inside this one (threads), exchanging arrays through queues: enough
+    to test the cross-process collective bridge without MPI."""
+
+    def __init__(self, index, mailboxes):
+        super().__init__(index, 2, timeout=10)
+        self.mailboxes = mailboxes
+
+    def exchange_arrays(self, sends, recvs, key, what):
+        for peer, array in sends:
+            self.mailboxes[(self.process_index, peer)].put((key, np.array(array)))
+        for peer, array in recvs:
+            got_key, value = self.mailboxes[(peer, self.process_index)].get(timeout=10)
+            assert got_key == key
+            array[...] = value
+
+
+def test_cross_process_bridge_combines_every_process_contribution_in_group_order():
+    """2 processes x 2 participants (global ids 0-3): an all-reduce-like exchange over all
+    four and one over replica groups {0,2},{1,3} (each crossing the processes); every
+    participant combines its group's contributions in group order."""
+    boxes = {(a, b): queue.Queue() for a in range(2) for b in range(2)}
+    bridges = [CrossProcessTransport(_Loopback(p, boxes), [2 * p, 2 * p + 1], [0, 0, 1, 1])
+               for p in range(2)]
+    values = {r: np.full(3, 10.0 ** r, np.float32) for r in range(4)}
+    results = {}
+
+    def participant(r):
+        bridge = bridges[r // 2]
+        results[r, "all"] = bridge.exchange(("c", 1), r, (0, 1, 2, 3), values[r],
+                                            lambda vs: [float(v[0]) for v in vs])
+        group = (0, 2) if r % 2 == 0 else (1, 3)
+        results[r, "groups"] = bridge.exchange(("c", 2), r, group, (values[r], values[r] * 2),
+                                               lambda vs: [float(v[1][0]) for v in vs])
+
+    threads = [threading.Thread(target=participant, args=(r,)) for r in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    for r in range(4):
+        assert results[r, "all"] == [1.0, 10.0, 100.0, 1000.0]
+        assert results[r, "groups"] == ([2.0, 200.0] if r % 2 == 0 else [20.0, 2000.0])
+    # All participants local: the plain in-process rendezvous.
+    assert type(spmd_transport([0, 1], 2)).__name__ == "InProcessTransport"
+    with pytest.raises(ValueError, match="call minijax.distributed.initialize under mpiexec"):
+        spmd_transport([0], 2, SingleProcessTransport())
