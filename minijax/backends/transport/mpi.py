@@ -22,6 +22,7 @@ times out instead.
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
 import time
@@ -39,9 +40,9 @@ from minijax.backends.transport.base import (
     reduce_in_order,
 )
 
-# How long a collective polls without sleeping before it starts sleeping between polls
-# (seconds), and the longest sleep: short collectives stay fast, a long wait for a slow
-# process leaves the cores to the processes that compute.
+# How long a collective polls without sleeping (yielding the core between polls) before it
+# starts sleeping between polls (seconds), and the longest sleep: short collectives stay
+# fast, a long wait for a slow process leaves the cores to the processes that compute.
 _SPIN_S = 0.02
 _MAX_SLEEP_S = 0.002
 _TAG_SPAN = 1 << 20
@@ -90,7 +91,8 @@ class MpiTransport(ProcessTransport):
 
     def _exchange(self, tag: int, sends, recvs, what: str) -> None:
         """Post `recvs` and `sends` (lists of (process, uint8 buffer)) and wait for all of
-        them until the deadline."""
+        them until the deadline. Messages between two processes with one tag arrive in the
+        order posted."""
         comm = self.comm
         requests, peers = [], []
         for peer, buf in recvs:
@@ -114,6 +116,8 @@ class MpiTransport(ProcessTransport):
             if now - start > _SPIN_S:
                 sleep = min(_MAX_SLEEP_S, max(sleep * 2, 5e-5))
                 time.sleep(sleep)
+            else:
+                os.sched_yield()  # let a process that computes on this core go first
 
     def _fail(self, requests, peers, what: str, timeout: float):
         pending = [peer for req, peer in zip(requests, peers) if not req.Test()]
@@ -165,17 +169,17 @@ class MpiTransport(ProcessTransport):
         scratch = self._scratch_bytes(size * arr.dtype.itemsize * procs).view(arr.dtype)
         scratch = scratch.reshape(procs, size)
         tag = self._next_tag(what)
-        self._exchange(
-            tag,
-            sends=[(p, _bytes(flat_in[bounds[p]:bounds[p + 1]])) for p in self._peers()],
-            recvs=[(p, _bytes(scratch[p])) for p in self._peers()],
-            what=what + " (reduce-scatter phase)")
         mine = flat_in[lo:hi]
         if np.may_share_memory(mine, flat_out):
             # In place: keep this process's block, the reduction overwrites it early.
             mine = scratch[me]
             np.copyto(mine, flat_in[lo:hi])
         parts = [mine if p == me else scratch[p] for p in range(procs)]
+        self._exchange(
+            tag,
+            sends=[(p, _bytes(flat_in[bounds[p]:bounds[p + 1]])) for p in self._peers()],
+            recvs=[(p, _bytes(scratch[p])) for p in self._peers()],
+            what=what + " (reduce-scatter phase)")
         reduce_in_order(parts, op, flat_out[lo:hi])
         self._exchange(
             tag,
