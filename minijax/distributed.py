@@ -89,7 +89,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         transport.uninstall()
         run.shutdown()
         raise
-    run._timeout = None  # collectives from now on: minijax_collective_timeout
+    run.set_timeout(None)  # collectives from now on: minijax_collective_timeout
 
 
 def _exchange_devices(run, local_device_ids) -> None:

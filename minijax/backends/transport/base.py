@@ -104,6 +104,10 @@ class ProcessTransport:
         """Seconds each collective waits (the config option unless given explicitly)."""
         return default_timeout() if self._timeout is None else float(self._timeout)
 
+    def set_timeout(self, seconds: float | None) -> None:
+        """Wait `seconds` in each collective from now on (None: the config option)."""
+        self._timeout = seconds
+
     def allreduce(self, x, op: str = "sum", out=None) -> np.ndarray:
         """The elementwise reduction (sum, prod, max, min) of every process's `x`, in process
         order; every process gets the same bits."""

@@ -105,15 +105,20 @@ class CrossProcessTransport(Transport):
         return table
 
 
-def spmd_transport(local: list[int], size: int, processes: ProcessTransport | None = None):
+def spmd_transport(local: list[int], size: int, processes: ProcessTransport | None = None,
+                   process_of: list[int] | None = None):
     """The spmd.Transport for a program with `size` participants of which this process runs
-    `local` (global ids): in-process when every participant is local."""
+    `local` (global ids): in-process when every participant is local. `process_of[r]` is
+    the process running participant r (default: numbered process by process, the same
+    number in each, as pmap does; a mesh of global devices would pass
+    `[d.process_index for d in devices]`)."""
     if len(local) == size:
         return InProcessTransport(size)
     if processes is None or processes.process_count == 1:
         raise ValueError(f"a program of {size} participants runs {len(local)} of them here "
                          "but there is no other process (call minijax.distributed.initialize "
                          "under mpiexec)")
-    per_process = size // processes.process_count
-    process_of = [r // per_process for r in range(size)]
+    if process_of is None:
+        per_process = size // processes.process_count
+        process_of = [r // per_process for r in range(size)]
     return CrossProcessTransport(processes, local, process_of)
