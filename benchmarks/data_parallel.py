@@ -6,6 +6,7 @@ over 2 forced host devices (when importable), each configuration in its own proc
 Rows: the step of examples/data_parallel.py (64-256-10 MLP, SGD) on one batch:
 - minijax jit, 1 device, 1 thread (MINIJAX_NUM_THREADS=1), and with 2 threads;
 - minijax pmap, 2 devices, 2 threads (each device gets one: its share of the pool);
+- minijax jit with in_shardings over a 2-device mesh (the SPMD partitioner's program);
 - JAX pmap, 2 devices (XLA_FLAGS=--xla_force_host_platform_device_count=2).
 Columns: median step time, examples per second, speed-up over minijax's one device, and the
 final loss after the timed steps (the same loss curve on every row).
@@ -36,7 +37,8 @@ if kind == "jax":
 else:
     import minijax as jax
     params = dp.init_params()
-    step = dp.single_device_step() if kind == "mj1" else dp.pmap_step(2)
+    step = {{"mj1": dp.single_device_step, "mj2": lambda: dp.pmap_step(2),
+             "mjs": lambda: dp.sharded_jit_step(2)}}[kind]()
 x, y = dp.make_data(batch)
 params, loss = step(params, x, y)
 jax.block_until_ready(loss)
@@ -55,6 +57,8 @@ CONFIGS = [
     ("minijax jit, 1 device, 2 threads", "mj1",
      {"MINIJAX_NUM_THREADS": "2", "MINIJAX_NUM_CPU_DEVICES": "1"}),
     ("minijax pmap, 2 devices", "mj2",
+     {"MINIJAX_NUM_THREADS": "2", "MINIJAX_NUM_CPU_DEVICES": "2"}),
+    ("minijax sharded jit, 2 devices", "mjs",
      {"MINIJAX_NUM_THREADS": "2", "MINIJAX_NUM_CPU_DEVICES": "2"}),
     ("JAX pmap, 2 devices", "jax",
      {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}),

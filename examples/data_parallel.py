@@ -1,11 +1,13 @@
-"""Train an MLP data-parallel over N CPU devices with pmap and with shard_map.
+"""Train an MLP data-parallel over N CPU devices with pmap, shard_map and sharded jit.
 
     python examples/data_parallel.py --devices 2 [--steps 200] [--batch 512]
     MINIJAX_NUM_CPU_DEVICES=4 python examples/data_parallel.py
 
 Each step splits the batch over the devices; every device computes the gradient of its
 slice, the gradients are averaged with lax.pmean (an all-reduce across the devices) and
-every device applies the same update, so the parameters stay replicated. The loss curve is
+every device applies the same update, so the parameters stay replicated. With sharded jit
+the same step is written for the whole batch and `in_shardings` split it: the SPMD
+partitioner pass inserts the all-reduce. The loss curve is
 the same as one device's jit over the whole batch (printed side by side). The data is a
 synthetic 10-class problem (a fixed random teacher network labels Gaussian inputs).
 """
@@ -20,6 +22,7 @@ import numpy as np
 import minijax as jax
 import minijax.numpy as jnp
 from minijax import lax
+from minijax.sharding import NamedSharding
 from minijax.sharding import PartitionSpec as P
 
 IN, HIDDEN, OUT, LR = 64, 256, 10, 0.2
@@ -85,6 +88,17 @@ def shard_map_step(n: int):
                          out_specs=(P(), P()))
 
 
+def sharded_jit_step(n: int):
+    """Plain jit with shardings: the batch split over a mesh, parameters replicated."""
+    mesh = jax.make_mesh((n,), ("batch",))
+    rep, split = NamedSharding(mesh, P()), NamedSharding(mesh, P("batch"))
+
+    def step(params, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+        return sgd(params, grads), loss
+    return jax.jit(step, in_shardings=(rep, split, split), out_shardings=(rep, rep))
+
+
 def train(step, params, x, y, steps: int, batch: int):
     losses = []
     for s in range(steps):
@@ -126,7 +140,8 @@ def main(argv=None):
     results = {}
     for name, step in (("jit, 1 device", single_device_step()),
                        (f"pmap, {n} devices", pmap_step(n)),
-                       (f"shard_map, {n} devices", shard_map_step(n))):
+                       (f"shard_map, {n} devices", shard_map_step(n)),
+                       (f"sharded jit, {n} devices", sharded_jit_step(n))):
         t0 = time.perf_counter()
         final, losses = train(step, params, x, y, args.steps, args.batch)
         results[name] = losses

@@ -90,9 +90,8 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
             raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
                              f"corresponding value, got specification {in_axes} for value "
                              f"tree {in_tree}.") from None
-        names = leaf_arg_names(call, tuple(dyn))
         avals = [get_aval(x) for x in leaves]
-        n = _mapped_size(names, avals, axes, axis_size)
+        n = _mapped_size(lambda: leaf_arg_names(call, tuple(dyn)), avals, axes, axis_size)
         devs = list(devices) if devices is not None else get_backend(backend).devices()
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
@@ -115,18 +114,19 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                          for a, ax in zip(avals, axes, strict=True)]
             flat_fun, store = flatten_fun(call, in_tree)
             program = SpmdProgram(flat_fun, dev_avals, (name,), (n * procs,), devs,
-                                  _fun_name(fun), names, participants)
+                                  _fun_name(fun), leaf_arg_names(call, tuple(dyn)),
+                                  participants)
             out_tree = store["out_tree"]
             o_axes = broadcast_prefix(out_axes, tree_util.tree_unflatten(
                 out_tree, [0] * out_tree.num_leaves))
-            entry = cache[key] = (program, out_tree, o_axes)
-        program, out_tree, o_axes = entry
+            mesh = Mesh(np.array(devs, dtype=object), ("_pmap",))
+            entry = cache[key] = (program, out_tree, o_axes, mesh)
+        program, out_tree, o_axes, mesh = entry
         hosts = [np.asarray(x) for x in leaves]
         per_device = [[h if ax is None else np.take(h, i, axis=ax)
                        for h, ax in zip(hosts, axes, strict=True)] for i in range(n)]
         outs = program.run(per_device)
         results = []
-        mesh = Mesh(np.array(devs, dtype=object), ("_pmap",))
         for k, (aval, ax) in enumerate(zip(program.out_avals, o_axes, strict=True)):
             if ax is None:
                 results.append(Array(outs[0][k], aval.weak_type))
@@ -145,18 +145,21 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     return mapped
 
 
-def _mapped_size(names, avals, axes, axis_size) -> int:
+def _mapped_size(arg_names, avals, axes, axis_size) -> int:
+    """The mapped axis size; `arg_names()` names the leaves for an error message."""
     sizes = {}
-    for name, aval, ax in zip(names, avals, axes, strict=True):
+    for k, (aval, ax) in enumerate(zip(avals, axes, strict=True)):
         if ax is None:
             continue
         if not -aval.ndim <= ax < aval.ndim:
             raise ValueError(f"pmap was requested to map its argument along axis {ax}, which "
                              f"implies that its rank should be at least {ax + 1}, but is only "
                              f"{aval.ndim} (its shape is {aval.shape})")
-        sizes.setdefault(aval.shape[ax], []).append(name)
+        sizes.setdefault(aval.shape[ax], []).append(k)
     if len(sizes) > 1:
-        detail = "; ".join(f"{', '.join(v)} of size {k}" for k, v in sizes.items())
+        names = arg_names()
+        detail = "; ".join(f"{', '.join(names[i] for i in v)} of size {k}"
+                           for k, v in sizes.items())
         raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: {detail}")
     if sizes:
         n = next(iter(sizes))

@@ -29,7 +29,6 @@ from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.hlo.sharding import spec_to_text
 from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.compiler.options import CompileOptions
-from minijax.compiler.passes.spmd_partitioner import partition_module
 from minijax.core import get_aval
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.sharding import NamedSharding, PartitionSpec, Sharding
@@ -74,11 +73,16 @@ class _Program:
             p.attrs["sharding"] = spec_to_text(mesh.axis_names, mesh.axis_sizes,
                                                _dims(sh, aval.ndim))
         self.before = module_to_text(self.module)
+        # Imported here: `import minijax` loads no compiler pass (the pipeline loads on the
+        # first compile too).
+        from minijax.compiler.passes.all_reduce_combiner import AllReduceCombiner
+        from minijax.compiler.passes.spmd_partitioner import partition_module
         out_sh = out_sh_for(self.jaxpr.out_avals)
         out_specs = [None if sh is None else _dims(sh, a.ndim)
                      for sh, a in zip(out_sh, self.jaxpr.out_avals, strict=True)]
         self.result_specs = partition_module(self.module, mesh.axis_names, mesh.axis_sizes,
                                              out_specs)
+        AllReduceCombiner().run(self.module)
         self.backend = placement.backend_of(mesh.flat_devices()[0])
         self.executable, self.optimized = driver.compile_module(
             self.module, self.backend, CompileOptions(backend=self.backend.name))

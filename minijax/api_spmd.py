@@ -37,6 +37,10 @@ class SpmdProgram:
             self.jaxpr, _ = trace_to_jaxpr(flat_fun, list(in_avals), arg_names=arg_names,
                                            fun_name=name, purpose=name)
             self.module, self.hoisted = lower_jaxpr_to_module(self.jaxpr, name, name)
+        # Imported here: `import minijax` loads no compiler pass.
+        from minijax.compiler.passes.all_reduce_combiner import AllReduceCombiner
+        self.lowered_text = module_to_text(self.module)
+        AllReduceCombiner().run(self.module)
         self.backend = placement.backend_of(self.devices[0])
         options = CompileOptions(backend=self.backend.name)
         self.executable, self.optimized = driver.compile_module(self.module, self.backend,
@@ -57,5 +61,5 @@ class SpmdProgram:
         return [[placement.to_host(o) for o in dev] for dev in outs]
 
     def as_text(self) -> str:
-        """The HLO text before optimization (collectives with their replica groups)."""
-        return module_to_text(self.module)
+        """The HLO text as lowered, before any pass (collectives with replica groups)."""
+        return self.lowered_text

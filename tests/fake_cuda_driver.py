@@ -146,6 +146,10 @@ class FakeDriver:
     def cuEventElapsedTime(self, start, end):  # noqa: N802
         return OK, 0.5
 
+    def cuEventDestroy(self, event):  # noqa: N802
+        self.destroyed_events = getattr(self, "destroyed_events", 0) + 1
+        return (OK,)
+
     # ---------------------------------------------------------------- kernels
     def cuModuleLoadData(self, image):  # noqa: N802
         assert isinstance(image, bytes) and (image.startswith(b"\x7fELF")

@@ -140,7 +140,7 @@ def test_hlo_text_of_pmap_has_xla_collectives():
                                 lax.ppermute(v, "i", [(0, 1), (1, 0)]), lax.axis_index("i")),
                      axis_name="i")
     f(np.ones((2, 3), np.float32))
-    (program, _, _), = f._programs.values()
+    (program, *_), = f._programs.values()
     text = program.as_text()
     assert "all-reduce(" in text and "replica_groups={{0,1}}" in text
     assert "use_global_device_ids=true" in text and "channel_id=1" in text

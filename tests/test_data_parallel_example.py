@@ -16,7 +16,7 @@ def test_example_same_loss_curve_over_devices():
     lines = out.stdout.splitlines()
     assert "4 CPU devices" in lines[0]
     curve = [line for line in lines if "max |loss - 1-device loss|" in line]
-    assert len(curve) == 3
+    assert len(curve) == 4
     for line in curve:
         assert float(line.rsplit("=", 1)[1]) < 1e-4, line
     first = [line for line in lines if "loss" in line and "->" in line]

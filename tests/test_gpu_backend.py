@@ -19,6 +19,9 @@ from minijax.backends import get_backend, register_backend, unregister_backend
 from minijax.backends.cuda import NO_GPU, CudaBackend
 from minijax.backends.cuda.allocator import CachingAllocator, DeviceOutOfMemory, size_class
 from minijax.backends.cuda.driver import cuda_devices
+from minijax.backends.cuda.loops import counted_loop
+from minijax.config import config
+from minijax.tools.opcode_coverage import coverage
 
 pytest.importorskip("llvmlite", reason="GPU code generation needs llvmlite")
 
@@ -114,7 +117,7 @@ def test_gpu_benchmarks_fail_cleanly_without_a_gpu():
     assert out.returncode == 2 and "no CUDA driver/GPU" in out.stderr
 
 
-@pytest.mark.skipif(not cuda_devices(), reason=NO_GPU)
+@pytest.mark.skipif(not cuda_devices(), reason=f"needs a real NVIDIA GPU ({NO_GPU})")
 def test_real_gpu_runs_a_fused_kernel():
     dev = get_backend("cuda").devices()[0]
     x = minijax.device_put(np.arange(1 << 20, dtype=np.float32), dev)
@@ -182,16 +185,67 @@ def test_jit_eager_and_transfers_on_the_emulated_gpu(gpu):
     np.testing.assert_allclose(np.asarray(g), 2 * x, rtol=1e-6)
 
 
-def test_dot_runs_as_gemm_and_sort_on_the_host(gpu):
+def test_dot_runs_as_gemm_sort_as_a_kernel_and_fft_on_the_host(gpu):
     rng = np.random.default_rng(0)
     x, w = rng.normal(size=(7, 5)).astype(np.float32), rng.normal(size=(9, 5)).astype(np.float32)
-    f = minijax.jit(lambda a, b: (jnp.sort(a @ b.T, axis=1), a.T @ a))
+    f = minijax.jit(lambda a, b: (jnp.sort(a @ b.T, axis=1), a.T @ a,
+                                  jnp.abs(jnp.fft.fft(a[0]))))
     module = optimize(f.lower(x, w).module, CompileOptions())
     text = get_backend("gpuemu").compile(module).as_text()
-    assert "as a GEMM" in text and "HOST evaluator (sort)" in text
-    s, g = f(minijax.device_put(x, gpu), minijax.device_put(w, gpu))
+    assert "as a GEMM" in text and "sort (bitonic" in text and "HOST evaluator (fft)" in text
+    s, g, h = f(minijax.device_put(x, gpu), minijax.device_put(w, gpu))
     np.testing.assert_allclose(np.asarray(s), np.sort(x @ w.T, axis=1), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(g), x.T @ x, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(h), np.abs(np.fft.fft(x[0])), rtol=1e-5, atol=1e-6)
+
+
+def test_executables_run_on_the_gpu_of_their_inputs():
+    """Two emulated GPUs: a jitted call on GPU 1's arrays compiles for GPU 1's runtime
+    (its allocator holds the results), GPU 0 stays untouched."""
+    rts = [EmulatedRuntime(max_blocks=2), EmulatedRuntime(max_blocks=2)]
+    register_backend("gpuemu2", lambda: CudaBackend(rts, name="gpuemu2"))
+    try:
+        d0, d1 = get_backend("gpuemu2").devices()
+        assert (d0.id, d1.id) == (0, 1)
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+        a = minijax.device_put(x, d1)
+        in_use0 = rts[0].allocator.stats["bytes_in_use"]
+        y = minijax.jit(lambda v: jnp.sort(-v, axis=1) * 2)(a)
+        assert y.device == d1
+        np.testing.assert_array_equal(np.asarray(y), np.sort(-x, axis=1) * 2)
+        assert rts[0].allocator.stats["bytes_in_use"] == in_use0
+        assert rts[1].allocator.stats["bytes_in_use"] >= y.nbytes
+        b = minijax.device_put(x, d0)
+        z = minijax.jit(lambda v: jnp.sort(-v, axis=1) * 2)(b)
+        assert z.device == d0
+        np.testing.assert_array_equal(np.asarray(z), np.asarray(y))
+    finally:
+        unregister_backend("gpuemu2")
+
+
+def test_debug_two_prints_kernel_times_with_host_timers_when_emulated(gpu, capsys):
+    old = config.read("minijax_debug")
+    config.update("minijax_debug", 2)
+    try:
+        y = minijax.jit(lambda v: jnp.exp(v) + 1)(minijax.device_put(np.ones(64, np.float32),
+                                                                     gpu))
+        np.testing.assert_allclose(np.asarray(y), np.e + 1, rtol=1e-6)
+    finally:
+        config.update("minijax_debug", old)
+    err = capsys.readouterr().err
+    assert " us, " in err and "GB/s (host timer)" in err
+
+
+def test_opcode_coverage_reports_the_gpu_program_without_a_driver():
+    header, rows, _ = coverage(["cuda"])
+    cell = {r[0]: r[3] for r in rows}
+    for op in ("gather", "scatter", "sort", "topk", "reduce-window", "select-and-scatter",
+               "convolution", "add", "reduce", "transpose", "fusion"):
+        assert cell[op] == "kernel", op
+    assert cell["dot"] == "library" and cell["while"] == "program"
+    assert cell["reshape"] == "view" and cell["tuple"] == "no-op"
+    assert cell["fft"] == "thunk" and cell["cholesky"] == "thunk"
+    assert "unsupported" not in set(cell.values()) - {cell.get("stochastic-convert")}
 
 
 def test_intermediates_go_back_to_the_allocator(gpu):
@@ -222,7 +276,7 @@ def test_while_and_cond_run_as_device_programs(gpu):
     x = np.linspace(0, 3, 10, dtype=np.float32)
     module = optimize(minijax.jit(f).lower(x, np.int32(5)).module, CompileOptions())
     text = get_backend("gpuemu").compile(module).as_text()
-    assert "while (nested programs)" in text and "HOST" not in text
+    assert "while (nested programs" in text and "HOST" not in text
     ref = x.copy()
     for _ in range(5):
         ref = np.where(ref > 1.0, ref * 0.5, ref + 1.0)
@@ -244,3 +298,60 @@ def test_jit_backend_argument_cost_and_memory_analysis(gpu):
     y = f(x)
     assert y.device == gpu
     np.testing.assert_allclose(float(y), 64 * np.exp(0.5), rtol=1e-6)
+
+
+def test_counted_loops_read_no_scalar_per_iteration(gpu):
+    """fori_loop/scan: counter, limit and step are read once, not once per iteration; a
+    data-dependent while loop still reads its predicate every iteration."""
+    rt = get_backend("gpuemu").runtime()
+    reads = []
+    download = rt.download
+
+    def counting(buf, shape, dtype):
+        if tuple(shape) == ():
+            reads.append(1)
+        return download(buf, shape, dtype)
+    rt.download = counting
+    try:
+        x = np.linspace(0, 3, 10, dtype=np.float32)
+        f = minijax.jit(lambda v, n: minijax.lax.fori_loop(
+            0, n, lambda i, u: jnp.where(u > 1.0, u * 0.5, u + i.astype(u.dtype)), v))
+        text = get_backend("gpuemu").compile(optimize(
+            f.lower(x, np.int32(3)).module, CompileOptions())).as_text()
+        assert "counted loop" in text
+        got = f(minijax.device_put(x, gpu), minijax.device_put(np.int32(40), gpu))
+        got.block_until_ready()
+        assert len(reads) <= 3
+        ref = x.copy()
+        for i in range(40):
+            ref = np.where(ref > 1.0, ref * 0.5, ref + np.float32(i))
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6)
+        reads.clear()
+        g = minijax.jit(lambda v: minijax.lax.while_loop(lambda u: u.sum() < 100.0,
+                                                         lambda u: u * 2 + 1, v))
+        ref = x.copy()
+        while ref.sum() < 100.0:
+            ref = ref * 2 + 1
+        np.testing.assert_allclose(np.asarray(g(minijax.device_put(x, gpu))), ref, rtol=1e-6)
+        assert len(reads) >= 3          # one predicate per iteration
+    finally:
+        rt.download = download
+
+
+def test_loops_whose_limit_changes_are_not_counted(gpu):
+    def f(x):
+        return minijax.lax.while_loop(lambda s: s[0] < s[1],
+                                      lambda s: (s[0] + 1, s[1] - 1, s[2] * 2), (0, 9, x))[2]
+    x = np.ones(4, np.float32)
+    module = optimize(minijax.jit(f).lower(x).module, CompileOptions())
+    whiles = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    assert whiles and all(counted_loop(w) is None for w in whiles)
+    np.testing.assert_array_equal(np.asarray(minijax.jit(f)(minijax.device_put(x, gpu))),
+                                  x * 2 ** 5)
+    scan = minijax.jit(lambda v: minijax.lax.scan(lambda c, u: (c + u, c * u), 0.0, v)[1])
+    module = optimize(scan.lower(x).module, CompileOptions())
+    whiles = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    assert whiles and all(counted_loop(w) is not None for w in whiles)
+    v = np.arange(1, 6, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(scan(minijax.device_put(v, gpu))),
+                                  np.concatenate([[0], np.cumsum(v)[:-1]]) * v)

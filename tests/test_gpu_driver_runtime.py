@@ -16,6 +16,7 @@ from minijax.backends import get_backend, register_backend, unregister_backend
 from minijax.backends.cuda import CudaBackend
 from minijax.backends.cuda import driver as drv
 from minijax.backends.cuda.allocator import DeviceOutOfMemory
+from minijax.config import config
 
 pytest.importorskip("llvmlite", reason="GPU code generation needs llvmlite")
 
@@ -82,3 +83,18 @@ def test_out_of_memory_names_the_largest_live_buffers(fake):
                                                 r"device_put"):
         minijax.device_put(np.zeros((5120, 2048), np.float32), dev)
     del keep
+
+
+def test_debug_two_times_kernels_with_cuda_events(fake, capsys):
+    drv_, dev = fake
+    old = config.read("minijax_debug")
+    config.update("minijax_debug", 2)
+    try:
+        y = minijax.jit(lambda v: jnp.sort(v) + 1)(minijax.device_put(
+            np.arange(8, 0, -1, dtype=np.float32), dev))
+        np.testing.assert_array_equal(np.asarray(y), np.arange(1, 9) + 1)
+    finally:
+        config.update("minijax_debug", old)
+    err = capsys.readouterr().err
+    assert "500.0 us" in err and "(CUDA events)" in err       # the fake's 0.5 ms
+    assert drv_.destroyed_events >= 2 and drv_.destroyed_events % 2 == 0

@@ -122,7 +122,7 @@ def test_minijax_collective_text_round_trips():
                                 lax.all_to_all(v, "i", 0, 0, tiled=True),
                                 lax.ppermute(v, "i", [(0, 1), (1, 0)])), axis_name="i")
     f(np.ones((2, 4), np.float32))
-    (program, _, _), = f._programs.values()
+    (program, *_), = f._programs.values()
     for module in (program.module, program.optimized):
         text = module_to_text(module)
         assert module_to_text(parse_module(text)) == text
@@ -141,3 +141,28 @@ def test_live_jax_pmap_matches_minijax_when_installed():
     got = minijax.pmap(lambda v: f(lax, v), axis_name="i")(x)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+_SELECT_MAX = """HloModule selmax
+mx {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  gt = pred[] compare(a, b), direction=GT
+  ROOT m = f32[] select(gt, a, b)
+}
+ENTRY e {
+  p = f32[5]{0} parameter(0)
+  r = f32[5]{0} all-reduce(p), replica_groups={{0,1,2}}, to_apply=mx
+  ROOT t = (f32[5]{0}) tuple(r)
+}
+"""
+
+
+def test_all_reduce_with_a_general_reduction_computation():
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal(5).astype(np.float32) for _ in range(3)]
+    backend = get_backend("cpu")
+    exe, _ = compile_module(parse_module(_SELECT_MAX), backend, CompileOptions(backend="cpu"))
+    outs = run_spmd(backend, exe, minijax.devices()[:3], [[x] for x in xs])
+    for dev in outs:
+        np.testing.assert_array_equal(np.asarray(dev[0]), np.max(xs, axis=0))

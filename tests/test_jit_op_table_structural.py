@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import minijax as jax
 from minijax import lax
+from minijax.sharding import NamedSharding, PartitionSpec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_jit_op_table import (  # noqa: E402
@@ -276,6 +277,10 @@ def _misc(x, i, lhs, rhs):
                  axis_name="i")(x),
         jax.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(
             lax.broadcast(x[:, 0], (n,))),
+        jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(
+            lax.broadcast(x[:, 0], (n,))),
+        lax.with_sharding_constraint(lax.sin(x), NamedSharding(jax.make_mesh((1,), ("d",)),
+                                                               PartitionSpec("d"))),
     ]
 
 

@@ -148,6 +148,11 @@ class Backend:
         """Compile an (already optimized) HLO module into an Executable."""
         raise NotImplementedError
 
+    def compile_for(self, module, options, device) -> Executable:
+        """Compile for `device` (None: the backend's default device); backends with one
+        executable for all their devices keep this default."""
+        return self.compile(module, options)
+
     def opcode_support(self, opcode: str) -> str:
         """How this backend runs `opcode`: "kernel" (generated code), "library" (a library
         call: BLAS, cuBLAS), "view" (no copy), "program" (nested programs: control flow),

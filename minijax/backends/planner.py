@@ -28,7 +28,7 @@ from minijax.compiler.codegen.kernel_plan import wrap_instruction
 from minijax.compiler.evaluator import evaluate_instruction
 from minijax.compiler.hlo.ir import Computation, Instruction
 
-_MOVES = ("after-all", "optimization-barrier", "copy-start", "copy-done")
+MOVES = ("after-all", "optimization-barrier", "copy-start", "copy-done")
 
 
 class Program:
@@ -150,7 +150,7 @@ class ProgramPlanner:
             return
         if op in ("reshape", "bitcast") and self.view_step(prog, instr, ops, s):
             return
-        if op in _MOVES:
+        if op in MOVES:
             src = ops[0] if ops else None
             prog.steps.append(lambda env: env.__setitem__(s, env[src] if src is not None
                                                           else None))

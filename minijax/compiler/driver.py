@@ -13,7 +13,7 @@ is what jit (api_jit.Lowered) and eager one-op programs on device backends
 3. the persistent (disk) cache of optimized modules, when MINIJAX_CACHE_DIR is set;
 4. the backend's own pass pipeline (`backend.passes(options)`, run by compiler/pipeline.py),
    whose result is stored on disk;
-5. `backend.compile(optimized, options)`;
+5. `backend.compile_for(optimized, options, device)` (device None: the default one);
 6. dumps (MINIJAX_FLAGS=--dump_to=DIR): HLO before/after, per-pass HLO, options, and what
    the backend's executable writes (LLVM IR, PTX).
 
@@ -94,7 +94,7 @@ def compile_module(module, backend, options: CompileOptions | None = None, *,
                 stats.disk_writes += 1
             timings["cache_store"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    executable = backend.compile(optimized, options)
+    executable = backend.compile_for(optimized, options, device)
     timings["codegen"] = time.perf_counter() - t0
     cache_mod.executable_cache.put(key, (executable, optimized), module_bytes(optimized))
     if flags.dump_to and dump_source is not None:

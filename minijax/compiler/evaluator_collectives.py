@@ -80,8 +80,32 @@ def _one_dimension(instr) -> int:
     return int(dims[0])
 
 
+# Reductions whose computation is one of these ops of its two parameters run as NumPy ufuncs
+# accumulating in place (the same IEEE operations, in the same order).
+_UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+           "minimum": np.minimum, "and": np.logical_and, "or": np.logical_or}
+
+
+def _ufunc_of(comp):
+    root = comp.root
+    params = {id(p) for p in comp.parameters}
+    if (root.opcode in _UFUNCS and len(root.operands) == 2 and len(params) == 2
+            and {id(o) for o in root.operands} == params
+            and (root.opcode not in ("and", "or") or root.shape.element_type == "pred")):
+        return _UFUNCS[root.opcode]
+    return None
+
+
 def _reducer(instr, evaluator_ctx):
     comp = instr.called["to_apply"]
+    ufunc = _ufunc_of(comp)
+    if ufunc is not None:
+        def combine_fast(values):
+            acc = np.array(values[0])
+            for v in values[1:]:
+                ufunc(acc, v, out=acc)
+            return acc
+        return combine_fast
 
     def combine(values):
         acc = np.asarray(values[0])

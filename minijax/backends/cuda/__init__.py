@@ -56,14 +56,16 @@ class CudaBuffer(Buffer):
 
 class CudaBackend(Backend):
     """Backend "cuda" (see the module docstring). `runtime` overrides the device runtime
-    (tests pass an EmulatedRuntime)."""
+    (tests pass an EmulatedRuntime, or a list of them: one emulated GPU each)."""
 
     name = "cuda"
     platform = "gpu"
     host_memory = False
 
     def __init__(self, runtime=None, name: str = "cuda"):
-        self._runtimes = {0: runtime} if runtime is not None else {}
+        runtimes = runtime if isinstance(runtime, (list, tuple)) else (
+            [runtime] if runtime is not None else [])
+        self._runtimes = dict(enumerate(runtimes))
         self._emulated = runtime is not None
         self.name = name
         self._lock = threading.Lock()
@@ -71,7 +73,8 @@ class CudaBackend(Backend):
     def devices(self) -> list[Device]:
         """One CudaDevice per GPU the driver reports (the emulated device in tests)."""
         if self._emulated:
-            return [Device("gpu", 0, self._runtimes[0].name, backend=self.name)]
+            return [Device("gpu", k, rt.name, backend=self.name)
+                    for k, rt in sorted(self._runtimes.items())]
         return [Device("gpu", k, name, backend=self.name) for k, name, _cc in cuda_devices()]
 
     def runtime(self, ordinal: int = 0):
@@ -79,6 +82,8 @@ class CudaBackend(Backend):
         on first use)."""
         with self._lock:
             rt = self._runtimes.get(ordinal)
+            if rt is None and self._emulated:
+                raise ValueError(f"no emulated GPU {ordinal} (there are {len(self._runtimes)})")
             if rt is None:
                 if not cuda_devices():
                     raise RuntimeError(f"the cuda backend cannot compile: {NO_GPU} "
@@ -88,12 +93,19 @@ class CudaBackend(Backend):
             return rt
 
     def compile(self, module, options=None):
-        """Plan the module's entry computation as kernels, GEMMs and host steps, for GPU 0
-        (the compile interface names no device yet: executables run on the first GPU)."""
+        """Plan the module's entry computation as kernels, GEMMs and host steps for GPU 0."""
+        return self.compile_for(module, options, None)
+
+    def compile_for(self, module, options, device):
+        """Plan the module for `device` (None: GPU 0): its runtime (context, stream,
+        allocator) runs the executable and owns its results."""
         from minijax.backends.cuda.program import GpuExecutable  # noqa: PLC0415 - llvmlite
         debug = debug_level()
-        executable = GpuExecutable(module, self.runtime(), debug, self.devices()[0],
-                                   CudaBuffer)
+        ordinal = 0 if device is None else device.id
+        runtime = self.runtime(ordinal)
+        if device is None:
+            device = self.devices()[ordinal]
+        executable = GpuExecutable(module, runtime, debug, device, CudaBuffer)
         dump_to = getattr(options, "dump_to", None) if options is not None else None
         if dump_to:
             os.makedirs(dump_to, exist_ok=True)
@@ -105,6 +117,17 @@ class CudaBackend(Backend):
             print(executable.ir_text, file=sys.stderr)
             print(executable.ptx(), file=sys.stderr)
         return executable
+
+    def opcode_support(self, opcode: str) -> str:
+        """How the GPU program runs `opcode` (the same answer with or without a driver:
+        it is what the code generator does, see program.gpu_opcode_support)."""
+        try:
+            from minijax.backends.cuda.program import (  # noqa: PLC0415 - llvmlite
+                gpu_opcode_support,
+            )
+        except ImportError:
+            return "unsupported"
+        return gpu_opcode_support(opcode)
 
     def buffer_from_host(self, value: np.ndarray, device: Device) -> CudaBuffer:
         """Copy a host array to the GPU (through the pinned staging buffer)."""

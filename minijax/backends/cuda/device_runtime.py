@@ -7,6 +7,7 @@ backend is tested without a GPU.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,6 +95,18 @@ class DeviceRuntime:
 
     def synchronize(self) -> None:
         """Wait for everything queued on the device's stream."""
+
+    #: What start_timer/stop_timer measure with ("host timer": wall clock after a sync).
+    timer = "host timer"
+
+    def start_timer(self):
+        """A mark before the work to time (pair with `stop_timer`)."""
+        return time.perf_counter()
+
+    def stop_timer(self, start) -> float:
+        """Seconds from `start` until the work queued since then is done."""
+        self.synchronize()
+        return time.perf_counter() - start
 
 
 __all__ = ["DeviceBuffer", "DeviceRuntime", "GemmSpec"]

@@ -149,6 +149,22 @@ class CudaRuntime(DeviceRuntime):
         check(cu.cuEventSynchronize(end), "cuEventSynchronize")
         return float(check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
+    timer = "CUDA events"
+
+    def start_timer(self):
+        """An event recorded on the stream before the work to time (MINIJAX_DEBUG=2)."""
+        self._bind()
+        return self.event()
+
+    def stop_timer(self, start) -> float:
+        """GPU seconds between `start` and an event recorded now (both events destroyed)."""
+        end = self.event()
+        try:
+            return self.elapsed_ms(start, end) / 1e3
+        finally:
+            for ev in (start, end):
+                check(driver().cuEventDestroy(ev), "cuEventDestroy")
+
     # ------------------------------------------------------------------ kernels
     def load_kernels(self, ir_text: str, names: list[str]):
         cu = driver()

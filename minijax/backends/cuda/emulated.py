@@ -3,9 +3,10 @@
 Memory comes from the same caching allocator as on a GPU (over numpy byte arrays), kernels
 are the very modules the CUDA runtime would turn into PTX, run by
 compiler/codegen/gpu/emulate.py with each launch's grid cut to `max_blocks` (the kernels'
-grid-stride loops cover the rest), and GEMMs run with numpy (float types only, like cuBLAS;
-`gemm=False` sends every dot to the generated GEMM kernel). Tests use it to check the GPU
-backend's programs end to end without a GPU.
+grid-stride loops cover the rest) with every global access bounds-checked against the
+buffers the launch was given (their sizes as allocated), and GEMMs run with numpy (float
+types only, like cuBLAS; `gemm=False` sends every dot to the generated GEMM kernel). Tests
+use it to check the GPU backend's programs end to end without a GPU.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ from minijax.compiler.codegen.gpu.emulate import HostKernels
 
 
 class _Module:
-    def __init__(self, kernels: HostKernels, max_blocks: int | None):
-        self.kernels, self.max_blocks = kernels, max_blocks
+    def __init__(self, kernels: HostKernels, runtime: EmulatedRuntime):
+        self.kernels, self.runtime = kernels, runtime
+        self.max_blocks = runtime.max_blocks
         self.launches = 0
 
     def launch(self, name: str, grid: int, block: int, ptrs: list[int]) -> None:
         if self.max_blocks is not None:
             grid = min(grid, self.max_blocks)
         self.launches += 1
-        self.kernels.launch(name, grid, block, ptrs)
+        sizes = [self.runtime.sizes.get(p, 0) for p in ptrs]
+        self.kernels.launch(name, grid, block, ptrs, sizes)
 
 
 class EmulatedRuntime(DeviceRuntime):
@@ -42,6 +45,7 @@ class EmulatedRuntime(DeviceRuntime):
         self.use_gemm = gemm           # False: dots use the generated GEMM kernel
         self.capacity = capacity
         self._arrays: dict[int, np.ndarray] = {}
+        self.sizes: dict[int, int] = {}   # address -> bytes asked for (bounds checks)
         self.allocator = CachingAllocator(self._raw_alloc, self._raw_free,
                                           device="emulated GPU")
 
@@ -56,6 +60,11 @@ class EmulatedRuntime(DeviceRuntime):
 
     def _raw_free(self, ptr: int) -> None:
         del self._arrays[ptr]
+
+    def allocate(self, nbytes: int, label: str = "") -> DeviceBuffer:
+        buf = super().allocate(nbytes, label)
+        self.sizes[buf.ptr] = nbytes
+        return buf
 
     def view(self, buf: DeviceBuffer, shape, dtype) -> np.ndarray:
         """A numpy view of a buffer's memory."""
@@ -81,7 +90,7 @@ class EmulatedRuntime(DeviceRuntime):
             ctypes.memmove(dst.ptr, src.ptr, nbytes)
 
     def load_kernels(self, ir_text: str, names: list[str]):
-        return _Module(HostKernels(ir_text), self.max_blocks)
+        return _Module(HostKernels(ir_text), self)
 
     def gemm(self, spec: GemmSpec, a: DeviceBuffer, b: DeviceBuffer, c: DeviceBuffer) -> bool:
         if not self.use_gemm or spec.dtype not in ("f32", "f64", "f16") or \

@@ -9,10 +9,13 @@ device buffers and the GPU's hooks.
   a GEMM (cuBLAS on a GPU), reading transposed operands through trans flags;
 - row-major reshapes/bitcasts and tuples alias their operands' buffers (no copy);
 - while / conditional / call run as nested programs of device steps; the loop predicate or
-  branch index is the only value copied to the host (one scalar per iteration);
+  branch index is the only value copied to the host (one scalar per iteration), and a
+  counted loop (fori_loop, scan: loops.py) reads its counter, limit and step once;
+- gather, scatter, sort, topk, reduce-window, select-and-scatter and convolution run as
+  dedicated kernels (compiler/codegen/gpu/ops.py);
 - everything else runs on the host evaluator: its operands are copied to the host and the
-  result back (`as_text()` marks each such HOST step; sort, gather, scatter, convolution,
-  ... have no device kernels yet).
+  result back (`as_text()` marks each such HOST step: fft, linear algebra custom calls,
+  complex numbers, rng-bit-generator, collectives, ...; `gpu_opcode_support` says which).
 Buffers are DeviceBuffers, freed to the caching allocator when the last reference goes;
 the entry program drops each intermediate right after its last reader, so peak memory
 follows liveness. Kernels are queued on the device's stream (scratch and intermediates can
@@ -23,22 +26,40 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
 
 from minijax.backends.base import Executable
 from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, GemmSpec
-from minijax.backends.planner import Program, ProgramPlanner
+from minijax.backends.cuda.loops import counted_loop, counted_loop_step
+from minijax.backends.planner import MOVES, Program, ProgramPlanner
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.gemm import GEMM_TYPES, emit_gemm_kernel
 from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel, gpu_unsupported_reason
+from minijax.compiler.codegen.gpu.ops import OP_KERNEL_OPCODES, emit_op_kernel, op_kernel_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
-from minijax.compiler.evaluator import evaluate_instruction, flatten_value
+from minijax.compiler.evaluator import evaluate_instruction, flatten_value, has_implementation
 from minijax.compiler.hlo.ir import Computation, Instruction
 
 _KERNEL_OPCODES = frozenset((ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
+_NO_OP = frozenset({"parameter", "constant", "tuple", "get-tuple-element", *MOVES})
+
+
+def gpu_opcode_support(opcode: str) -> str:
+    """How the GPU program runs `opcode` (for its usual element types): "kernel",
+    "library", "view", "program", "no-op", "thunk" (the host evaluator) or "unsupported"."""
+    if opcode in _KERNEL_OPCODES or opcode in OP_KERNEL_OPCODES or opcode == "fusion":
+        return "kernel"
+    if opcode in ("reshape", "bitcast"):
+        return "view"
+    if opcode == "dot":
+        return "library"
+    if opcode in ("while", "conditional", "call"):
+        return "program"
+    if opcode in _NO_OP:
+        return "no-op"
+    return "thunk" if has_implementation(opcode) else "unsupported"
 
 
 def _row_major(shape) -> bool:
@@ -116,6 +137,10 @@ class _GpuPlanner(ProgramPlanner):
     def read_scalar(self, value):
         return self.runtime.download(value, (), value.dtype)[()]
 
+    def read_typed(self, value, dtype):
+        """A device scalar of element type `dtype` (argument buffers carry no dtype)."""
+        return self.runtime.download(value, (), dtype)[()]
+
     # ------------------------------------------------------------------ hooks
     def constant(self, instr: Instruction):
         value = np.asarray(instr.literal, dtype=instr.shape.dtype).reshape(instr.shape.dims)
@@ -158,7 +183,27 @@ class _GpuPlanner(ProgramPlanner):
         prog.steps.append(step)
         return True
 
+    def op_kernel_step(self, prog, instr, ops, s) -> bool:
+        """gather, scatter, sort, ...: a dedicated kernel (ops.py) when there is one."""
+        if op_kernel_reason(instr) is not None:
+            return False
+        name = f"k{len(self.kernels)}_{instr.name}".replace("-", "_").replace(".", "_")
+        kernel = emit_op_kernel(self.ir, name, instr)
+        self.kernels.append(kernel)
+        prog.kernel_count += len(kernel.launches)
+        prog.notes.append(f"{instr.name}: {kernel.name} ({kernel.mode}: " + ", ".join(
+            f"<<<{la.grid}, {la.block}>>>" for la in kernel.launches) + ")")
+        tuple_out = instr.shape.is_tuple
+
+        def step(env):
+            outs = self.run_kernels([kernel], [env[k] for k in ops], instr)
+            env[s] = outs if tuple_out else outs[0]
+        prog.steps.append(step)
+        return True
+
     def library_step(self, prog, instr, ops, s) -> bool:
+        if instr.opcode in OP_KERNEL_OPCODES:
+            return self.op_kernel_step(prog, instr, ops, s)
         if instr.opcode != "dot":
             return False
         spec = _gemm_spec(instr)
@@ -192,20 +237,30 @@ class _GpuPlanner(ProgramPlanner):
         why = ""
         if instr.opcode in _KERNEL_OPCODES:
             why = f": {gpu_unsupported_reason(wrap_instruction(instr)[0])}"
+        elif instr.opcode in OP_KERNEL_OPCODES:
+            why = f": {op_kernel_reason(instr)}"
         prog.notes.append(f"{instr.name}: HOST evaluator ({instr.opcode}{why})")
         prog.steps.append(lambda env: env.__setitem__(s, self.host(instr, [env[o] for o in
                                                                           ops])))
 
     def _instruction(self, prog: Program, instr: Instruction) -> None:
         before = len(prog.steps)
-        super()._instruction(prog, instr)
+        counted = counted_loop(instr) if instr.opcode == "while" else None
+        if counted is not None:
+            body = self.program(instr.called["body"])
+            prog.steps.append(counted_loop_step(counted, body, prog.slot[id(instr.operands[0])],
+                                                prog.slot[id(instr)], self.read_typed))
+            prog.notes.append(f"{instr.name}: while (nested programs; counted loop: its "
+                              f"counter, limit and step read once, no copy per iteration)")
+        else:
+            super()._instruction(prog, instr)
         self.owners.setdefault(id(prog), []).extend([instr] * (len(prog.steps) - before))
 
     # ------------------------------------------------------------------ running
     def run_kernels(self, kernels, inputs, instr) -> list:
         in_ptrs = [b.ptr for b in inputs]
         outs = []
-        t0 = time.perf_counter() if self.debug >= 2 else 0.0
+        t0 = self.runtime.start_timer() if self.debug >= 2 else None
         for kernel in kernels:
             bufs = [self.allocate(s, _label(instr)) for s in kernel.output_shapes]
             scratch = self.runtime.allocate(kernel.scratch_bytes, "reduction partials") \
@@ -215,12 +270,12 @@ class _GpuPlanner(ProgramPlanner):
                 for launch in kernel.launches:
                     self.loaded.launch(launch.function, launch.grid, launch.block, ptrs)
             outs += bufs
-        if self.debug >= 2:
-            self.runtime.synchronize()
-            dt = time.perf_counter() - t0
+        if t0 is not None:
+            dt = self.runtime.stop_timer(t0)
             nbytes = sum(b.nbytes for b in inputs) + sum(b.nbytes for b in outs)
             print(f"[minijax] {instr.name}: {dt * 1e6:.1f} us, "
-                  f"{nbytes / max(dt, 1e-9) / 1e9:.1f} GB/s", file=sys.stderr)
+                  f"{nbytes / max(dt, 1e-9) / 1e9:.1f} GB/s ({self.runtime.timer})",
+                  file=sys.stderr)
         return outs
 
     def host(self, instr, operands):
@@ -332,4 +387,4 @@ class GpuExecutable(Executable):
         return [n for n in self.notes if "HOST" in n]
 
 
-__all__ = ["GpuExecutable", "gpu_unsupported_reason"]
+__all__ = ["GpuExecutable", "gpu_opcode_support", "gpu_unsupported_reason"]

@@ -9,6 +9,10 @@ host; nothing else in the kernels changes:
   `shfl.sync.down` a host function that writes the lane's value into a per-warp slot array,
   waits on the warp's pthread barrier and reads the slot `delta` lanes below (two slot
   arrays used alternately, so one barrier per shuffle is enough).
+Every load and store through a global pointer is bounds-checked: it goes through
+`minijax_emu_checked`, which looks the accessed bytes up in the launch's buffers (the numpy
+arrays given, or the (address, bytes) ranges in `sizes`); an access outside all of them is
+redirected to a sink and the launch raises IndexError naming the kernel and the address.
 Kernels without barriers or shuffles run one thread after another; the others run one OS
 thread per GPU thread of a block, the blocks one after another (so a block's shared memory
 is the module's one copy of each shared array). `launch(fn, grid, block, buffers)` can be
@@ -80,6 +84,88 @@ define i32 @minijax_emu_shfl_down(i32 %mask, i32 %v, i32 %delta, i32 %clamp, i32
 }}
 """
 _COOPERATIVE = ("minijax_emu_barrier", "minijax_emu_shfl_down")
+_MAX_RANGES = 256
+# The bounds check every global load and store goes through (see the module docstring).
+_CHECK_IR = f"""
+@minijax_emu_ranges = global [{_MAX_RANGES} x [2 x i64]] zeroinitializer
+@minijax_emu_nranges = global i64 0
+@minijax_emu_fault = global [3 x i64] zeroinitializer
+@minijax_emu_sink = global [64 x i64] zeroinitializer
+
+define i8* @minijax_emu_checked(i8* %p, i64 %size) {{
+entry:
+  %a = ptrtoint i8* %p to i64
+  %e = add i64 %a, %size
+  %n = load i64, i64* @minijax_emu_nranges
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %next]
+  %done = icmp uge i64 %i, %n
+  br i1 %done, label %bad, label %body
+body:
+  %lop = getelementptr [{_MAX_RANGES} x [2 x i64]], [{_MAX_RANGES} x [2 x i64]]*
+         @minijax_emu_ranges, i64 0, i64 %i, i64 0
+  %lo = load i64, i64* %lop
+  %hip = getelementptr [{_MAX_RANGES} x [2 x i64]], [{_MAX_RANGES} x [2 x i64]]*
+         @minijax_emu_ranges, i64 0, i64 %i, i64 1
+  %hi = load i64, i64* %hip
+  %ge = icmp uge i64 %a, %lo
+  %le = icmp ule i64 %e, %hi
+  %in = and i1 %ge, %le
+  br i1 %in, label %ok, label %next
+next:
+  %i1 = add i64 %i, 1
+  br label %loop
+ok:
+  ret i8* %p
+bad:
+  %cp = getelementptr [3 x i64], [3 x i64]* @minijax_emu_fault, i64 0, i64 0
+  %c = load i64, i64* %cp
+  %c1 = add i64 %c, 1
+  store i64 %c1, i64* %cp
+  %ap = getelementptr [3 x i64], [3 x i64]* @minijax_emu_fault, i64 0, i64 1
+  store i64 %a, i64* %ap
+  %sp = getelementptr [3 x i64], [3 x i64]* @minijax_emu_fault, i64 0, i64 2
+  store i64 %size, i64* %sp
+  %sink = bitcast [64 x i64]* @minijax_emu_sink to i8*
+  ret i8* %sink
+}}
+"""
+_PTR = r'(%"[^"]*"|%[-\w.$]+)'
+_LOAD = re.compile(r'^(\s*%\S+ = load (.+?), )(.+?) addrspace\(1\)\* ' + _PTR + r'(.*)$')
+_STORE = re.compile(r'^(\s*store .+, )(.+?) addrspace\(1\)\* ' + _PTR + r'(.*)$')
+
+
+def _checked_accesses(text: str) -> str:
+    """Route every global load/store through minijax_emu_checked (before the address
+    spaces are dropped, so only global accesses are rewritten)."""
+    out = []
+    count = 0
+    for line in text.split("\n"):
+        m = _LOAD.match(line)
+        if m:
+            head, ty, ptr, tail = m.group(1), m.group(3), m.group(4), m.group(5)
+        else:
+            m = _STORE.match(line)
+            if not m:
+                out.append(line)
+                continue
+            head, ty, ptr, tail = m.group(1), m.group(2), m.group(3), m.group(4)
+        v = f"%emu.c{count}"
+        count += 1
+        pty = f"{ty} addrspace(1)*"
+        out += [f"  {v}.0 = bitcast {pty} {ptr} to i8 addrspace(1)*",
+                f"  {v}.1 = getelementptr {ty}, {pty} {ptr}, i64 1",
+                f"  {v}.2 = ptrtoint {pty} {v}.1 to i64",
+                f"  {v}.3 = ptrtoint {pty} {ptr} to i64",
+                f"  {v}.4 = sub i64 {v}.2, {v}.3",
+                f"  {v}.5 = call i8 addrspace(1)* @minijax_emu_checked("
+                f"i8 addrspace(1)* {v}.0, i64 {v}.4)",
+                f"  {v}.6 = bitcast i8 addrspace(1)* {v}.5 to {pty}",
+                f"{head}{pty} {v}.6{tail}"]
+    return "\n".join(out)
+
+
 _launch_lock = threading.Lock()
 _libc = None
 
@@ -103,6 +189,7 @@ _DEFINE = re.compile(r'^(define [^@]*@"?[^"(\s]+"?\()(.*?)(\)[^{\n]*\n?\{)', re.
 def host_ir(ir_text: str) -> str:
     """The kernel module re-targeted to the host (see the module docstring)."""
     text = re.sub(r'^target (triple|datalayout) = ".*"$', "", ir_text, flags=re.M)
+    text = _checked_accesses(text)
     text = re.sub(r" addrspace\(\d+\)", "", text)
     text = _DECLARE.sub("", text)
     text = _CALL_SREG.sub(lambda m: f"{m.group(1)} = add i32 {_SREG_ARGS[m.group(2)]}, 0", text)
@@ -113,7 +200,7 @@ def host_ir(ir_text: str) -> str:
     extra = "i32 %emu.tid, i32 %emu.ntid, i32 %emu.ctaid, i32 %emu.nctaid"
     text = _DEFINE.sub(lambda m: m.group(1) + (m.group(2) + ", " if m.group(2) else "")
                        + extra + m.group(3), text)
-    return text + _RUNTIME_IR
+    return text + _RUNTIME_IR + _CHECK_IR
 
 
 _libraries_loaded = False
@@ -159,9 +246,12 @@ class HostKernels:
         self._cooperative = {name: any(c in body for c in _COOPERATIVE)
                              for name, body in _function_bodies(self.text).items()}
 
-    def launch(self, function: str, grid: int, block: int, buffers: list) -> None:
+    def launch(self, function: str, grid: int, block: int, buffers: list,
+               sizes: list | None = None) -> None:
         """Run `function` over `grid` blocks of `block` threads on `buffers` (numpy arrays
-        or addresses, in the kernel ABI's order)."""
+        or addresses, in the kernel ABI's order). Accesses must stay inside the numpy arrays
+        and, for addresses, the byte counts in `sizes` (one per buffer; None: an address is
+        not checked, the whole launch then goes unchecked); else IndexError."""
         if block > _MAX_THREADS:
             raise ValueError(f"emulated block of {block} threads (at most {_MAX_THREADS})")
         addr = self._engine.get_function_address(function)
@@ -172,12 +262,44 @@ class HostKernels:
         argtypes = [ctypes.c_void_p] * len(ptrs) + [ctypes.c_int32] * 4
         fn = ctypes.CFUNCTYPE(None, *argtypes)(addr)
         with _launch_lock:
+            self._set_ranges(buffers, ptrs, sizes)
             if self._cooperative.get(function, True):
                 self._run_threads(fn, ptrs, grid, block)
             else:
                 for blk in range(grid):
                     for t in range(block):
                         fn(*ptrs, t, block, blk, grid)
+            fault = (ctypes.c_int64 * 3).from_address(
+                self._engine.get_global_value_address("minijax_emu_fault"))
+            if fault[0]:
+                count, where, size = fault[0], fault[1], fault[2]
+                fault[0] = 0
+                raise IndexError(
+                    f"kernel {function}: {count} global access(es) outside its buffers, e.g. "
+                    f"{size} bytes at 0x{where:x} (buffers: " + ", ".join(
+                        f"0x{p:x}+{n}" for p, n in self._ranges) + ")")
+
+    def _set_ranges(self, buffers, ptrs, sizes) -> None:
+        ranges = []
+        unchecked = False
+        for k, (b, p) in enumerate(zip(buffers, ptrs)):
+            n = b.nbytes if isinstance(b, np.ndarray) else (
+                sizes[k] if sizes is not None and k < len(sizes) else None)
+            if n is None:
+                unchecked = unchecked or p != 0
+            elif p:
+                ranges.append((p, int(n)))
+        if len(ranges) > _MAX_RANGES:
+            raise ValueError(f"emulated launch with {len(ranges)} buffers (at most "
+                             f"{_MAX_RANGES})")
+        g = self._engine.get_global_value_address
+        table = (ctypes.c_uint64 * (2 * _MAX_RANGES)).from_address(g("minijax_emu_ranges"))
+        for k, (p, n) in enumerate(ranges):
+            table[2 * k], table[2 * k + 1] = p, p + n
+        if unchecked:       # the whole address space: nothing is reported
+            table[0], table[1], ranges = 0, 2 ** 64 - 1, [(0, 2 ** 64 - 1)]
+        ctypes.c_int64.from_address(g("minijax_emu_nranges")).value = len(ranges)
+        self._ranges = ranges
 
     def _run_threads(self, fn, ptrs, grid: int, block: int) -> None:
         libc = _pthread()

@@ -276,8 +276,6 @@ def gpu_unsupported_reason(comp: Computation) -> str | None:
             if sub.opcode in nvvm.HOST_ONLY_F64 and src == "f64":
                 return (f"{sub.opcode} on f64 (calls the C math library, absent on "
                         f"{nvvm.NVPTX.name})")
-            if any(leaf.element_type == "bf16" for leaf in sub.shape.flat()):
-                return "bf16 (kernels store it as f32)"
     return None
 
 

@@ -1,0 +1,230 @@
+"""GPU kernels for gather and scatter (XLA semantics, as the HLO evaluator computes them).
+
+gather: one thread per output element (grid-stride): the element's batch position picks
+an index vector, each start index is clamped to [0, operand_dim - slice_size] (as XLA
+does), and the element is copied from the operand. Operand batching dims are supported.
+
+scatter: deterministic, without atomics (a float sum gives the same bits on every run,
+and the evaluator's, which applies updates in order). Two launches: the operands are
+copied into the outputs, then
+- "window" mode (no scattered dimension has a window wider than 1, the common case:
+  `x.at[i].add(v)`, embedding gradients): one thread per position inside the update
+  window walks the update windows in order. Two different window positions never reach the
+  same output element, so threads never collide and each element sees its updates in
+  order;
+- "element" mode (overlapping windows): one thread per output element walks every update
+  window in order and applies the one update that lands on it, if any.
+A window that does not fit inside the operand is dropped whole (XLA's rule). A long chain
+of updates into a narrow window runs serially (JAX on a GPU uses atomics there, which is
+faster but not deterministic for floats).
+"""
+
+from __future__ import annotations
+
+from minijax.compiler.codegen.elemental import Index
+from minijax.compiler.codegen.gpu.function import delinearize, stride_loop
+from minijax.compiler.codegen.gpu.op_kernel import INDEX_TYPES, OpKernel, all_row_major
+from minijax.compiler.codegen.gpu.spec import BLOCK, GpuKernel, Launch, grid_for
+from minijax.compiler.codegen.llvm_types import I1, I64, const
+from minijax.compiler.hlo.ir import Instruction
+
+
+def _ints(attrs, key) -> list[int]:
+    return [int(d) for d in attrs.get(key, ())]
+
+
+def _batch_axis(indices_dim: int, ivd: int) -> int:
+    return indices_dim - 1 if indices_dim > ivd else indices_dim
+
+
+class _IndexVectors:
+    """Reads component k of the index vector at a batch position (indices operand `k_op`)."""
+
+    def __init__(self, kern: OpKernel, k_op: int, ivd: int):
+        self.kern, self.k_op, self.ivd = kern, k_op, ivd
+        shape = kern.instr.operands[k_op].shape
+        self.dims = shape.dims
+        self.has_vector_dim = ivd < shape.rank
+        bdims = [d for i, d in enumerate(self.dims) if i != ivd]
+        self.batch_dims = tuple(bdims)
+
+    def component(self, batch_multi, k: int):
+        multi = list(batch_multi)
+        if self.has_vector_dim:
+            multi.insert(self.ivd, const(I64, k))
+        return self.kern.load_index(self.k_op, self.kern.linear(self.dims, multi))
+
+
+def gather_reason(instr: Instruction) -> str | None:
+    if not all_row_major(instr):
+        return "a non-row-major layout"
+    if instr.operands[1].shape.element_type not in INDEX_TYPES:
+        return f"indices of type {instr.operands[1].shape.element_type}"
+    return None
+
+
+def emit_gather(module, name: str, instr: Instruction) -> GpuKernel:
+    k = OpKernel(module, name, instr)
+    b, f = k.b, k.f
+    a = instr.attrs
+    offset_dims = sorted(_ints(a, "offset_dims"))
+    collapsed = set(_ints(a, "collapsed_slice_dims"))
+    start_map = _ints(a, "start_index_map")
+    op_batch = _ints(a, "operand_batching_dims")
+    idx_batch = _ints(a, "start_indices_batching_dims")
+    ind_rank = instr.operands[1].shape.rank
+    ivd = int(a.get("index_vector_dim", ind_rank))
+    sizes = [int(s) for s in a["slice_sizes"]]
+    op_dims = instr.operands[0].shape.dims
+    out = instr.shape
+    window = [d for d in range(len(op_dims)) if d not in collapsed and d not in op_batch]
+    batch_pos = [p for p in range(out.rank) if p not in offset_dims]
+    vectors = _IndexVectors(k, 1, ivd)
+    with f.em.scope(), stride_loop(b, f.global_id(), const(I64, out.size), f.grid_size(),
+                                   "elem") as i:
+        multi = Index(out, linear=i).get_multi(b) if out.rank else []
+        batch_multi = [multi[p] for p in batch_pos]
+        src = []
+        for d in range(len(op_dims)):
+            if d in start_map:
+                s = vectors.component(batch_multi, start_map.index(d))
+                s = k.clamp(s, 0, op_dims[d] - sizes[d])
+            elif d in op_batch:
+                s = batch_multi[_batch_axis(idx_batch[op_batch.index(d)], ivd)]
+            else:
+                s = const(I64, 0)
+            if d in window:
+                s = b.add(s, multi[offset_dims[window.index(d)]])
+            src.append(s)
+        k.store_raw(0, i, k.load_raw(0, k.linear(op_dims, src)))
+    k.finish()
+    return GpuKernel(k.f.name, "gather", [Launch(k.f.name, grid_for(out.size), BLOCK)],
+                     len(instr.operands), k.outs)
+
+
+def scatter_reason(instr: Instruction) -> str | None:
+    n = (len(instr.operands) - 1) // 2
+    if not all_row_major(instr):
+        return "a non-row-major layout"
+    if instr.operands[n].shape.element_type not in INDEX_TYPES:
+        return f"indices of type {instr.operands[n].shape.element_type}"
+    return None
+
+
+class _Scatter:
+    def __init__(self, instr: Instruction):
+        a = instr.attrs
+        self.n = n = (len(instr.operands) - 1) // 2
+        self.instr = instr
+        self.op_dims = instr.operands[0].shape.dims
+        self.upd_dims = instr.operands[n + 1].shape.dims
+        self.window_dims = _ints(a, "update_window_dims")
+        inserted = set(_ints(a, "inserted_window_dims"))
+        self.to_operand = _ints(a, "scatter_dims_to_operand_dims")
+        self.in_batch = _ints(a, "input_batching_dims")
+        self.idx_batch = _ints(a, "scatter_indices_batching_dims")
+        ind_rank = instr.operands[n].shape.rank
+        self.ivd = int(a.get("index_vector_dim", ind_rank))
+        self.scatter_dims = [d for d in range(len(self.upd_dims)) if d not in self.window_dims]
+        self.window = [d for d in range(len(self.op_dims))
+                       if d not in inserted and d not in self.in_batch]
+        self.wsizes = [self.upd_dims[d] for d in self.window_dims]
+        self.bdims = [self.upd_dims[d] for d in self.scatter_dims]
+        self.extent = [self.wsizes[self.window.index(d)] if d in self.window else 1
+                       for d in range(len(self.op_dims))]
+
+    def disjoint_windows(self) -> bool:
+        """No scattered dim has a window wider than 1: window positions never collide."""
+        return all(self.extent[d] == 1 for d in self.to_operand)
+
+    def starts(self, k: OpKernel, vectors: _IndexVectors, bmulti):
+        """Per operand dim: the window's start (i64), and whether the window fits (i1)."""
+        b = k.b
+        ok = const(I1, 1)
+        starts = []
+        for d in range(len(self.op_dims)):
+            if d in self.to_operand:
+                s = vectors.component(bmulti, self.to_operand.index(d))
+            elif d in self.in_batch:
+                s = bmulti[_batch_axis(self.idx_batch[self.in_batch.index(d)], self.ivd)]
+            else:
+                s = const(I64, 0)
+            ok = b.and_(ok, k.in_range(s, 0, self.op_dims[d] - self.extent[d] + 1))
+            starts.append(s)
+        return starts, ok
+
+    def update_offset(self, k: OpKernel, bmulti, wmulti):
+        multi = [None] * len(self.upd_dims)
+        for j, d in enumerate(self.scatter_dims):
+            multi[d] = bmulti[j]
+        for j, d in enumerate(self.window_dims):
+            multi[d] = wmulti[j]
+        return k.linear(self.upd_dims, multi)
+
+    def combine(self, k: OpKernel, target, upd):
+        """outputs[target] = to_apply(outputs[target], updates[upd])."""
+        n = self.n
+        cur = [k.load_out(m, target) for m in range(n)]
+        new = [k.load(n + 1 + m, upd) for m in range(n)]
+        res = k.f.em.emit_scalar_computation(self.instr.called["to_apply"], cur + new)
+        for m in range(n):
+            k.store(m, target, res[m])
+
+
+def emit_scatter(module, name: str, instr: Instruction) -> GpuKernel:
+    sc = _Scatter(instr)
+    n = sc.n
+    op_size = instr.operands[0].shape.size
+    copy = OpKernel(module, name, instr, "_init")
+    b, f = copy.b, copy.f
+    with stride_loop(b, f.global_id(), const(I64, op_size), f.grid_size(), "copy") as i:
+        for m in range(n):
+            copy.store_raw(m, i, copy.load_raw(m, i))
+    copy.finish()
+
+    k = OpKernel(module, name, instr)
+    b, f = k.b, k.f
+    vectors = _IndexVectors(k, n, sc.ivd)
+    n_batch = 1
+    for d in sc.bdims:
+        n_batch *= d
+    n_window = 1
+    for d in sc.wsizes:
+        n_window *= d
+    if sc.disjoint_windows():
+        mode, work = "window", n_window
+        with stride_loop(b, f.global_id(), const(I64, n_window), f.grid_size(), "w") as w:
+            wmulti = delinearize(b, w, sc.wsizes) if sc.wsizes else []
+            with f.em.scope(), stride_loop(b, const(I64, 0), const(I64, n_batch),
+                                           const(I64, 1), "u") as u:
+                bmulti = delinearize(b, u, sc.bdims) if sc.bdims else []
+                starts, ok = sc.starts(k, vectors, bmulti)
+                with b.if_then(ok):
+                    target = [b.add(s, wmulti[sc.window.index(d)]) if d in sc.window else s
+                              for d, s in enumerate(starts)]
+                    sc.combine(k, k.linear(sc.op_dims, target),
+                               sc.update_offset(k, bmulti, wmulti))
+    else:
+        mode, work = "element", op_size
+        with stride_loop(b, f.global_id(), const(I64, op_size), f.grid_size(), "t") as t:
+            tmulti = delinearize(b, t, sc.op_dims) if sc.op_dims else []
+            with f.em.scope(), stride_loop(b, const(I64, 0), const(I64, n_batch),
+                                           const(I64, 1), "u") as u:
+                bmulti = delinearize(b, u, sc.bdims) if sc.bdims else []
+                starts, ok = sc.starts(k, vectors, bmulti)
+                wmulti = [None] * len(sc.window)
+                for d, s in enumerate(starts):
+                    off = b.sub(tmulti[d], s)
+                    ok = b.and_(ok, k.in_range(off, 0, sc.extent[d]))
+                    if d in sc.window:
+                        wmulti[sc.window.index(d)] = off
+                with b.if_then(ok):
+                    sc.combine(k, t, sc.update_offset(k, bmulti, wmulti))
+    k.finish()
+    return GpuKernel(k.f.name, f"scatter ({mode})",
+                     [Launch(copy.f.name, grid_for(op_size), BLOCK),
+                      Launch(k.f.name, grid_for(work), BLOCK)],
+                     len(instr.operands), k.outs)
+
+
+__all__ = ["emit_gather", "emit_scatter", "gather_reason", "scatter_reason"]
