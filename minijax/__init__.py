@@ -6,7 +6,7 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 __version__ = "0.1.0"
 __version_info__ = (0, 1, 0)
 
-from minijax import errors, lax, numpy, tree_util
+from minijax import distributed, errors, lax, numpy, tree_util
 from minijax.api import (
     ShapeDtypeStruct,
     eval_shape,
@@ -52,8 +52,8 @@ __all__ = [
     "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]
-__all__ += ["device_count", "local_device_count", "make_mesh", "pmap", "process_count",
-            "process_index", "shard_map", "sharding"]
+__all__ += ["device_count", "distributed", "local_device_count", "make_mesh", "pmap",
+            "process_count", "process_index", "shard_map", "sharding"]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).

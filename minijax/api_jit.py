@@ -581,8 +581,11 @@ def _device_key(device, committed: bool) -> str:
 
 def _device_from_key(key: str):
     committed = key.endswith("!")
-    name, _, index = key.rstrip("!").partition(":")
-    return get_backend(name).devices()[int(index or 0)], committed
+    name, _, device_id = key.rstrip("!").partition(":")
+    device_id = int(device_id or 0)
+    # Ids are global in a multi-process run: look the device up by id, not position.
+    devices = get_backend(name).devices()
+    return next((d for d in devices if d.id == device_id), devices[0]), committed
 
 
 class _JitCaches:

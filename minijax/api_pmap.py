@@ -24,6 +24,7 @@ from minijax.api_spmd import SpmdProgram
 from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names, normalize_argnums
 from minijax.array import Array, sharded
 from minijax.backends import get_backend
+from minijax.backends import transport as processes
 from minijax.core import get_aval
 from minijax.lax.vmap import vmap
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -98,16 +99,23 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                              "set MINIJAX_NUM_CPU_DEVICES (or XLA_FLAGS=--xla_force_host_"
                              f"platform_device_count={n}) before minijax's first use")
         devs = devs[:n]
+        # Several processes (distributed.initialize): each maps its n local devices, and the
+        # named axis spans every process's (JAX's multi-process pmap); participant ids are
+        # numbered process by process.
+        procs = processes.process_count() if devices is None else 1
+        participants = None if procs == 1 else [processes.process_index() * n + i
+                                                for i in range(n)]
         axes = [None if a is None else a % avals[k].ndim for k, a in enumerate(axes)]
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
-               _hashable(statics), tuple(devs))
+               _hashable(statics), tuple(devs), procs)
         entry = cache.get(key)
         if entry is None:
             dev_avals = [a if ax is None else a.update(shape=a.shape[:ax] + a.shape[ax + 1:])
                          for a, ax in zip(avals, axes, strict=True)]
             flat_fun, store = flatten_fun(call, in_tree)
-            program = SpmdProgram(flat_fun, dev_avals, (name,), (n,), devs,
-                                  _fun_name(fun), leaf_arg_names(call, tuple(dyn)))
+            program = SpmdProgram(flat_fun, dev_avals, (name,), (n * procs,), devs,
+                                  _fun_name(fun), leaf_arg_names(call, tuple(dyn)),
+                                  participants)
             out_tree = store["out_tree"]
             o_axes = broadcast_prefix(out_axes, tree_util.tree_unflatten(
                 out_tree, [0] * out_tree.num_leaves))

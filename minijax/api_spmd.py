@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import placement
+from minijax.backends import transport as processes
 from minijax.backends.spmd import run_spmd
+from minijax.backends.transport.cross_process import spmd_transport
 from minijax.compiler import driver
 from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.lower import lower_jaxpr_to_module
@@ -25,8 +27,11 @@ class SpmdProgram:
     """A per-device function traced, lowered and compiled for a mesh of devices."""
 
     def __init__(self, flat_fun, in_avals, axis_names, axis_sizes, devices, name: str,
-                 arg_names=None):
+                 arg_names=None, participants=None):
         self.devices = list(devices)
+        # Multi-process runs: the global ids of `devices` among the program's participants
+        # (the product of the axis sizes); the others run in the other processes.
+        self.participants = participants
         self.axis_names, self.axis_sizes = tuple(axis_names), tuple(axis_sizes)
         with axis_env.spmd_axes(axis_names, axis_sizes):
             self.jaxpr, _ = trace_to_jaxpr(flat_fun, list(in_avals), arg_names=arg_names,
@@ -46,7 +51,13 @@ class SpmdProgram:
         """Run on each device's flat arguments; returns each device's flat outputs."""
         hoisted = [np.asarray(h) for h in self.hoisted]
         args = [list(leaves) + hoisted for leaves in per_device_leaves]
-        outs = run_spmd(self.backend, self.executable, self.devices, args)
+        if self.participants is None:
+            outs = run_spmd(self.backend, self.executable, self.devices, args)
+        else:
+            size = int(np.prod(self.axis_sizes))
+            link = spmd_transport(self.participants, size, processes.current())
+            outs = run_spmd(self.backend, self.executable, self.devices, args, link,
+                            self.participants, size)
         return [[placement.to_host(o) for o in dev] for dev in outs]
 
     def as_text(self) -> str:

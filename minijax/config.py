@@ -206,3 +206,15 @@ config = Config()
 def debug_level() -> int:
     """MINIJAX_DEBUG level: 1 compiles, 2 kernels and timings, 3 HLO per pass, 4 LLVM/PTX."""
     return config._values["minijax_debug"]
+
+
+# Environment variables MPI launchers set in the processes they start (MPICH's Hydra, Open
+# MPI, PMIx, PMI under Slurm).
+_MPI_LAUNCHER_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
+                           "MPI_LOCALNRANKS")
+
+
+def started_by_mpi_launcher() -> bool:
+    """Whether an MPI launcher (mpiexec, mpirun, srun) started this process
+    (minijax.distributed.initialize then takes rank and size from MPI)."""
+    return any(os.environ.get(name) for name in _MPI_LAUNCHER_VARIABLES)

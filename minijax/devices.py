@@ -1,48 +1,55 @@
-"""Devices and host transfer: devices(), device_count(), process_index(), device_put (to a
-device or a sharding), device_get, block_until_ready."""
+"""Devices, processes and host transfer: devices(), local_devices(), device_count(),
+process_index(), device_put (to a device or a sharding), device_get, block_until_ready."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from minijax import tree_util
+from minijax import distributed, tree_util
 from minijax.array import Array, sharded
-from minijax.backends import get_backend
+from minijax.backends import get_backend, transport
 from minijax.dispatch import device_put as _device_put_leaf
 from minijax.sharding import Sharding, SingleDeviceSharding
 
 
 def devices(backend: str | None = None) -> list:
-    """The devices of a backend (the default one: cuda if present, else cpu); the CPU has
-    `jax_num_cpu_devices` of them (MINIJAX_NUM_CPU_DEVICES)."""
-    return list(get_backend(backend).devices())
+    """The devices of a backend (the default one: cuda if present, else cpu); in a
+    multi-process run (minijax.distributed.initialize) every process's devices."""
+    found = get_backend(backend)
+    everyone = distributed.global_devices(found.name)
+    return list(everyone) if everyone is not None else list(found.devices())
 
 
-def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-    """The devices of this process (all of them: minijax runs one process)."""
-    if process_index not in (None, 0):
-        return []
-    return devices(backend)
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list:
+    """The devices of process `process_index` (default: this process)."""
+    process = host_id if process_index is None else process_index
+    if process is None or process == transport.process_index():
+        return list(get_backend(backend).devices())
+    if not 0 <= process < transport.process_count():
+        raise ValueError(f"Unknown process_index {process} (local_devices: this run has "
+                         f"{transport.process_count()} processes)")
+    return [d for d in devices(backend) if d.process_index == process]
 
 
 def device_count(backend: str | None = None) -> int:
-    """The number of devices of the backend, over all processes."""
+    """The number of devices of every process."""
     return len(devices(backend))
 
 
 def local_device_count(backend: str | None = None) -> int:
-    """The number of devices of this process."""
-    return len(local_devices(backend=backend))
+    """The number of this process's devices."""
+    return len(get_backend(backend).devices())
 
 
 def process_index(backend: str | None = None) -> int:
-    """This process's index among the processes of the computation (0: one process)."""
-    return 0
+    """This process's index in a multi-process run (0 without distributed.initialize)."""
+    return transport.process_index()
 
 
 def process_count(backend: str | None = None) -> int:
-    """The number of processes of the computation (1: multi-process runs are not built)."""
-    return 1
+    """The number of processes in the run (1 without distributed.initialize)."""
+    return transport.process_count()
 
 
 def default_backend() -> str:

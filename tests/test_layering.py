@@ -9,10 +9,10 @@ def _run(code: str) -> str:
                           text=True).stdout
 
 
-def test_import_minijax_does_not_import_llvmlite_or_cuda():
-    out = _run("import sys, minijax, minijax.numpy; "
+def test_import_minijax_does_not_import_llvmlite_cuda_or_mpi4py():
+    out = _run("import sys, minijax, minijax.numpy, minijax.experimental.multihost_utils; "
                "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-               "('llvmlite', 'cuda', 'cupy')))")
+               "('llvmlite', 'cuda', 'cupy', 'mpi4py')))")
     assert out.strip() == "[]"
 
 
@@ -56,7 +56,7 @@ def test_backends_and_compiler_never_import_the_frontend():
 FRONTEND_LAYERS = [
     ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
                 "tree_util_paths", "tree_util_registry", "api_util", "trace_events", "display",
-                "traceback_util",
+                "traceback_util", "distributed",
                 "compiler", "backends"]),
     ("core", ["core"]),
     ("arrays", ["array", "placement", "sharding"]),

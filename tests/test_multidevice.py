@@ -51,7 +51,8 @@ def test_device_queries_follow_jax():
     assert len(devs) == minijax.device_count() == minijax.local_device_count() == 8
     assert [d.id for d in devs] == list(range(8))
     assert minijax.local_devices() == devs
-    assert minijax.local_devices(process_index=1) == []
+    with pytest.raises(ValueError, match="Unknown process_index 1"):  # as JAX
+        minijax.local_devices(process_index=1)
     assert minijax.process_index() == 0 and minijax.process_count() == 1
     assert all(d.process_index == 0 and d.platform == "cpu" for d in devs)
     assert str(devs[3]) == "TFRT_CPU_3"

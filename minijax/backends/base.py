@@ -36,21 +36,20 @@ class Device:
 
     `platform` is JAX's platform name ("cpu", "gpu"); `backend` is the minijax backend that
     owns the device ("cpu", "interpreter", "cuda"), defaulting to the platform. Devices are
-    compared by (platform, id, backend): two backends' devices are never equal.
+    compared by (platform, id, backend): two backends' devices are never equal. In a
+    multi-process run (minijax.distributed) ids are global and `process_index` is the
+    process the device belongs to (see backends.transport.cpu_device_id).
     """
 
     platform: str
     id: int = 0
     device_kind: str = field(default="", compare=False)
     backend: str = ""
+    process_index: int = field(default=0, compare=False)
 
     def __post_init__(self):
         if not self.backend:
             object.__setattr__(self, "backend", self.platform)
-
-    @property
-    def process_index(self) -> int:
-        return 0
 
     def __repr__(self) -> str:
         prefix = _REPR_PREFIX.get(self.platform, self.platform.capitalize())

@@ -170,9 +170,12 @@ def _worker(index: int) -> _Worker:
 
 
 def run_spmd(backend, executable, devices: list, per_device_args: list,
-             transport: Transport | None = None) -> list:
+             transport: Transport | None = None, participants: list | None = None,
+             size: int | None = None) -> list:
     """Run `executable` once per device with that device's arguments, concurrently;
-    returns each device's flat outputs. Participant i (partition-id i) runs on devices[i].
+    returns each device's flat outputs. Participant i (partition-id i) runs on devices[i],
+    unless `participants` gives the global ids of `devices` among the program's `size`
+    participants (the rest run in other processes, reached through `transport`).
 
     The first failure is raised (other participants waiting at a collective stop with
     CollectiveAbortedError); a collective that waits too long raises
@@ -181,18 +184,20 @@ def run_spmd(backend, executable, devices: list, per_device_args: list,
     if len(per_device_args) != n:
         raise ValueError(f"run_spmd: {len(per_device_args)} argument lists for {n} devices")
     transport = transport or InProcessTransport(n)
+    ids = list(range(n)) if participants is None else list(participants)
+    size = n if size is None else size
     results: list = [None] * n
     errors: list = [None] * n
     finished = threading.Semaphore(0)
 
     def part(i):
-        _local.context = CollectiveContext(i, n, transport)
+        _local.context = CollectiveContext(ids[i], size, transport)
         try:
             results[i] = backend.run_on_device(
                 devices[i], n, lambda: executable.execute(per_device_args[i]))
         except BaseException as exc:  # noqa: BLE001 - re-raised by the caller below
             errors[i] = exc
-            transport.abort(exc, i)
+            transport.abort(exc, ids[i])
         finally:
             _local.context = None
 

@@ -1,4 +1,5 @@
-"""minijax.experimental: the parts of jax.experimental minijax has (`io_callback`)."""
+"""minijax.experimental: the parts of jax.experimental minijax has (`io_callback`; the
+`multihost_utils` submodule is imported by name, as in JAX)."""
 
 from minijax.callback import io_callback
 

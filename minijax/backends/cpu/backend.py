@@ -54,6 +54,7 @@ from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
+from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots
@@ -485,12 +486,16 @@ class CpuBackend(Backend):
 
     def devices(self) -> list[Device]:
         """The host CPU as `jax_num_cpu_devices` devices (MINIJAX_NUM_CPU_DEVICES; fixed
-        from the first call on), each running on its share of the thread pool."""
+        from the first call on), each running on its share of the thread pool. In a
+        multi-process run their ids are global (backends.transport.cpu_device_id)."""
         devices = self.__dict__.get("_devices")
         if devices is None:
             count = config._values["jax_num_cpu_devices"]
             kind = get_jit().cpu
-            devices = self._devices = [Device("cpu", i, kind) for i in range(count)]
+            process = device_placement()  # global ids in a multi-process run
+            devices = self._devices = [
+                Device("cpu", cpu_device_id(process, i), kind, process_index=process)
+                for i in range(count)]
             config.freeze("jax_num_cpu_devices", "jax_num_cpu_devices must be set before the "
                           f"CPU backend is initialized (it has {count} devices already); set "
                           "MINIJAX_NUM_CPU_DEVICES or call config.update first")
