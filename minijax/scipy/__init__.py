@@ -1,5 +1,5 @@
-"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`)."""
+"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`, `stats`)."""
 
-from minijax.scipy import special
+from minijax.scipy import special, stats
 
-__all__ = ["special"]
+__all__ = ["special", "stats"]

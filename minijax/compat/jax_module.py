@@ -1,0 +1,31 @@
+"""The module that ``import jax`` gives under :mod:`minijax.compat`'s hook.
+
+Every attribute is minijax's (``jax.jit is minijax.jit``; ``jax.numpy is minijax.numpy``),
+except the version: ``jax.__version__`` is the JAX release whose API minijax follows, so that
+libraries' version checks pass. minijax's own version is ``jax.minijax_version``.
+"""
+
+import importlib
+
+import minijax
+from minijax.compat.versions import JAX_API_VERSION, version_info
+
+__version__ = JAX_API_VERSION
+__version_info__ = version_info(JAX_API_VERSION)
+minijax_version = minijax.__version__
+__path__: list[str] = []  # a package: `import jax.numpy` is looked up by the hook
+
+
+def __getattr__(name: str):
+    if hasattr(minijax, name):
+        return getattr(minijax, name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module("jax." + name)
+        except ModuleNotFoundError:
+            pass
+    raise AttributeError(f"module 'jax' (minijax) has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(dir(minijax)) | {"__version__", "__version_info__"})
