@@ -5,7 +5,7 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 
 __version__ = "0.1.0"
 
-from minijax import errors, lax, numpy, tree_util
+from minijax import errors, lax, numpy, tree, tree_util
 from minijax.api import (
     ShapeDtypeStruct,
     eval_shape,
@@ -20,6 +20,7 @@ from minijax.api import (
 from minijax.api_jacobians import hessian, jacfwd, jacrev
 from minijax.api_jit import disable_jit, jit
 from minijax.array import Array
+from minijax.backends.base import Device
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
 from minijax.custom_derivatives import (
@@ -42,14 +43,15 @@ __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
     "default_backend", "device_get", "device_put", "devices", "disable_jit", "errors",
     "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
-    "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
+    "local_devices", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad", "vjp", "vmap",
+    "Device",
 ]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).
-from minijax import debug, example_libraries, nn, random, scipy  # noqa: E402
+from minijax import debug, example_libraries, flatten_util, nn, random, scipy, typing  # noqa: E402
 
-__all__ += ["debug", "example_libraries", "nn", "random", "scipy"]
+__all__ += ["debug", "example_libraries", "flatten_util", "nn", "random", "scipy", "typing"]
 
 
 def __getattr__(name):

@@ -45,11 +45,11 @@ ALIASES: dict[str, str] = {
     "jax.interpreters.mlir": "minijax.compat.mlir",
     "jax.interpreters.xla": "minijax.compat.mlir",
     "jax._src": "minijax.compat.jax_src",
-    "jax._src.core": "minijax.compat.jax_core",
+    "jax._src.core": "minijax.compat.jax_src.core",
+    "jax._src.compiler": "minijax.compat.jax_src.compiler",
     "jax._src.traceback_util": "minijax.traceback_util",
     "jax._src.dtypes": "minijax.dtypes",
     "jax._src.dispatch": "minijax.dispatch",
-    "jax._src.compiler": "minijax.compat.jax_src",
 }
 
 

@@ -8,6 +8,7 @@ libraries' version checks pass. minijax's own version is ``jax.minijax_version``
 import importlib
 
 import minijax
+from minijax.compat import fallbacks
 from minijax.compat.versions import JAX_API_VERSION, version_info
 
 __version__ = JAX_API_VERSION
@@ -19,6 +20,8 @@ __path__: list[str] = []  # a package: `import jax.numpy` is looked up by the ho
 def __getattr__(name: str):
     if hasattr(minijax, name):
         return getattr(minijax, name)
+    if name in fallbacks.__all__:
+        return getattr(fallbacks, name)
     if not name.startswith("_"):
         try:
             return importlib.import_module("jax." + name)

@@ -208,9 +208,10 @@ from minijax.lax.collectives import (  # noqa: E402
     psum,
     psum_scatter,
 )
+from minijax.lax.collectives_all_to_all import all_to_all, pswapaxes  # noqa: E402
 
 __all__ += [
-    "all_gather", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter",
+    "all_gather", "all_to_all", "axis_index", "pswapaxes", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter",
 ]
 
 # FFT (lax/fft.py)

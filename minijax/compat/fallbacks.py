@@ -1,0 +1,46 @@
+"""Top-level ``jax`` names for the import hook that minijax does not (yet) define itself.
+
+``jax.X`` is ``minijax.X`` whenever minijax has it; these are used only otherwise.
+
+- :func:`pmap` on one host: the mapped axis may be at most as long as the device count, as
+  in JAX; the program runs as ``jit(vmap(f, axis_name=...))`` on the default device (the
+  collectives over the axis name work through vmap).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from minijax.api import vmap
+from minijax.api_jit import jit
+from minijax.devices import devices
+from minijax.tree_util import tree_flatten
+
+__all__ = ["pmap"]
+
+
+def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
+         devices_=None, backend=None, axis_size=None, donate_argnums=(), global_arg_shapes=None,
+         **kwargs):
+    """Map ``fun`` over a leading axis, one element per device (JAX's signature)."""
+    if fun is None:
+        return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
+                                 static_broadcasted_argnums=static_broadcasted_argnums)
+    if static_broadcasted_argnums:
+        raise NotImplementedError("pmap: static_broadcasted_argnums is not supported by "
+                                  "minijax's single-host pmap; close over the value instead.")
+    mapped = jit(vmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name))
+
+    @functools.wraps(fun)
+    def run(*args):
+        leaves = tree_flatten(args)[0]
+        sizes = {x.shape[0] for x in leaves if getattr(x, "ndim", 0) > 0}
+        n = len(devices())
+        for size in sizes:
+            if size > n:
+                raise ValueError(f"compiling computation that requires {size} logical devices, "
+                                 f"but only {n} XLA devices are available (num_replicas="
+                                 f"{size})")
+        return mapped(*args)
+
+    return run
