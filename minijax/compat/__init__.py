@@ -42,13 +42,12 @@ ALIASES: dict[str, str] = {
     "jax": "minijax.compat.jax_module",
     "jaxlib": "minijax.compat.jaxlib_module",
     "jax.core": "minijax.compat.jax_core",
-    "jax.interpreters.mlir": "minijax.compat.mlir",
-    "jax.interpreters.xla": "minijax.compat.mlir",
+    "jax.interpreters.batching": "minijax.compat.jax_batching",
     "jax._src": "minijax.compat.jax_src",
     "jax._src.core": "minijax.compat.jax_src.core",
     "jax._src.compiler": "minijax.compat.jax_src.compiler",
     "jax._src.traceback_util": "minijax.traceback_util",
-    "jax._src.dtypes": "minijax.dtypes",
+    "jax._src.dtypes": "minijax.compat.jax_src.dtypes",
     "jax._src.dispatch": "minijax.dispatch",
 }
 

@@ -5,10 +5,13 @@
 - :func:`pmap` on one host: the mapped axis may be at most as long as the device count, as
   in JAX; the program runs as ``jit(vmap(f, axis_name=...))`` on the default device (the
   collectives over the axis name work through vmap).
+- :func:`named_scope` and :func:`ensure_compile_time_eval` as context managers: minijax
+  records no name stack in op metadata, and its eager mode already evaluates eagerly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from minijax.api import vmap
@@ -16,7 +19,7 @@ from minijax.api_jit import jit
 from minijax.devices import devices
 from minijax.tree_util import tree_flatten
 
-__all__ = ["pmap"]
+__all__ = ["ensure_compile_time_eval", "named_scope", "pmap"]
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -44,3 +47,17 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         return mapped(*args)
 
     return run
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """Name the operations of the block (JAX prefixes their op names); a plain block here."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    yield
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Evaluate eagerly inside the block; minijax evaluates concrete values eagerly anyway."""
+    yield
