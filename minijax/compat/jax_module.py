@@ -1,10 +1,17 @@
 """The module that ``import jax`` gives under :mod:`minijax.compat`'s hook.
 
 Every attribute is minijax's (``jax.jit is minijax.jit``; ``jax.numpy is minijax.numpy``),
-except the version: ``jax.__version__`` is the JAX release whose API minijax follows, so that
-libraries' version checks pass. minijax's own version is ``jax.minijax_version``.
+except two:
+
+- ``jax.__version__`` is the JAX release whose API minijax follows, so that libraries'
+  version checks pass. minijax's own version is ``jax.minijax_version``.
+- ``jax.Array`` is an abstract type that both concrete arrays (``minijax.Array``) and
+  tracers are instances of, as in JAX, where libraries test ``isinstance(x, jax.Array)`` to
+  find the array leaves of a pytree inside transformed functions too. (``minijax.Array`` is
+  the concrete class; minijax's internals rely on tracers not being instances of it.)
 """
 
+import abc
 import importlib
 
 import minijax
@@ -15,6 +22,14 @@ __version__ = JAX_API_VERSION
 __version_info__ = version_info(JAX_API_VERSION)
 minijax_version = minijax.__version__
 __path__: list[str] = []  # a package: `import jax.numpy` is looked up by the hook
+
+
+class Array(abc.ABC):  # noqa: B024 - an abstract type with no abstract methods, as JAX's
+    """The type of arrays: concrete ``minijax.Array`` values and tracers."""
+
+
+Array.register(minijax.Array)
+Array.register(minijax.core.Tracer)
 
 
 def __getattr__(name: str):
