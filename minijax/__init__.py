@@ -18,6 +18,7 @@ from minijax.api import (
     vmap,
 )
 from minijax.api_jacobians import hessian, jacfwd, jacrev
+from minijax.api_jacobians import jacrev as jacobian
 from minijax.api_jit import disable_jit, jit
 from minijax.array import Array
 from minijax.backends.base import Device
@@ -42,16 +43,16 @@ from minijax.devices import (
 __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
     "default_backend", "device_get", "device_put", "devices", "disable_jit", "errors",
-    "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
-    "local_devices", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad", "vjp", "vmap",
-    "Device",
+    "eval_shape", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax",
+    "linearize", "local_devices", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad",
+    "vjp", "vmap", "Device",
 ]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).
-from minijax import debug, example_libraries, flatten_util, nn, random, scipy, typing  # noqa: E402
+from minijax import debug, example_libraries, flatten_util, nn, random, scipy  # noqa: E402
 
-__all__ += ["debug", "example_libraries", "flatten_util", "nn", "random", "scipy", "typing"]
+__all__ += ["debug", "example_libraries", "flatten_util", "nn", "random", "scipy"]
 
 
 def __getattr__(name):

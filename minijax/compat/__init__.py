@@ -43,6 +43,7 @@ ALIASES: dict[str, str] = {
     "jaxlib": "minijax.compat.jaxlib_module",
     "jax.core": "minijax.compat.jax_core",
     "jax.interpreters.batching": "minijax.compat.jax_batching",
+    "jax.api_util": "minijax.compat.jax_api_util",
     "jax._src": "minijax.compat.jax_src",
     "jax._src.core": "minijax.compat.jax_src.core",
     "jax._src.compiler": "minijax.compat.jax_src.compiler",
@@ -54,7 +55,14 @@ ALIASES: dict[str, str] = {
 
 # Used only while minijax has no module of that name.
 FALLBACKS: dict[str, str] = {
-    "jax.sharding": "minijax.compat.sharding_fallback",
+    "jax.sharding": "minijax.compat.fallback.sharding",
+    "jax.typing": "minijax.compat.fallback.typing",
+    "jax.scipy.stats": "minijax.compat.fallback.scipy_stats",
+    "jax.scipy.stats.norm": "minijax.compat.fallback.scipy_stats.norm",
+    "jax.scipy.linalg": "minijax.compat.fallback.scipy_linalg",
+    "jax.scipy.fft": "minijax.compat.fallback.scipy_fft",
+    "jax.scipy.optimize": "minijax.compat.fallback.scipy_optimize",
+    "jax.experimental.sparse": "minijax.compat.fallback.sparse",
 }
 
 
@@ -70,7 +78,7 @@ def _target(fullname: str) -> str | None:
             found = importlib.util.find_spec(candidate)
         except ModuleNotFoundError:
             return None
-        if found is not None:
+        if found is not None and found.origin is not None:  # not a stray namespace folder
             return candidate
     return FALLBACKS.get(fullname)
 
@@ -89,7 +97,21 @@ class _AliasLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         # The import system set the alias's spec on the module; keep minijax's own.
+        fullname = module.__spec__.name
         module.__spec__ = self._spec
+        parent_name, _, child = fullname.rpartition(".")
+        parent = sys.modules.get(parent_name)
+        if parent is not None and not hasattr(parent, child):
+            # The import system now sets parent.child; take it off minijax's module again
+            # on uninstall().
+            _added_attrs.append((parent, child))
+        if fullname != "jax":
+            # `from jax.scipy import linalg` looks for an attribute of minijax.scipy: import
+            # the JAX-named children that minijax spells differently now.
+            for name in list(ALIASES) + list(FALLBACKS):
+                if name.rpartition(".")[0] == fullname and _target(name) == (
+                        ALIASES.get(name) or FALLBACKS.get(name)):
+                    importlib.import_module(name)
 
 
 class JaxFinder(importlib.abc.MetaPathFinder):
@@ -110,6 +132,7 @@ class JaxFinder(importlib.abc.MetaPathFinder):
 
 _finder = JaxFinder()
 _saved: dict[str, object] = {}
+_added_attrs: list[tuple[object, str]] = []
 
 
 def _is_jax_name(name: str) -> bool:
@@ -140,6 +163,10 @@ def uninstall() -> None:
     sys.meta_path.remove(_finder)
     for name in [n for n in sys.modules if _is_jax_name(n)]:
         del sys.modules[name]
+    for parent, child in _added_attrs:
+        if hasattr(parent, child):
+            delattr(parent, child)
+    _added_attrs.clear()
     sys.modules.update(_saved)
     _saved.clear()
 

@@ -5,6 +5,8 @@
 - :func:`pmap` on one host: the mapped axis may be at most as long as the device count, as
   in JAX; the program runs as ``jit(vmap(f, axis_name=...))`` on the default device (the
   collectives over the axis name work through vmap).
+- :func:`device_count`, :func:`local_device_count`, :func:`process_index` and
+  :func:`process_count` for one process.
 - :func:`named_scope` and :func:`ensure_compile_time_eval` as context managers: minijax
   records no name stack in op metadata, and its eager mode already evaluates eagerly.
 """
@@ -16,10 +18,11 @@ import functools
 
 from minijax.api import vmap
 from minijax.api_jit import jit
-from minijax.devices import devices
+from minijax.devices import devices, local_devices
 from minijax.tree_util import tree_flatten
 
-__all__ = ["ensure_compile_time_eval", "named_scope", "pmap"]
+__all__ = ["device_count", "ensure_compile_time_eval", "local_device_count", "named_scope",
+           "pmap", "process_count", "process_index"]
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -61,3 +64,23 @@ def named_scope(name: str):
 def ensure_compile_time_eval():
     """Evaluate eagerly inside the block; minijax evaluates concrete values eagerly anyway."""
     yield
+
+
+def device_count(backend=None) -> int:
+    """The number of devices (of ``backend``, default the default backend's)."""
+    return len(devices(backend) if backend is not None else devices())
+
+
+def local_device_count(backend=None) -> int:
+    """The number of devices this process drives (all of them: one process)."""
+    return len(local_devices(backend=backend) if backend is not None else local_devices())
+
+
+def process_index(backend=None) -> int:
+    """This process's index: 0 (minijax runs one process per program here)."""
+    return 0
+
+
+def process_count(backend=None) -> int:
+    """The number of processes: 1."""
+    return 1

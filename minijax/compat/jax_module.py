@@ -15,6 +15,7 @@ import abc
 import importlib
 
 import minijax
+from minijax import compat
 from minijax.compat import fallbacks
 from minijax.compat.versions import JAX_API_VERSION, version_info
 
@@ -33,6 +34,9 @@ Array.register(minijax.core.Tracer)
 
 
 def __getattr__(name: str):
+    if f"jax.{name}" in compat.ALIASES or (f"jax.{name}" in compat.FALLBACKS
+                                           and not hasattr(minijax, name)):
+        return importlib.import_module("jax." + name)
     if hasattr(minijax, name):
         return getattr(minijax, name)
     if name in fallbacks.__all__:

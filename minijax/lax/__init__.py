@@ -221,6 +221,11 @@ from minijax.lax.fft import FftType, fft  # noqa: E402
 __all__ += ["FftType", "fft"]
 
 
+from minijax.lax.utils import broadcast_shapes  # noqa: E402
+
+__all__ += ["broadcast_shapes"]
+
+
 # The primitive objects (add_p, dot_general_p, ...), exported as JAX's lax does, for
 # libraries that register rules for them or look for them in jaxprs.
 def _primitives() -> dict:

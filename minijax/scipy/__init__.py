@@ -1,5 +1,5 @@
-"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`, `stats`)."""
+"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`)."""
 
-from minijax.scipy import special, stats
+from minijax.scipy import special
 
-__all__ = ["special", "stats"]
+__all__ = ["special"]

@@ -247,3 +247,12 @@ def _ndtri_jvp(primals, tangents):
     x = ndtri(p)
     # d ndtri / dp = 1 / pdf(x) = sqrt(2 pi) exp(x^2 / 2)
     return x, p_dot * math.sqrt(2 * math.pi) * jnp.exp(0.5 * x * x)
+
+
+# Incomplete gamma and beta functions (scipy/special_incomplete.py), Bessel i0e/i1e, expi
+# and multigammaln (scipy/special_series.py).
+from minijax.scipy.special_incomplete import betainc, betaln, gammainc, gammaincc  # noqa: E402
+from minijax.scipy.special_series import expi, i0e, i1e, multigammaln  # noqa: E402
+
+__all__ += ["betainc", "betaln", "expi", "gammainc", "gammaincc", "i0e", "i1e",
+            "multigammaln"]

@@ -1,10 +1,9 @@
 """chex on minijax: its assertions pass and fail where they do on real JAX, and
 chex.dataclass / assert_max_traces work through jit (fixtures/chex_asserts.npz)."""
 
+import harness
 import numpy as np
 import pytest
-
-import harness
 
 PROGRAM = "chex_asserts"
 pytestmark = pytest.mark.skipif(harness.missing(PROGRAM) is not None,

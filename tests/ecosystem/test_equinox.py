@@ -2,10 +2,9 @@
 filter_grad, partition/combine, tree_at; results match real JAX's
 (fixtures/equinox_mlp.npz: same PRNGKey initialisation, same 20 SGD steps)."""
 
+import harness
 import numpy as np
 import pytest
-
-import harness
 
 PROGRAM = "equinox_mlp"
 pytestmark = pytest.mark.skipif(harness.missing(PROGRAM) is not None,

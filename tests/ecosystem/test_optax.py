@@ -1,10 +1,9 @@
 """optax on minijax: an optimizer chain (clipping, adamw, warmup-cosine schedule) trains an
 MLP; losses and parameters match real JAX's (recorded in fixtures/optax_mlp.npz)."""
 
+import harness
 import numpy as np
 import pytest
-
-import harness
 
 PROGRAM = "optax_mlp"
 pytestmark = pytest.mark.skipif(harness.missing(PROGRAM) is not None,
