@@ -55,19 +55,20 @@ def test_backends_and_compiler_never_import_the_frontend():
 #: the leaves (the frontend uses them; they never import the frontend, tested above).
 FRONTEND_LAYERS = [
     ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
-                "tree_util_paths", "tree_util_registry", "api_util", "trace_events", "display",
-                "traceback_util",
+                "tree_util_paths", "tree_util_registry", "tree", "api_util", "trace_events",
+                "display", "traceback_util",
                 "compiler", "backends"]),
     ("core", ["core"]),
-    ("arrays", ["array", "placement"]),
+    ("arrays", ["array", "array_types", "placement"]),
     ("dispatch", ["dispatch", "eager_compiled", "float_checks"]),
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
-                   "debugger"]),
-    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler"]),
-    ("top", ["example_libraries", "test_util", "tools", "__init__"]),
+                   "debugger", "flatten_util"]),
+    ("api", ["api", "api_jit", "api_jacobians", "devices", "aot", "profiler", "stages",
+             "experimental", "extend"]),
+    ("top", ["example_libraries", "test_util", "tools", "compat", "__init__"]),
 ]
 
 

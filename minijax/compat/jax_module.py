@@ -11,11 +11,11 @@ except two:
   the concrete class; minijax's internals rely on tracers not being instances of it.)
 """
 
-import abc
 import importlib
 
 import minijax
 from minijax import compat
+from minijax.array_types import ArrayType
 from minijax.compat import fallbacks
 from minijax.compat.versions import JAX_API_VERSION, version_info
 
@@ -23,14 +23,7 @@ __version__ = JAX_API_VERSION
 __version_info__ = version_info(JAX_API_VERSION)
 minijax_version = minijax.__version__
 __path__: list[str] = []  # a package: `import jax.numpy` is looked up by the hook
-
-
-class Array(abc.ABC):  # noqa: B024 - an abstract type with no abstract methods, as JAX's
-    """The type of arrays: concrete ``minijax.Array`` values and tracers."""
-
-
-Array.register(minijax.Array)
-Array.register(minijax.core.Tracer)
+Array = ArrayType
 
 
 def __getattr__(name: str):

@@ -56,6 +56,7 @@ def run_program(program: str, backend: str = "minijax") -> dict:
     else:
         context = contextlib.nullcontext()
     _drop_libraries()
+    sys.path.insert(0, str(PROGRAMS))  # for helpers shared by programs (_eco_*.py)
     try:
         with context:
             spec = importlib.util.spec_from_file_location(f"_eco_{program}",
@@ -66,6 +67,7 @@ def run_program(program: str, backend: str = "minijax") -> dict:
             result = module.run()
             return {k: (v if k.startswith("_") else np.asarray(v)) for k, v in result.items()}
     finally:
+        sys.path.remove(str(PROGRAMS))
         _drop_libraries()
 
 
