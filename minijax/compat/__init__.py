@@ -44,6 +44,7 @@ ALIASES: dict[str, str] = {
     "jax.core": "minijax.compat.jax_core",
     "jax.interpreters.batching": "minijax.compat.jax_batching",
     "jax.api_util": "minijax.compat.jax_api_util",
+    "jax.interpreters.partial_eval": "minijax.compat.jax_partial_eval",
     "jax._src": "minijax.compat.jax_src",
     "jax._src.core": "minijax.compat.jax_src.core",
     "jax._src.compiler": "minijax.compat.jax_src.compiler",
@@ -63,6 +64,7 @@ FALLBACKS: dict[str, str] = {
     "jax.scipy.fft": "minijax.compat.fallback.scipy_fft",
     "jax.scipy.optimize": "minijax.compat.fallback.scipy_optimize",
     "jax.experimental.sparse": "minijax.compat.fallback.sparse",
+    "jax.experimental.layout": "minijax.compat.fallback.layout",
 }
 
 

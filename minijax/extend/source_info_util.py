@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 
-from minijax.source_info import SourceInfo, is_internal_file, user_frame_info
+from minijax.source_info import SourceInfo, is_internal_file, register_exclusion, user_frame_info
 
-__all__ = ["SourceInfo", "current", "is_user_filename", "transform_name_stack", "user_frame",
-           "user_frame_info"]
+__all__ = ["SourceInfo", "current", "is_user_filename", "register_exclusion",
+           "transform_name_stack", "user_frame", "user_frame_info"]
 
 
 def current() -> SourceInfo:
