@@ -11,7 +11,8 @@ import numpy as np
 from minijax import dtypes, random
 from minijax import numpy as jnp
 
-__all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+__all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
+           "he_normal", "he_uniform",
            "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
            "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
            "xavier_normal", "xavier_uniform", "zeros"]
