@@ -19,8 +19,8 @@ def test_modules_resolve_to_minijax_and_uninstall_cleans_up():
         import jax.extend.core
         import jax.interpreters.ad
         import jax.numpy as jnp
-        from jax.scipy import linalg
         from jax.experimental import sparse
+        from jax.scipy import linalg
         assert jax.__version__ == minijax.compat.JAX_API_VERSION
         assert jax.__version_info__ == tuple(int(p) for p in jax.__version__.split("."))
         assert jax.minijax_version == minijax.__version__
