@@ -14,11 +14,17 @@ $(DEMO_STAMP): pyproject.toml $(VENV)/bin/python
 	$(PY) -m pip install -q -e ".[demo]"
 	touch $(DEMO_STAMP)
 
+# Published JAX libraries that tests/ecosystem runs on minijax (pinned: its fixtures were
+# recorded with these versions). They declare a dependency on jax, which minijax replaces,
+# so they are installed with --no-deps; the `ecosystem` extra has their other dependencies.
+ECOSYSTEM_LIBS := optax==0.2.8 chex==0.1.92 equinox==0.13.8 numpyro==0.22.0
+
 # Tests need the notebook extras too: tests/test_notebooks.py executes every notebook. The MPI
 # extra (mpi4py + MPICH wheels, for tests/test_mpi.py under mpiexec) is best effort: where no
 # wheel fits the platform those tests skip and say why.
-$(STAMP): pyproject.toml $(VENV)/bin/python
-	$(PY) -m pip install -q -e ".[test,notebooks]"
+$(STAMP): pyproject.toml Makefile $(VENV)/bin/python
+	$(PY) -m pip install -q -e ".[test,notebooks,ecosystem]"
+	$(PY) -m pip install -q --no-deps $(ECOSYSTEM_LIBS)
 	$(PY) -m pip install -q -e ".[mpi]" || echo "MPI extra not installed; tests/test_mpi.py will skip"
 	touch $(STAMP) $(DEMO_STAMP)
 

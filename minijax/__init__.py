@@ -6,7 +6,7 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 __version__ = "0.1.0"
 __version_info__ = (0, 1, 0)
 
-from minijax import distributed, errors, lax, numpy, tree_util
+from minijax import distributed, errors, lax, numpy, tree, tree_util
 from minijax.api import (
     ShapeDtypeStruct,
     eval_shape,
@@ -23,6 +23,7 @@ from minijax.api_jit import disable_jit, jit
 from minijax.api_pmap import pmap
 from minijax.api_shard_map import shard_map
 from minijax.array import Array
+from minijax.backends.base import Device
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
 from minijax.custom_derivatives import (
@@ -49,17 +50,26 @@ from minijax.sharding import make_mesh
 __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
     "default_backend", "device_get", "device_put", "devices", "disable_jit", "errors",
-    "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
-    "local_devices", "make_jaxpr", "numpy", "tree_util", "value_and_grad", "vjp", "vmap",
+    "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax",
+    "linearize", "local_devices", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad",
+    "vjp", "vmap", "Device",
 ]
 __all__ += ["device_count", "distributed", "local_device_count", "make_mesh", "pmap",
             "process_count", "process_index", "shard_map", "sharding"]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]
 
 # User-facing libraries built on the API above (imported last: they use it).
-from minijax import debug, example_libraries, nn, random, scipy, sharding  # noqa: E402
+from minijax import (  # noqa: E402
+    debug,
+    example_libraries,
+    flatten_util,
+    nn,
+    random,
+    scipy,
+    sharding,
+)
 
-__all__ += ["debug", "example_libraries", "nn", "random", "scipy"]
+__all__ += ["debug", "example_libraries", "flatten_util", "nn", "random", "scipy"]
 
 # Host callbacks with results, jax.typing, jax.experimental; jax.jacobian is jacrev.
 from minijax import experimental, typing  # noqa: E402

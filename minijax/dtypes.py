@@ -231,8 +231,22 @@ def result_type(*args) -> np.dtype:
 _BF16_SUPERTYPES = (np.floating, np.inexact, np.number, np.generic)
 
 
+class extended(np.generic):  # noqa: N801 - JAX's name
+    """Scalar type of dtypes that are not NumPy's (JAX's ``dtypes.extended``)."""
+
+
+class prng_key(extended):  # noqa: N801 - JAX's name
+    """Scalar type of typed PRNG key dtypes: ``issubdtype(key.dtype, dtypes.prng_key)``."""
+
+
 def issubdtype(a, b) -> bool:
-    """np.issubdtype with minijax's dtype objects (bfloat16 is a floating type)."""
+    """np.issubdtype with minijax's dtype objects (bfloat16 is a floating type; key dtypes
+    are ``prng_key``, an ``extended`` type)."""
+    a_type = getattr(a, "type", None)
+    if isinstance(a_type, type) and issubclass(a_type, extended):
+        return isinstance(b, type) and issubclass(a_type, b) or b is a or b == a
+    if isinstance(b, type) and issubclass(b, extended):
+        return False
     if _is_bf16(a):
         return _is_bf16(b) or (isinstance(b, type) and b in _BF16_SUPERTYPES)
     if _is_bf16(b):

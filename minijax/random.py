@@ -50,6 +50,7 @@ class KeyDType:
 
     name = "key<fry>"
     impl = "threefry2x32"
+    type = dtypes.prng_key
 
     def __repr__(self) -> str:
         return self.name

@@ -33,8 +33,19 @@ class SourceInfo:
 UNKNOWN = SourceInfo("<unknown>", 0, "<unknown>")
 
 
+# Path prefixes of libraries built on minijax whose frames are not the user's either
+# (register_exclusion, JAX's hook; flax and equinox register themselves).
+_excluded: list[str] = []
+
+
+def register_exclusion(path: str) -> None:
+    """Treat frames from files under ``path`` as library frames, not the user's."""
+    _excluded.append(path)
+
+
 def _is_internal(filename: str) -> bool:
-    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+    return (filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+            or (bool(_excluded) and filename.startswith(tuple(_excluded))))
 
 
 def user_frame_info(skip: int = 1) -> SourceInfo:

@@ -20,8 +20,22 @@ NOTE = ("--------------------\nFor simplicity, minijax has removed its internal 
         "include these.")
 
 
+# Path prefixes whose frames are hidden: minijax's package, and what libraries register.
+_excluded: list[str] = [_PACKAGE_DIR]
+
+
+def register_exclusion(path: str) -> None:
+    """Hide frames from files under ``path`` too (JAX's hook for libraries built on it)."""
+    _excluded.append(path)
+
+
+def include_frame(frame) -> bool:
+    """Whether a filtered traceback keeps ``frame``."""
+    return not frame.f_code.co_filename.startswith(tuple(_excluded))
+
+
 def _is_internal(tb) -> bool:
-    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+    return not include_frame(tb.tb_frame)
 
 
 def filter_traceback(tb):

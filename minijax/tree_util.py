@@ -42,13 +42,17 @@ from minijax.tree_util_registry import (
     register_pytree_node,
     register_pytree_node_class,
     register_pytree_with_keys,
+    register_pytree_with_keys_class,
     register_static,
 )
 
 __all__ = [
-    "DictKey", "FlattenedIndexKey", "GetAttrKey", "Partial", "PyTreeDef", "SequenceKey",
-    "all_leaves", "keystr", "register_dataclass", "register_pytree_node",
-    "register_pytree_node_class", "register_pytree_with_keys", "register_static", "tree_all",
+    "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef",
+    "SequenceKey", "all_leaves", "flatten_one_level", "flatten_one_level_with_keys",
+    "is_tree_node", "keystr", "register_dataclass", "register_pytree_node",
+    "register_pytree_node_class", "register_pytree_with_keys",
+    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",
+    "tree_reduce_associative",
     "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
     "tree_map", "tree_map_with_path", "tree_reduce", "tree_structure", "tree_transpose",
     "tree_unflatten", "treedef_children", "treedef_is_leaf", "treedef_is_strict_leaf",
@@ -435,10 +439,17 @@ def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = 
     return len(leaves) == len(items) and all(a is b for a, b in zip(leaves, items))
 
 
-# Key paths and Partial live in tree_util_paths.py (re-exported here).
+# Key paths, one-level helpers and Partial live in tree_util_paths.py (re-exported here).
 from minijax.tree_util_paths import (  # noqa: E402
+    KeyEntry,
+    KeyPath,
     Partial,
+    flatten_one_level,
+    flatten_one_level_with_keys,
+    is_tree_node,
+    tree_broadcast,
     tree_flatten_with_path,
     tree_leaves_with_path,
     tree_map_with_path,
+    tree_reduce_associative,
 )

@@ -1,16 +1,30 @@
-"""Key paths (tree_flatten_with_path and friends) and Partial, a pytree functools.partial.
+"""Key paths (tree_flatten_with_path and friends), one-level and prefix helpers
+(flatten_one_level, is_tree_node, tree_broadcast, tree_reduce_associative) and Partial, a
+pytree functools.partial.
 
 Part of minijax.tree_util, which re-exports everything here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from minijax.tree_util import PyTreeDef, _flatten_rest
-from minijax.tree_util_registry import _resolve, register_pytree_node
+from minijax.tree_util import PyTreeDef, _flatten_rest, tree_flatten, tree_map, tree_structure
+from minijax.tree_util_registry import (
+    _MISSING,
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
+    SequenceKey,
+    _resolve,
+    register_pytree_node,
+)
+
+KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey | Any
+KeyPath = tuple[KeyEntry, ...]
 
 
 def _flatten_path(x, path: tuple, out: list, is_leaf):
@@ -45,6 +59,73 @@ def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
     pairs, treedef = tree_flatten_with_path(tree, is_leaf)
     others = _flatten_rest(treedef, rest, "tree_map_with_path")
     return treedef.unflatten([f(p, x, *ys) for (p, x), *ys in zip(pairs, *others)])
+
+
+# --------------------------------------------------------------------------------------------
+# One level, prefixes, associative reduction
+
+
+def is_tree_node(typ: type) -> bool:
+    """True if ``typ`` is a pytree node type (built-in, registered, or a namedtuple)."""
+    return _resolve(typ) is not None
+
+
+def flatten_one_level(tree: Any) -> tuple[Sequence[Any], Any]:
+    """``(children, aux_data)`` of the root node; ValueError for a leaf."""
+    h = _resolve(type(tree))
+    if h is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = h.flatten(tree)
+    return tuple(children), aux
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Sequence[tuple[Any, Any]], Any]:
+    """``(((key, child), ...), aux_data)`` of the root node; ValueError for a leaf."""
+    h = _resolve(type(tree))
+    if h is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    keyed, aux = h.flatten_with_keys(tree)
+    return tuple((k, c) for k, c in keyed), aux
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Repeat each leaf of ``prefix_tree`` over the subtree of ``full_tree`` it stands for."""
+    treedef = tree_structure(prefix_tree, is_leaf)
+    subtrees = treedef.flatten_up_to(full_tree)
+    prefixes = tree_flatten(prefix_tree, is_leaf)[0]
+    return treedef.unflatten([tree_map(lambda _, p=p: p, sub)
+                              for p, sub in zip(prefixes, subtrees)])
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *,
+                            identity: Any = _MISSING,
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Reduce the leaves with an associative ``operation`` as a balanced tree of calls.
+
+    The leaves split in halves (the left one has ``n // 2``) recursively, as JAX does, so the
+    result's nesting matches JAX's for non-commutative operations too.
+    """
+    leaves = tree_flatten(tree, is_leaf)[0]
+    if not leaves:
+        if identity is _MISSING:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+
+    def reduce(xs):
+        if len(xs) == 1:
+            return xs[0]
+        mid = len(xs) // 2
+        return operation(reduce(xs[:mid]), reduce(xs[mid:]))
+
+    return reduce(leaves)
+
+
+def static(**kwargs) -> Any:
+    """``dataclasses.field(**kwargs)`` marked ``static`` for :func:`register_dataclass`."""
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["static"] = True
+    return dataclasses.field(metadata=metadata, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------

@@ -187,6 +187,15 @@ def register_pytree_node_class(cls: type) -> type:
     return cls
 
 
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator: ``cls.tree_flatten_with_keys(self) -> (((key, child), ...), aux)`` and
+    ``cls.tree_unflatten(aux, children)``; ``cls.tree_flatten`` is used when defined."""
+    flatten = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              None if flatten is None else (lambda x: x.tree_flatten()))
+    return cls
+
+
 def register_static(cls: type) -> type:
     """Register ``cls`` as a node with no children whose instances are static (hashable) data."""
     register_pytree_node(cls, lambda x: ((), x), lambda aux, _: aux)

@@ -278,7 +278,10 @@ def _misc(x, i, lhs, rhs):
         jax.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(
             lax.broadcast(x[:, 0], (n,))),
         jax.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(
-            lax.broadcast(x[:, 0], (n,))),
+            lax.mul(lax.broadcast(x[:, 0], (n,)),
+                    lax.transpose(lax.broadcast(x[:, 1], (n,)), (1, 0)))),
+        jax.vmap(lambda v: lax.pswapaxes(v, "i", 0), axis_name="i")(
+            lax.broadcast(x[:, 2], (n,))),
         lax.with_sharding_constraint(lax.sin(x), NamedSharding(jax.make_mesh((1,), ("d",)),
                                                                PartitionSpec("d"))),
     ]
@@ -298,7 +301,7 @@ def test_remaining_exported_ops(n, i, seed):
 _NOT_OPS = {"ConvDimensionNumbers", "Precision", "GatherDimensionNumbers",
             "ScatterDimensionNumbers", "GatherScatterMode", "RoundingMethod",
             "conv_dimension_numbers", "conv_general_permutations", "padtype_to_pads",
-            "FftType"}
+            "FftType", "broadcast_shapes"}
 
 
 def _ffts(x):

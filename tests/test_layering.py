@@ -55,20 +55,20 @@ def test_backends_and_compiler_never_import_the_frontend():
 #: the leaves (the frontend uses them; they never import the frontend, tested above).
 FRONTEND_LAYERS = [
     ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
-                "tree_util_paths", "tree_util_registry", "api_util", "trace_events", "display",
-                "traceback_util", "distributed",
+                "tree_util_paths", "tree_util_registry", "tree", "api_util", "trace_events",
+                "display", "traceback_util", "distributed",
                 "compiler", "backends"]),
     ("core", ["core"]),
-    ("arrays", ["array", "placement", "sharding"]),
+    ("arrays", ["array", "array_types", "placement", "sharding"]),
     ("dispatch", ["dispatch", "eager_compiled", "float_checks"]),
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
-                   "debugger", "callback", "typing"]),
+                   "debugger", "callback", "typing", "flatten_util"]),
     ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
-             "api_sharded_jit", "devices", "aot", "profiler"]),
-    ("top", ["example_libraries", "experimental", "test_util", "tools", "__init__"]),
+             "api_sharded_jit", "devices", "aot", "profiler", "stages", "extend"]),
+    ("top", ["example_libraries", "experimental", "test_util", "tools", "compat", "__init__"]),
 ]
 
 

@@ -23,6 +23,7 @@ pass `before_text`).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -57,6 +58,16 @@ def module_bytes(module) -> int:
                       if i.literal is not None)
 
 
+# The passes and the elemental emitter recurse along operand chains: one fused chain of a
+# few hundred elementwise operations (common in probabilistic programs' scalar math) needs
+# more than Python's default 1000 frames. Python 3.11+ keeps Python frames off the C stack.
+# Raised once, when minijax is imported (not in the middle of a caller's code), and checked
+# again per compile in case something lowered it since.
+_RECURSION_LIMIT = 20000
+if sys.getrecursionlimit() < _RECURSION_LIMIT:
+    sys.setrecursionlimit(_RECURSION_LIMIT)
+
+
 def compile_module(module, backend, options: CompileOptions | None = None, *,
                    fp: str | None = None, device=None, stats=None,
                    timings: dict | None = None, before_text: Callable[[], str] | None = None,
@@ -69,6 +80,8 @@ def compile_module(module, backend, options: CompileOptions | None = None, *,
     optimized (to keep its pre-optimization text). `dump_source`: an object with
     `as_text()`, `arg_names` and `signature.avals` (api_jit.Lowered) written into dumps.
     """
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
     options = options or CompileOptions(backend=backend.name)
     timings = {} if timings is None else timings
     if fp is None:

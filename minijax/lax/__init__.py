@@ -209,15 +209,38 @@ from minijax.lax.collectives import (  # noqa: E402
     psum,
     psum_scatter,
 )
-from minijax.lax.collectives_all_to_all import all_to_all  # noqa: E402
+from minijax.lax.collectives_all_to_all import all_to_all, pswapaxes  # noqa: E402
 from minijax.lax.sharding_constraint import with_sharding_constraint  # noqa: E402
 
 __all__ += [
-    "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum",
-    "psum_scatter", "with_sharding_constraint",
+    "all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "pswapaxes",
+    "psum", "psum_scatter", "with_sharding_constraint",
 ]
 
 # FFT (lax/fft.py)
 from minijax.lax.fft import FftType, fft  # noqa: E402
 
 __all__ += ["FftType", "fft"]
+
+
+from minijax.lax.utils import broadcast_shapes  # noqa: E402
+
+__all__ += ["broadcast_shapes"]
+
+
+# The primitive objects (add_p, dot_general_p, ...), exported as JAX's lax does, for
+# libraries that register rules for them or look for them in jaxprs.
+def _primitives() -> dict:
+    import sys as _sys
+    found = {}
+    for _name, _module in list(_sys.modules.items()):
+        if _name.startswith("minijax.lax.") and _module is not None:
+            for _attr, _value in vars(_module).items():
+                if _attr.endswith("_p") and isinstance(_value, _Primitive):
+                    found.setdefault(_attr, _value)
+    return found
+
+
+from minijax.core import Primitive as _Primitive  # noqa: E402
+
+globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})

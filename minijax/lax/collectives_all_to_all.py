@@ -98,3 +98,9 @@ def _transpose(ct, x, *, axis_name, split_axis, concat_axis, tiled, axis_size):
 
 ad.deflinear(all_to_all_p, _transpose)
 batching.primitive_batchers[all_to_all_p] = _batcher
+
+
+def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
+    """Swap the named mapped axis with positional `axis` (`all_to_all` with both axes
+    `axis`, untiled)."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)

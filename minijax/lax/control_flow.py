@@ -44,8 +44,15 @@ _no_operand = object()
 def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     """Apply true_fun(*operands) if pred else false_fun(*operands), as one traced op.
 
-    Both branches are traced; their outputs must have identical structure and types.
+    Both branches are traced; their outputs must have identical structure and types. JAX's
+    older form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` (each branch
+    with its own operand) is recognized as JAX does: by which arguments are callable.
     """
+    if (operand is _no_operand and len(operands) == 2 and not callable(true_fun)
+            and callable(false_fun) and callable(operands[1])):
+        true_operand, real_true, false_operand, real_false = true_fun, false_fun, *operands
+        return cond(pred, lambda ops: real_true(ops[0]), lambda ops: real_false(ops[1]),
+                    (true_operand, false_operand))
     if operand is not _no_operand:
         if operands:
             raise TypeError("if `operand` is passed, positional `operands` should not be "

@@ -178,3 +178,17 @@ def elementwise_batcher(primitive):
 def _unbatched_shape(v, d):
     shape = get_aval(v).shape
     return shape if d is not_mapped else shape[:d] + shape[d + 1:]
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that ``shapes`` broadcast to under NumPy's rules (``jax.lax``'s name);
+    ValueError naming them when they are incompatible."""
+    shapes = [tuple(int(d) for d in s) for s in shapes]
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for axis in range(ndim):
+        sizes = {s[axis - ndim + len(s)] for s in shapes if axis - ndim + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)

@@ -4,25 +4,26 @@
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from minijax import dtypes, random
 from minijax import numpy as jnp
 
-__all__ = ["Initializer", "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
+__all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
+           "he_normal", "he_uniform",
            "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
            "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
            "xavier_normal", "xavier_uniform", "zeros"]
 
 
+@runtime_checkable
 class Initializer(Protocol):
-    """What the initializer factories return (as jax.nn.initializers.Initializer): a
-    callable `init(key, shape, dtype=None) -> Array`."""
+    """What an initializer is: ``init(key, shape, dtype) -> Array`` (JAX's protocol)."""
 
-    def __call__(self, key, shape, dtype=None, out_sharding=None):
-        raise NotImplementedError
+    def __call__(self, key: Any, shape: Any, dtype: Any = ...) -> Any:
+        ...
 
 
 def _dtype(dtype):
@@ -179,4 +180,19 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         q = jnp.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
         q = jnp.moveaxis(q, -1, column_axis)
         return jnp.array(scale, dtype) * q
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """Convolution kernels (3-d to 5-d, ``(*window, in, out)``) that are an orthogonal
+    ``in x out`` matrix at the window's centre and zero elsewhere."""
+    def init(key, shape, dtype=dtype):
+        shape = tuple(shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+        centre = tuple((k - 1) // 2 for k in shape[:-2])
+        return jnp.zeros(shape, matrix.dtype).at[centre].set(matrix)
     return init

@@ -5,7 +5,7 @@ Importing this package installs operators and NumPy-style methods on minijax.Arr
 on tracers (minijax/numpy/array_methods.py).
 """
 
-from minijax.array import Array as ndarray
+from minijax.array_types import ArrayType as ndarray  # JAX: jnp.ndarray is jax.Array
 from minijax.numpy import array_methods as _array_methods
 from minijax.numpy.array_api import __array_namespace_info__, from_dlpack, unstack
 from minijax.numpy.at import scatter_update as _scatter_update

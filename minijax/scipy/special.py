@@ -249,7 +249,8 @@ def _ndtri_jvp(primals, tangents):
     return x, p_dot * math.sqrt(2 * math.pi) * jnp.exp(0.5 * x * x)
 
 
-# The incomplete gamma/beta and Bessel functions build on the functions above.
+# The incomplete gamma/beta and Bessel functions build on the functions above; expi is in
+# scipy/special_series.py.
 from minijax.scipy.special_incomplete import (  # noqa: E402
     betainc,
     betaln,
@@ -261,6 +262,7 @@ from minijax.scipy.special_incomplete import (  # noqa: E402
     i1e,
     multigammaln,
 )
+from minijax.scipy.special_series import expi  # noqa: E402
 
-__all__ += ["betainc", "betaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
+__all__ += ["betainc", "betaln", "expi", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
             "multigammaln"]
