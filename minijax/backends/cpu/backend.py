@@ -52,7 +52,12 @@ from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
-from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
+from minijax.compiler.codegen.elemental import (
+    ELEMENTWISE,
+    INDEXING,
+    WINDOWED,
+    unsupported_reason,
+)
 from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
 from minijax.compiler.evaluator import has_implementation
@@ -62,7 +67,7 @@ from minijax.config import config, debug_level
 
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
 REUSE_MIN_BYTES = 1 << 16
-_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
+_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | WINDOWED | {"reduce"}) - {"reshape", "bitcast"}
 _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
     (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
