@@ -19,8 +19,7 @@ import contextlib
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen import math_approx, target
-from minijax.compiler.codegen import windows
+from minijax.compiler.codegen import math_approx, target, windows
 from minijax.compiler.codegen.float16 import (
     bf16_bits,
     bf16_from_bits,
@@ -28,7 +27,7 @@ from minijax.compiler.codegen.float16 import (
     float_convert,
     round_to_bf16,
 )
-from minijax.compiler.codegen.index import Index, scalar_index, strides_of
+from minijax.compiler.codegen.index import Index, scalar_index
 from minijax.compiler.codegen.int_arith import int_divide, int_power, pred_op, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
