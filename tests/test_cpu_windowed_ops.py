@@ -56,11 +56,14 @@ def _values(et, shape, rng, ties=False):
     return rng.standard_normal(shape).astype(NP[et])
 
 
-def _run(text, args):
+def _run(text, args, loop=None):
+    """(kernel result, evaluator result); `loop`: whether the window must be a loop."""
     module = parse_module(text)
     want = evaluate_module(module, args)[0]
     exe = CpuBackend().compile(parse_module(text))
     assert not exe.evaluator_thunks(), exe.as_text()
+    if loop is not None:
+        assert ("win.body" in exe.llvm_ir()) == loop
     return np.asarray(exe.execute(args)[0]), np.asarray(want)
 
 
@@ -104,9 +107,10 @@ def test_reduce_window_kernel_matches_evaluator(case, et, op, init, seed):
             f"  ROOT r = {_shape(et, out)} reduce-window(x, init), "
             f"window={_window(size, stride, pad, ldil, rdil)}, to_apply=red\n}}\n")
     x = _values(et, dims, np.random.default_rng(seed))
+    loop = None if np.prod(size) > windows.UNROLL else False
     if op == "multiply" and et != "s32":
         x = (1 + 0.1 * x.astype(np.float32)).astype(NP[et])
-    got, want = _run(text, [x])
+    got, want = _run(text, [x], loop=loop)
     _check(got, want, et, exact=op in ("maximum", "minimum"))
 
 
@@ -120,7 +124,7 @@ def test_reduce_window_large_window_runs_as_a_loop():
             f"window={_window((1, k, k), (1, 2, 2), ((0, 0), (1, 0), (1, 0)))}, "
             "to_apply=red\n}\n")
     x = np.random.default_rng(0).standard_normal((3, 20, 20)).astype(np.float32)
-    got, want = _run(text, [x])
+    got, want = _run(text, [x], loop=True)
     _check(got, want, "f32")
 
 
@@ -170,7 +174,7 @@ def test_select_and_scatter_overlapping_large_windows_loop():
     rng = np.random.default_rng(1)
     x = rng.integers(-2, 3, (2, 9, 9)).astype(np.float32)
     src = rng.standard_normal((2, 8, 8)).astype(np.float32)
-    got, want = _run(text, [x, src])
+    got, want = _run(text, [x, src], loop=True)
     _check(got, want, "f32")
 
 

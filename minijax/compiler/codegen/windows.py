@@ -14,7 +14,7 @@ like any elementwise kernel (vectorized inner loop, outer loop split across thre
   select(selected value, operand[p]) is false (XLA's rule). Each element re-selects the
   few windows that cover it: no atomics, no second pass.
 
-Windows of at most UNROLL positions (and at most UNROLL covering windows) are emitted
+Windows of at most UNROLL positions (and a few covering windows) are emitted
 straight-line; larger ones as loops. State lives in stack slots that LLVM promotes.
 """
 
@@ -52,9 +52,11 @@ def unsupported_window_reason(instr) -> str | None:
     return None
 
 
-def _repeat(em, count: int, body) -> None:
-    """body(j) for j in [0, count): unrolled (j an i64 constant) or as a loop."""
-    if count <= UNROLL:
+def _repeat(em, count: int, body, cost: int = 1) -> None:
+    """body(j) for j in [0, count): unrolled (j an i64 constant) when count * cost (the
+    body's size in window positions) is at most UNROLL * 4 and count at most UNROLL, or
+    else as a loop."""
+    if count <= UNROLL and count * cost <= UNROLL * 4:
         for j in range(count):
             body(const(I64, j))
         return
@@ -178,5 +180,5 @@ def select_and_scatter(em, instr, index: Index):
         new = em.emit_scalar_computation(scatter, [cur, src_v])[0]
         b.store(b.select(hit, new, cur), acc)
 
-    _repeat(em, math.prod(covers), per_window)
+    _repeat(em, math.prod(covers), per_window, cost=math.prod(size))
     return b.load(acc)
