@@ -43,9 +43,9 @@ def init_params(seed: int = 0) -> dict:
             "w": he((7 * 7 * 32, 10), 7 * 7 * 32), "b": np.zeros(10, np.float32)}
 
 
-def make_per_example_grads(jax):
-    """jit(vmap(grad(loss))) for library `jax` (minijax or real JAX): (params, x, y) ->
-    per-example gradients, x: [batch, 28, 28, 1], y: [batch] integer labels."""
+def make_loss(jax):
+    """The CNN's softmax cross-entropy for one example in library `jax` (minijax or real
+    JAX): (params, x [28, 28, 1], y integer label) -> scalar."""
     lax, jnp = jax.lax, jax.numpy
     dn = ("NHWC", "HWIO", "NHWC")
 
@@ -60,8 +60,13 @@ def make_per_example_grads(jax):
         h = maxpool(jax.nn.relu(h + params["b2"]))
         logits = h.reshape(-1) @ params["w"] + params["b"]
         return -jax.nn.log_softmax(logits)[y]
+    return loss
 
-    return jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+
+def make_per_example_grads(jax):
+    """jit(vmap(grad(loss))) for library `jax`: (params, x, y) -> per-example gradients,
+    x: [batch, 28, 28, 1], y: [batch] integer labels."""
+    return jax.jit(jax.vmap(jax.grad(make_loss(jax)), in_axes=(None, 0, 0)))
 
 
 def data(batch: int, seed: int = 1):
