@@ -13,13 +13,15 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   buffer assignment's slots), reused across calls; outputs are always fresh arrays;
 - dot calls the gemm of NumPy's BLAS directly (cpu/blas.py: transposed operands read through
   trans flags, large products split over the thread pool; np.matmul when no gemm is found);
-  convolution runs as an im2col copy + one gemm (cpu/library.py);
+  convolution runs as an im2col copy + one gemm per feature/batch group (cpu/library.py);
+- reduce-window and select-and-scatter are generated kernels like fusions (each output
+  element a gather over its window(s), codegen/windows.py);
 - while/conditional/call run their computations as nested programs (a Python loop over the
   iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
   the body's slots);
 - everything else runs the evaluator's per-instruction function (EVALUATOR_THUNK_OPCODES
-  lists those opcodes; element types the emitter does not support, e.g. complex numbers,
-  and grouped convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
+  lists those opcodes; element types the emitter does not support, e.g. complex numbers, and
+  integer convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
 With MINIJAX_CACHE_DIR set, the object file and a compile plan (kernel specs) are stored, so
 a later process rebuilds the executable without emitting IR or running LLVM.
 MINIJAX_DEBUG=2 prints each kernel's time and GB/s; MINIJAX_DEBUG=4 prints the LLVM IR.
