@@ -138,6 +138,7 @@ class Fusion(Pass):
         self.size_checks = 0   # emission counts computed (tests check this stays linear)
         self._counts_key = self._counts = None
         self._sizes: dict[tuple, tuple] = {}
+        self._versions: dict[int, int] = {}
         self._duplicates: dict[int, int] = {}
 
     def run(self, module: Module) -> bool:
@@ -219,9 +220,9 @@ class Fusion(Pass):
         """(instructions, emitted element evaluations, most emissions of one instruction)
         of a fusion's body, or of `instr` alone when it is not a fusion."""
         if instr.opcode != "fusion":
-            return 1, 1, 1
+            return 1, 1 + len(instr.operands), 1   # itself and the loads of its operands
         body = fused_computation(instr)
-        key = (id(body), len(body.instructions))
+        key = (id(body), self._versions.get(id(body), 0))
         known = self._sizes.get(key)
         if known is None:
             self.size_checks += 1
@@ -229,6 +230,10 @@ class Fusion(Pass):
             known = self._sizes[key] = (len(body.instructions), total,
                                         max(counts.values(), default=1))
         return known
+
+    def _changed_body(self, fusion: Instruction) -> None:
+        key = id(fused_computation(fusion))
+        self._versions[key] = self._versions.get(key, 0) + 1
 
     def _too_big(self, producer: Instruction, consumer: Instruction) -> str | None:
         """Why fusing `producer` into `consumer` would make a kernel too big, or None."""
@@ -255,16 +260,16 @@ class Fusion(Pass):
 
     def _consumer_counts(self, consumer: Instruction) -> EmissionCounts:
         """The emission counts of the fusion being grown (kept up to date by _fused)."""
-        if self._counts_key != id(consumer) or self._counts is None:
+        if self._counts_key is not consumer or self._counts is None:
             self.size_checks += 1
-            self._counts_key = id(consumer)
+            self._counts_key = consumer
             self._counts = EmissionCounts(fused_computation(consumer))
         return self._counts
 
     def _fused(self, fusion: Instruction, producer: Instruction, param, value) -> None:
         """Update the counts after `producer` replaced `param` in `fusion` by `value`."""
         counts = self._counts
-        if self._counts_key != id(fusion) or counts is None:
+        if self._counts_key is not fusion or counts is None:
             return
         if producer.opcode != "fusion" and id(value) not in counts.counts and all(
                 op.opcode == "parameter" for op in value.operands):
@@ -283,6 +288,7 @@ class Fusion(Pass):
     def _grow(self, comp: Computation, builder: FusionBuilder, consumer: Instruction) -> bool:
         """Fuse as many of `consumer`'s producers into it as `should_fuse` allows."""
         label, current, rejected, changed = consumer.name, consumer, set(), False
+        self._counts_key = self._counts = None
         progress = True
         while progress:
             progress = False
@@ -307,8 +313,12 @@ class Fusion(Pass):
                 if len(users) > 1:
                     self._duplicates[id(producer)] = self._duplicates.get(id(producer), 0) + 1
                 value = builder.fuse_producer(current, producer, keep=len(users) > 1)
+                self._changed_body(current)
                 self._fused(current, producer, param, value)
-                changed = progress = True
+                changed = True
+                # A copy reused along a second path (fusion_builder) can grow the code more
+                # than estimated: then this fusion stops growing.
+                progress = self._consumer_counts(current).total <= self.max_emitted
                 break
         return changed
 
@@ -344,6 +354,7 @@ class Fusion(Pass):
         self._log(f"fuse {producer.name} into {fusion.name} as an extra output: computed "
                   f"once in the reduction's loop, also read by ({names})")
         builder.add_output(fusion, producer)
+        self._changed_body(fusion)
         builder.index.rebuild()
         return True
 
