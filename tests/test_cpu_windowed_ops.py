@@ -187,3 +187,19 @@ def test_select_and_scatter_negative_padding_falls_back_with_a_reason():
             "window={size=2 stride=2 pad=-1_-1}, select=sel, scatter=sc\n}\n")
     root = parse_module(text).entry.root
     assert "negative padding" in windows.unsupported_window_reason(root)
+
+
+def test_cummax_cummin_signed_zeros_match_jax_eager_and_jit():
+    """JAX (0.10.2, CPU): cummax([0, -0]) = [0, 0], cummax([-0, 0]) = [-0, 0],
+    cummin([0, -0]) = [0, -0], cummin([-0, 0]) = [-0, -0] (reduce-window kernel, evaluator
+    and the eager NumPy path all give XLA's signed zeros)."""
+    import minijax
+    from minijax import lax
+    x = np.array([[0.0, -0.0], [-0.0, 0.0]], np.float32)
+    want = {"cummax": [[0.0, 0.0], [-0.0, 0.0]], "cummin": [[0.0, -0.0], [-0.0, -0.0]]}
+    for name, expected in want.items():
+        fn = getattr(lax, name)
+        for got in (fn(x, axis=1), minijax.jit(lambda v, fn=fn: fn(v, axis=1))(x)):
+            got = np.asarray(got)
+            np.testing.assert_array_equal(got, expected)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(np.array(expected)))

@@ -27,7 +27,7 @@ from minijax.compiler.codegen.float16 import (
     float_convert,
     round_to_bf16,
 )
-from minijax.compiler.codegen.index import Index, scalar_index
+from minijax.compiler.codegen.index import Index, scalar_index, strides_of  # noqa: F401
 from minijax.compiler.codegen.int_arith import int_divide, int_power, pred_op, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,

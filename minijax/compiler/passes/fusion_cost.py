@@ -20,7 +20,7 @@ from minijax.compiler.hlo.ir import Computation, Instruction
 from minijax.compiler.passes.opcodes import ELEMENTWISE
 
 #: Most instructions a fused computation may hold.
-MAX_FUSED_INSTRUCTIONS = 128
+MAX_FUSED_INSTRUCTIONS = 256
 #: Most times one instruction may be emitted in a kernel (at different indices): XLA's
 #: fusion allows 15 before it stops duplicating a producer into a consumer.
 MAX_NODE_EMISSIONS = 16
