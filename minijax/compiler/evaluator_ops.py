@@ -30,6 +30,8 @@ def binary_ufunc(comp):
         return None
     if root.shape.element_type == "bf16":
         return None  # per-step rounding matters; use the generic path
+    if root.opcode in ("maximum", "minimum") and root.shape.dtype.kind == "f":
+        return None  # np.maximum(0.0, -0.0) is -0.0; XLA's is 0.0 (the generic path)
     return _UFUNCS[root.opcode]
 
 

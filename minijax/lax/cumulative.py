@@ -199,9 +199,21 @@ register_lowering(cumprod_p, _cum_lowering("multiply", _ones))
 
 # --------------------------------------------------------------------------- cummax / cummin
 
+def _signed_zero_accumulate(ufunc, x, axis):
+    """ufunc.accumulate with XLA's signed zeros (max(0, -0) = 0, min(0, -0) = -0; NumPy
+    returns either) for floats."""
+    out = ufunc.accumulate(x, axis=axis)
+    if dtypes.kind(x.dtype) != "f" or x.size == 0:
+        return out
+    want_neg = ufunc is np.minimum
+    seen = np.logical_or.accumulate((x == 0) & (np.signbit(x) == want_neg), axis=axis)
+    zero = np.asarray(-0.0 if want_neg else 0.0, dtype=out.dtype)
+    return np.where((out == 0) & seen, zero, out)
+
+
 cummax_p = standard_primitive(
     "cummax", _cum_abstract_eval("cummax", "iufb"),
-    _cum_impl(lambda x, axis: np.maximum.accumulate(x, axis=axis)))
+    _cum_impl(lambda x, axis: _signed_zero_accumulate(np.maximum, x, axis)))
 cummax = _wrapper(cummax_p, "Cumulative maximum along `axis` (from the end if `reverse`).")
 ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, _max, max_identity)
 batching.primitive_batchers[cummax_p] = _cum_batcher(cummax_p)
@@ -209,7 +221,7 @@ register_lowering(cummax_p, _cum_lowering("maximum", max_identity))
 
 cummin_p = standard_primitive(
     "cummin", _cum_abstract_eval("cummin", "iufb"),
-    _cum_impl(lambda x, axis: np.minimum.accumulate(x, axis=axis)))
+    _cum_impl(lambda x, axis: _signed_zero_accumulate(np.minimum, x, axis)))
 cummin = _wrapper(cummin_p, "Cumulative minimum along `axis` (from the end if `reverse`).")
 ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, _min, min_identity)
 batching.primitive_batchers[cummin_p] = _cum_batcher(cummin_p)

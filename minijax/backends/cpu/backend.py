@@ -14,13 +14,15 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   the warm host cache (cpu/memory.py: memory kept mapped, no page faults once warm);
 - dot calls the gemm of NumPy's BLAS directly (cpu/blas.py: transposed operands read through
   trans flags, large products split over the thread pool; np.matmul when no gemm is found);
-  convolution runs as an im2col copy + one gemm (cpu/library.py);
+  convolution runs as an im2col copy + one gemm per feature/batch group (cpu/library.py);
+- reduce-window and select-and-scatter are generated kernels like fusions (each output
+  element a gather over its window(s), codegen/windows.py);
 - while/conditional/call run their computations as nested programs (a Python loop over the
   iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
   the body's slots);
 - everything else runs the evaluator's per-instruction function (EVALUATOR_THUNK_OPCODES
-  lists those opcodes; element types the emitter does not support, e.g. complex numbers,
-  and grouped convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
+  lists those opcodes; element types the emitter does not support, e.g. complex numbers, and
+  integer convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
 With MINIJAX_CACHE_DIR set, the object file and a compile plan (kernel specs) are stored, so
 a later process rebuilds the executable without emitting IR or running LLVM.
 MINIJAX_DEBUG=2 prints each kernel's time and GB/s; MINIJAX_DEBUG=4 prints the LLVM IR.
@@ -56,7 +58,12 @@ from minijax.backends.planner import Program, ProgramPlanner
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
-from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING, unsupported_reason
+from minijax.compiler.codegen.elemental import (
+    ELEMENTWISE,
+    INDEXING,
+    WINDOWED,
+    unsupported_reason,
+)
 from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
 from minijax.compiler.evaluator import has_implementation
@@ -66,7 +73,7 @@ from minijax.config import config, debug_level
 
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
 REUSE_MIN_BYTES = 1 << 16
-_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"}
+_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | WINDOWED | {"reduce"}) - {"reshape", "bitcast"}
 _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
     (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",

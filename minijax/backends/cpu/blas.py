@@ -336,7 +336,9 @@ def _split(batch: int, m: int, n: int, threads: int):
 
 
 class GemmCall:
-    """One dot's gemm: `call(a, b, out)` with C-contiguous arrays of the dot's dtype.
+    """One dot's gemm: `call(a, b, out)` with C-contiguous arrays of the dot's dtype (or,
+    with `strides` = (lda, ldb, ldc, a, b and c batch strides) in elements, arrays read and
+    written through those strides from their first element).
 
     Small products run on the calling thread with one BLAS thread. Larger ones are cut
     into one piece per thread-pool thread (along batch, M or N), each piece a
@@ -346,14 +348,20 @@ class GemmCall:
     call on BLAS's own threads.
     """
 
-    def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None):
+    def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None,
+                 strides=None):
         from minijax.backends.cpu.thread_pool import get_pool
         batch, m, n, k, ta, tb = form
         dtype = np.dtype(dtype)
         size = dtype.itemsize
         small = batch * m * n * k < SMALL_GEMM_MNK
         single = small if threads_single is None else threads_single
-        lda, ldb = (m if ta else k), (k if tb else n)
+        if strides is None:
+            lda, ldb = (m if ta else k), (k if tb else n)
+            strides = (lda, ldb, n, m * k, k * n, m * n)
+        # Leading dimensions and per-batch-element strides, in elements: a grouped
+        # convolution's groups are interleaved column blocks of one matrix.
+        lda, ldb, ldc, sa, sb, sc = strides
         split, length, pieces = 0, batch, 1
         pool = None
         if not small and blas.set_threads and config._values["minijax_dot_split"]:
@@ -361,12 +369,12 @@ class GemmCall:
             split, length, pieces = _split(batch, m, n, pool.num_threads)
             if pieces == 1:
                 pool = None
-        steps = {0: (0, 0, 0), 1: ((size if ta else lda * size), 0, n * size),
+        steps = {0: (0, 0, 0), 1: ((size if ta else lda * size), 0, ldc * size),
                  2: (0, (ldb * size if tb else size), size)}[split]
         self.params = params = np.array([
             blas.sgemm if dtype == np.float32 else blas.dgemm, blas.set_threads,
             blas.get_threads, int(single and pool is None), batch, m, n, k, int(ta), int(tb),
-            lda, ldb, n, m * k * size, k * n * size, m * n * size, split, length, pieces,
+            lda, ldb, ldc, sa * size, sb * size, sc * size, split, length, pieces,
             *steps], dtype=np.int64)
         fn, py, fast = _entries(blas).by_dtype[dtype]
         if pool is not None:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from minijax import dtypes as dtypes_mod
 from minijax.backends.cpu.memory import host_memory
 
 
@@ -97,56 +98,89 @@ def _conv_labels(labels: str, nsp: int):
     return lperm, rperm, operm
 
 
-def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms):
-    """sum over k.., i of x[b, o*stride + k*rdil, i] * w[k.., i, o] as one gemm over an
-    explicit im2col copy [b, out.., k.., i] (filled by one strided copy per kernel offset,
-    or per output position when there are fewer of those). Writes into `out` ([b, out..,
-    o], C-contiguous) when given; returns the result."""
+def _im2col(x, ksize, stride, rdil, spans, groups):
+    """The im2col copy of x ([b, spatial.., f]) as [b, out.., groups, k.., f // groups]:
+    one strided copy per kernel offset, or per output position when there are fewer of
+    those. Returns it and the output's spatial dims."""
     b, f = x.shape[0], x.shape[-1]
     nsp = len(ksize)
     osp = [(n - span) // st + 1 for n, span, st in zip(x.shape[1:-1], spans, stride)]
-    cols = host_memory().empty((b, *osp, *ksize, f), x.dtype)
+    cols = host_memory().empty((b, *osp, groups, *ksize, f // groups), x.dtype)
+    view = np.moveaxis(cols, nsp + 1, -2)             # b, out.., k.., groups, f // groups
+    xg = x.reshape(*x.shape[:-1], groups, f // groups)
     every = (slice(None),)
     if math.prod(osp) <= math.prod(ksize):
         for pos in np.ndindex(*osp):
             win = tuple(slice(p * st, p * st + span, d)
                         for p, st, span, d in zip(pos, stride, spans, rdil))
-            cols[every + pos] = x[every + win]
+            view[every + pos] = xg[every + win]
     else:
         for off in np.ndindex(*ksize):
             win = tuple(slice(k * d, k * d + (n - 1) * st + 1, st)
                         for k, d, n, st in zip(off, rdil, osp, stride))
-            cols[every * (nsp + 1) + off] = x[every + win]
-    rows, inner, o = b * math.prod(osp), math.prod(ksize) * f, w.shape[-1]
-    a = cols.reshape(rows, inner)
+            view[every * (nsp + 1) + off] = xg[every + win]
+    return cols, osp
+
+
+def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms, groups=1, batch_groups=1):
+    """sum over k.., i of x[b, o*stride + k*rdil, g*I + i] * w[k.., i, g*O + o] per group g
+    (feature groups: x's features and w's outputs split in `groups` blocks; batch groups:
+    x's batch and w's outputs split in `batch_groups` blocks) as one gemm per group over
+    an explicit im2col copy. Writes into `out` ([b / batch_groups, out.., o],
+    C-contiguous) when given; returns the result."""
+    cols, osp = _im2col(x, ksize, stride, rdil, spans, groups)
+    dtype, o = x.dtype, w.shape[-1]
+    ng = groups * batch_groups
+    og = o // ng
+    rows = cols.shape[0] // batch_groups * math.prod(osp)
+    inner = math.prod(ksize) * (x.shape[-1] // groups)
     wm = np.ascontiguousarray(w).reshape(inner, o)
-    res = out if out is not None else host_memory().empty((b, *osp, o), x.dtype)
+    if out is None:
+        out = host_memory().empty((rows // math.prod(osp), *osp, o), dtype)
+    res = out
+    cm = res.reshape(rows, o)
+    if batch_groups > 1:        # group g: rows g*rows.. of the copy
+        a_view = cols.reshape(ng, rows, inner)
+        lda, sa = inner, rows * inner
+    else:                       # group g: columns g*inner.. of the copy
+        a_view = cols.reshape(rows, ng, inner).transpose(1, 0, 2)
+        lda, sa = ng * inner, inner
     from minijax.backends.cpu import blas as cpu_blas
     blas = cpu_blas.find_blas()
-    if blas is None:
-        np.matmul(a, wm, out=res.reshape(rows, o))
+    if blas is None or rows * og * inner == 0:
+        for g in range(ng):
+            cm[:, g * og:(g + 1) * og] = a_view[g] @ wm[:, g * og:(g + 1) * og]
         return res
-    key = (rows, o, inner)
+    key = (ng, rows, og, inner, lda, sa, o)
     call = gemms.get(key)
     if call is None:
-        call = gemms[key] = cpu_blas.GemmCall(blas, (1, rows, o, inner, False, False),
-                                              x.dtype).call
-    call(a, wm, res.reshape(rows, o))
+        call = gemms[key] = cpu_blas.GemmCall(
+            blas, (ng, rows, og, inner, False, False), dtype,
+            strides=(lda, o, o, sa, og, og)).call
+    call(cols, wm, cm)
     return res
 
 
+def _compute_dtype(*dtypes):
+    """float64 if any operand or the result is float64, else float32 (16-bit floats are
+    computed in float32 and rounded once, as the evaluator and XLA:CPU do)."""
+    return np.dtype(np.float64) if np.dtype(np.float64) in dtypes else np.dtype(np.float32)
+
+
 def conv_step(instr, ops, s):
-    """convolution as im2col (an explicit strided copy) + one BLAS gemm, or None when
-    the instruction needs something this path does not do (feature/batch groups, mixed or
-    non-float dtypes): the caller then runs the evaluator's convolution."""
+    """convolution (with feature or batch groups) as im2col (an explicit strided copy) +
+    one BLAS gemm per group, in float32 for 16-bit floats, or None when the instruction
+    needs something this path does not do (non-float dtypes): the caller then runs the
+    evaluator's convolution."""
     lhs_shape, rhs_shape = (o.shape for o in instr.operands)
     out_dtype = instr.shape.dtype
     a = instr.attrs
-    if (int(a.get("feature_group_count", 1) or 1) != 1
-            or int(a.get("batch_group_count", 1) or 1) != 1
-            or out_dtype not in (np.float32, np.float64)
-            or lhs_shape.dtype != out_dtype or rhs_shape.dtype != out_dtype):
+    groups = int(a.get("feature_group_count", 1) or 1)
+    batch_groups = int(a.get("batch_group_count", 1) or 1)
+    dtypes = (out_dtype, lhs_shape.dtype, rhs_shape.dtype)
+    if not all(dtypes_mod.is_float(d) for d in dtypes) or (groups > 1 and batch_groups > 1):
         return None
+    cd = _compute_dtype(*dtypes)
     nsp = lhs_shape.rank - 2
     digits = "".join(map(str, range(nsp)))
     labels = a.get("dim_labels") or f"bf{digits}_oi{digits}->bf{digits}"
@@ -160,41 +194,47 @@ def conv_step(instr, ops, s):
     out_dims = instr.shape.dims
     l_src, r_src = ops
     gemms: dict = {}
+    identity = operm == list(range(nsp + 2)) and cd == out_dtype
 
     def step(env):
-        x = np.transpose(env[l_src], lperm)          # b, spatial.., f
-        w = np.transpose(env[r_src], rperm)          # spatial.., i, o
+        x = np.transpose(env[l_src], lperm).astype(cd, copy=False)      # b, spatial.., f
+        w = np.transpose(env[r_src], rperm).astype(cd, copy=False)      # spatial.., i, o
         b, f = x.shape[0], x.shape[-1]
         sp = x.shape[1:-1]
         if any(lo or hi for lo, hi in pad) or any(d != 1 for d in ldil):
-            dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, ldil)]
-            full = [max(0, lo + n + hi) for (lo, hi), n in zip(pad, dil)]
-            xp = host_memory().zeros((b, *full, f), out_dtype)
-            dst, src = [slice(None)], [slice(None)]
-            for (lo, hi), n, d in zip(pad, dil, ldil):
-                # Interior positions (stride d) of the dilated input that survive the padding.
-                start = -(-max(0, -lo) // d) * d
-                stop = n + min(hi, 0)
-                if stop <= start:
-                    dst.append(slice(0, 0))
-                    src.append(slice(0, 0))
-                    continue
-                dst.append(slice(start + lo, stop + lo, d))
-                src.append(slice(start // d, (stop + d - 1) // d))
-            dst.append(slice(None))
-            src.append(slice(None))
-            xp[tuple(dst)] = x[tuple(src)]
-            x = xp
+            x = _pad_dilate(x, pad, ldil, sp, b, f, cd)
         spans = [(k - 1) * d + 1 for k, d in zip(ksize, rdil)]
         out = host_memory().empty(out_dims, out_dtype)
         if 0 in out.shape or any(n < sp_ for n, sp_ in zip(x.shape[1:-1], spans)):
             out[...] = 0
             env[s] = out
             return
-        identity = operm == list(range(nsp + 2))
         res = _im2col_contract(x, w, ksize, stride, rdil, spans, out if identity else None,
-                               gemms)
+                               gemms, groups, batch_groups)
         if not identity:
             out[...] = np.transpose(res, operm)
         env[s] = out
     return step
+
+
+def _pad_dilate(x, pad, ldil, sp, b, f, dtype):
+    """x ([b, spatial.., f]) with its spatial dims dilated by `ldil` and padded by `pad`
+    (negative padding crops)."""
+    dil = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, ldil)]
+    full = [max(0, lo + n + hi) for (lo, hi), n in zip(pad, dil)]
+    xp = host_memory().zeros((b, *full, f), dtype)
+    dst, src = [slice(None)], [slice(None)]
+    for (lo, hi), n, d in zip(pad, dil, ldil):
+        # Interior positions (stride d) of the dilated input that survive the padding.
+        start = -(-max(0, -lo) // d) * d
+        stop = n + min(hi, 0)
+        if stop <= start:
+            dst.append(slice(0, 0))
+            src.append(slice(0, 0))
+            continue
+        dst.append(slice(start + lo, stop + lo, d))
+        src.append(slice(start // d, (stop + d - 1) // d))
+    dst.append(slice(None))
+    src.append(slice(None))
+    xp[tuple(dst)] = x[tuple(src)]
+    return xp

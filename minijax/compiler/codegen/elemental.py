@@ -19,7 +19,7 @@ import contextlib
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen import math_approx, target
+from minijax.compiler.codegen import math_approx, target, windows
 from minijax.compiler.codegen.float16 import (
     bf16_bits,
     bf16_from_bits,
@@ -27,6 +27,7 @@ from minijax.compiler.codegen.float16 import (
     float_convert,
     round_to_bf16,
 )
+from minijax.compiler.codegen.index import Index, scalar_index, strides_of  # noqa: F401
 from minijax.compiler.codegen.int_arith import int_divide, int_power, pred_op, total_order_key
 from minijax.compiler.codegen.llvm_types import (
     F16,
@@ -53,7 +54,9 @@ ELEMENTWISE_UNARY = set(opcodes.select(family="elementwise", arity=1)) - _NOT_EM
 ELEMENTWISE_BINARY = set(opcodes.select(family="elementwise", arity=2)) - _NOT_EMITTED
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
 INDEXING = set(opcodes.select(family="data-movement"))
-SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | {"parameter", "constant", "reduce", "tuple"}
+WINDOWED = {"reduce-window", "select-and-scatter"}
+SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | WINDOWED | {"parameter", "constant", "reduce",
+                                                         "tuple"}
 
 
 def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | None:
@@ -63,13 +66,17 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
             return f"opcode {instr.opcode}"
         if instr.opcode == "tuple" and instr is not comp.root:
             return "tuple not at the root"
-        if instr.opcode == "reduce" and not allow_reduce:
-            return "reduce"
-        if instr.opcode == "reduce":
-            body = instr.called["to_apply"]
-            inner = unsupported_reason(body, allow_reduce=False)
+        if (instr.opcode == "reduce" or instr.opcode in WINDOWED) and not allow_reduce:
+            return instr.opcode
+        if instr.opcode == "reduce" or instr.opcode in WINDOWED:
+            for name, body in instr.called.items():
+                inner = unsupported_reason(body, allow_reduce=False)
+                if inner:
+                    return f"{instr.opcode} {name} computation: {inner}"
+        if instr.opcode in WINDOWED:
+            inner = windows.unsupported_window_reason(instr)
             if inner:
-                return f"reduce computation: {inner}"
+                return inner
         for leaf in instr.shape.flat():
             if leaf.element_type not in SUPPORTED_TYPES:
                 return f"element type {leaf.element_type}"
@@ -79,58 +86,6 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
                     storage_type(src)) != bit_width(storage_type(dst)):
                 return "bitcast-convert between widths"
     return None
-
-
-def strides_of(shape: Shape) -> list[int]:
-    """Element strides of each dimension under the shape's layout."""
-    strides = [0] * shape.rank
-    step = 1
-    for d in shape.minor_to_major:
-        strides[d] = step
-        step *= shape.dims[d]
-    return strides
-
-
-class Index:
-    """A position in an array of `shape`: a multi-index and/or a linear offset (i64 values)."""
-
-    def __init__(self, shape: Shape, multi=None, linear=None):
-        self.shape = shape
-        self.multi = list(multi) if multi is not None else None
-        self.linear = linear
-        self.key = (shape.dims, shape.minor_to_major)
-
-    def get_linear(self, b: ir.IRBuilder):
-        if self.linear is None:
-            total = const(I64, 0)
-            for idx, stride, dim in zip(self.multi, strides_of(self.shape), self.shape.dims):
-                if dim != 1:
-                    total = b.add(total, b.mul(idx, const(I64, stride)))
-            self.linear = total
-        return self.linear
-
-    def get_multi(self, b: ir.IRBuilder):
-        if self.multi is None:
-            dims = self.shape.dims
-            multi = [const(I64, 0)] * len(dims)
-            rest = self.linear
-            for d in self.shape.minor_to_major:
-                if dims[d] == 1:
-                    continue
-                multi[d] = b.urem(rest, const(I64, dims[d]))
-                rest = b.udiv(rest, const(I64, dims[d]))
-            self.multi = multi
-        return self.multi
-
-    def for_shape(self, b: ir.IRBuilder, shape: Shape) -> Index:
-        """This index seen by an operand of `shape` with the same dims (layout may differ)."""
-        if (shape.dims, shape.minor_to_major) == self.key:
-            return self
-        return Index(shape, multi=self.get_multi(b))
-
-
-def scalar_index(shape: Shape) -> Index:
-    return Index(shape, multi=[], linear=const(I64, 0))
 
 
 def _intrinsic(b: ir.IRBuilder, name: str, args: list, **kwargs):
@@ -561,6 +516,12 @@ class ElementalEmitter:
         if upd.shape.size == 0:
             return base
         return b.select(inside, self.emit(upd, Index(upd.shape, multi=upd_multi)), base)
+
+    def _reduce_window(self, instr, index):
+        return windows.reduce_window(self, instr, index)
+
+    def _select_and_scatter(self, instr, index):
+        return windows.select_and_scatter(self, instr, index)
 
     # ---------------------------------------------------------------- reduce (not a root)
     def _inline_reduce(self, instr, index):

@@ -19,6 +19,13 @@ bodies):
 dot, convolution, sort, gather, scatter, while, conditional and friends are never fused;
 their elementwise epilogues fuse with each other as a loop fusion that reads the dot.
 
+Every kernel's work is bounded (fusion_cost.py): a fusion holds at most
+MAX_FUSED_INSTRUCTIONS instructions, and the elemental code it becomes at most MAX_EMITTED
+element evaluations (data movement re-reads its operands at new indices, so duplicating
+slices of concatenates into one kernel can grow its code exponentially). This keeps LLVM's
+time per kernel and the bookkeeping per fusion step bounded, so compile time grows
+linearly with the program.
+
 Every accept/reject decision is recorded, once, in `module.fusion_log`.
 """
 
@@ -33,6 +40,13 @@ from minijax.compiler.passes.fusion_builder import (
     is_multi_output,
     parameters_of,
 )
+from minijax.compiler.passes.fusion_cost import (
+    MAX_EMITTED,
+    MAX_FUSED_INSTRUCTIONS,
+    MAX_NODE_EMISSIONS,
+    EmissionCounts,
+    emission_counts,
+)
 from minijax.compiler.passes.graph_index import UserIndex
 from minijax.compiler.passes.opcodes import ELEMENTWISE, EXPENSIVE, LOOP_FUSIBLE
 from minijax.compiler.passes.utils import (
@@ -43,6 +57,12 @@ from minijax.compiler.passes.utils import (
 )
 
 MAX_FUSION_OPERANDS = 64
+#: Fusions a producer with several users may be copied into (chains of such producers
+#: would otherwise be copied into every fusion downstream: quadratic compile time).
+#: Producers of scalars only (broadcast constants, iota) are always copied.
+MAX_DUPLICATES = 4
+#: Largest fused body copied into several users (a bigger one is computed once).
+MAX_DUPLICATED_BODY = 16
 
 
 def _kind(instr: Instruction) -> str | None:
@@ -108,14 +128,24 @@ class Fusion(Pass):
 
     name = "fusion"
 
-    def __init__(self, multi_output: bool = True, max_operands: int = MAX_FUSION_OPERANDS):
+    def __init__(self, multi_output: bool = True, max_operands: int = MAX_FUSION_OPERANDS,
+                 max_instructions: int = MAX_FUSED_INSTRUCTIONS,
+                 max_emitted: int = MAX_EMITTED):
         self.multi_output = multi_output
         self.max_operands = max_operands
+        self.max_instructions = max_instructions
+        self.max_emitted = max_emitted
+        self.size_checks = 0   # emission counts computed (tests check this stays linear)
+        self._counts_key = self._counts = None
+        self._sizes: dict[tuple, tuple] = {}
+        self._versions: dict[int, int] = {}
+        self._duplicates: dict[int, int] = {}
 
     def run(self, module: Module) -> bool:
         self._log_list = module.fusion_log
         self._logged = set(self._log_list)
         self.indexes: list[UserIndex] = []  # one per computation (tests read their counters)
+        self._duplicates = {}
         names = NameUniquer(module)
         changed = False
         for comp in sequential_computations(module):
@@ -161,11 +191,21 @@ class Fusion(Pass):
         expensive = is_expensive(producer)
         if len(users) > 1 and expensive:
             return False, f"expensive op with {len(users)} users"
+        if (len(users) > 1 and self._duplicates.get(id(producer), 0) >= MAX_DUPLICATES
+                and any(op.shape.rank for op in producer.operands)):
+            return False, f"already duplicated into {MAX_DUPLICATES} fusions"
+        if (len(users) > 1 and op == "fusion"
+                and len(fused_computation(producer).instructions) > MAX_DUPLICATED_BODY):
+            return False, (f"a fusion of more than {MAX_DUPLICATED_BODY} instructions is "
+                           "not copied into its users")
         if expensive and _reads_elements_repeatedly(consumer, producer):
             return False, "expensive producer would be recomputed for every broadcast copy"
         extra = len({id(o) for o in producer.operands} - {id(o) for o in consumer.operands})
         if len(consumer.operands) + extra > self.max_operands:
             return False, f"fusion would exceed {self.max_operands} operands"
+        too_big = self._too_big(producer, consumer)
+        if too_big:
+            return False, too_big
         if op == "fusion":
             reason = "loop fusion producer"
         elif op in ELEMENTWISE:
@@ -175,6 +215,67 @@ class Fusion(Pass):
         if len(users) > 1:
             reason += f", duplicated (cheap, {len(users)} users)"
         return True, reason
+
+    def _body_size(self, instr: Instruction) -> tuple[int, int, int]:
+        """(instructions, emitted element evaluations, most emissions of one instruction)
+        of a fusion's body, or of `instr` alone when it is not a fusion."""
+        if instr.opcode != "fusion":
+            return 1, 1 + len(instr.operands), 1   # itself and the loads of its operands
+        body = fused_computation(instr)
+        key = (id(body), self._versions.get(id(body), 0))
+        known = self._sizes.get(key)
+        if known is None:
+            self.size_checks += 1
+            total, counts = emission_counts(body, self.max_emitted)
+            known = self._sizes[key] = (len(body.instructions), total,
+                                        max(counts.values(), default=1))
+        return known
+
+    def _changed_body(self, fusion: Instruction) -> None:
+        key = id(fused_computation(fusion))
+        self._versions[key] = self._versions.get(key, 0) + 1
+
+    def _too_big(self, producer: Instruction, consumer: Instruction) -> str | None:
+        """Why fusing `producer` into `consumer` would make a kernel too big, or None."""
+        p_instrs, p_emitted, p_most = self._body_size(producer)
+        if consumer.opcode != "fusion":
+            c_instrs, c_emitted, reads = 1 + len(consumer.operands), 1, 1
+        else:
+            body = fused_computation(consumer)
+            c_instrs = len(body.instructions)
+            if c_instrs + p_instrs > self.max_instructions:
+                return f"fusion would exceed {self.max_instructions} instructions"
+            counts = self._consumer_counts(consumer)
+            c_emitted = counts.total
+            index = next(i for i, op in enumerate(consumer.operands) if op is producer)
+            reads = max(1, counts.count(parameters_of(body, len(consumer.operands))[index]))
+        if c_instrs + p_instrs > self.max_instructions:
+            return f"fusion would exceed {self.max_instructions} instructions"
+        if reads * p_most > MAX_NODE_EMISSIONS:
+            return (f"its code would be emitted {reads * p_most} times (read at {reads} "
+                    "indices)")
+        if c_emitted + reads * p_emitted > self.max_emitted:
+            return f"fused code would exceed {self.max_emitted} element evaluations"
+        return None
+
+    def _consumer_counts(self, consumer: Instruction) -> EmissionCounts:
+        """The emission counts of the fusion being grown (kept up to date by _fused)."""
+        if self._counts_key is not consumer or self._counts is None:
+            self.size_checks += 1
+            self._counts_key = consumer
+            self._counts = EmissionCounts(fused_computation(consumer))
+        return self._counts
+
+    def _fused(self, fusion: Instruction, producer: Instruction, param, value) -> None:
+        """Update the counts after `producer` replaced `param` in `fusion` by `value`."""
+        counts = self._counts
+        if self._counts_key is not fusion or counts is None:
+            return
+        if producer.opcode != "fusion" and id(value) not in counts.counts and all(
+                op.opcode == "parameter" for op in value.operands):
+            counts.fused_instruction(param, value)
+        else:
+            self._counts = None   # a fused fusion (or a reused copy): count again
 
     def _producer_consumer(self, comp: Computation, builder: FusionBuilder) -> bool:
         changed = False
@@ -187,6 +288,7 @@ class Fusion(Pass):
     def _grow(self, comp: Computation, builder: FusionBuilder, consumer: Instruction) -> bool:
         """Fuse as many of `consumer`'s producers into it as `should_fuse` allows."""
         label, current, rejected, changed = consumer.name, consumer, set(), False
+        self._counts_key = self._counts = None
         progress = True
         while progress:
             progress = False
@@ -205,8 +307,18 @@ class Fusion(Pass):
                 if current.opcode != "fusion":
                     kind = "kInput" if current.opcode == "reduce" else "kLoop"
                     current = builder.wrap(current, kind)
-                builder.fuse_producer(current, producer, keep=len(users) > 1)
-                changed = progress = True
+                body = fused_computation(current)
+                index = next(i for i, op in enumerate(current.operands) if op is producer)
+                param = parameters_of(body, len(current.operands))[index]
+                if len(users) > 1:
+                    self._duplicates[id(producer)] = self._duplicates.get(id(producer), 0) + 1
+                value = builder.fuse_producer(current, producer, keep=len(users) > 1)
+                self._changed_body(current)
+                self._fused(current, producer, param, value)
+                changed = True
+                # A copy reused along a second path (fusion_builder) can grow the code more
+                # than estimated: then this fusion stops growing.
+                progress = self._consumer_counts(current).total <= self.max_emitted
                 break
         return changed
 
@@ -231,6 +343,10 @@ class Fusion(Pass):
         if not others or tuple(producer.shape.dims) != reduce_input_dims(fusion):
             return False
         names = ", ".join(u.name for u in others)
+        too_big = self._too_big(producer, fusion)
+        if too_big:
+            self._log(f"reject {producer.name} as extra output of {fusion.name}: {too_big}")
+            return False
         if any(reaches(producer, op) for op in fusion.operands if op is not producer):
             self._log(f"reject {producer.name} as extra output of {fusion.name}: "
                       "another path leads from it to the reduction")
@@ -238,41 +354,57 @@ class Fusion(Pass):
         self._log(f"fuse {producer.name} into {fusion.name} as an extra output: computed "
                   f"once in the reduction's loop, also read by ({names})")
         builder.add_output(fusion, producer)
+        self._changed_body(fusion)
         builder.index.rebuild()
         return True
 
     # -- phase 3 -------------------------------------------------------------------------
 
     def _siblings(self, comp: Computation, builder: FusionBuilder) -> bool:
-        changed = False
-        while self._merge_one_sibling_pair(comp, builder):
-            changed = True
-        return changed
+        """Merge sibling pairs, one shared input at a time, in passes until none merge (a
+        rejected pair stays rejected: merging never removes a path or shrinks a body)."""
+        self._rejected_pairs: dict[tuple, tuple] = {}
+        changed = progress = False
+        while True:
+            for shared in list(comp.instructions):
+                while shared in builder.index and self._merge_pair_reading(shared, builder):
+                    changed = progress = True
+            if not progress:
+                return changed
+            progress = False
 
-    def _merge_one_sibling_pair(self, comp: Computation, builder: FusionBuilder) -> bool:
-        for shared in list(comp.instructions):
-            fusions = [u for u in builder.index.users_of(shared)
-                       if _kind(u) in ("kLoop", "kInput")]
-            for i, a in enumerate(fusions):
-                for b in fusions[i + 1:]:
-                    if self._can_merge_siblings(a, b, shared):
-                        kind = "kInput" if "kInput" in (_kind(a), _kind(b)) else "kLoop"
-                        self._log(f"merge sibling fusions {a.name} and {b.name}: both read "
-                                  f"{shared.name}, same loop shape")
-                        builder.merge_siblings(a, b, kind)
-                        builder.index.rebuild()
-                        return True
+    def _merge_pair_reading(self, shared: Instruction, builder: FusionBuilder) -> bool:
+        fusions = [u for u in builder.index.users_of(shared) if _kind(u) in ("kLoop", "kInput")]
+        for i, a in enumerate(fusions):
+            for b in fusions[i + 1:]:
+                key = (id(a), id(b))
+                known = self._rejected_pairs.get(key)
+                if known is not None and known[0] is a and known[1] is b:
+                    continue
+                if self._can_merge_siblings(a, b, shared, builder.index.positions()):
+                    kind = "kInput" if "kInput" in (_kind(a), _kind(b)) else "kLoop"
+                    self._log(f"merge sibling fusions {a.name} and {b.name}: both read "
+                              f"{shared.name}, same loop shape")
+                    builder.merge_siblings(a, b, kind)
+                    builder.index.rebuild()
+                    return True
+                self._rejected_pairs[key] = (a, b)
         return False
 
-    def _can_merge_siblings(self, a, b, shared) -> bool:
+    def _can_merge_siblings(self, a, b, shared, position=None) -> bool:
         if not siblings_compatible(a, b):
             self._log(f"reject sibling merge {a.name} + {b.name} (both read {shared.name}): "
                       "different loop shapes")
             return False
-        if reaches(a, b) or reaches(b, a):
-            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other")
-            return False
         operands = {id(o) for o in a.operands} | {id(o) for o in b.operands}
         if len(operands) > self.max_operands:
+            return False
+        (a_instrs, a_emitted, _), (b_instrs, b_emitted, _) = (self._body_size(a),
+                                                              self._body_size(b))
+        if (a_instrs + b_instrs > self.max_instructions
+                or a_emitted + b_emitted > self.max_emitted):
+            return False
+        if reaches(a, b, position) or reaches(b, a, position):
+            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other")
             return False
         return True

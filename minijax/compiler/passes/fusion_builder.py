@@ -162,17 +162,20 @@ class FusionBuilder:
         self.comp.instructions[position] = fusion
         return fusion
 
-    def fuse_producer(self, fusion: Instruction, producer: Instruction, keep: bool) -> None:
+    def fuse_producer(self, fusion: Instruction, producer: Instruction,
+                      keep: bool) -> Instruction:
         """Move `producer` into `fusion`. With keep=True the producer has other users and
-        stays outside too (it is duplicated); otherwise it leaves the computation."""
+        stays outside too (it is duplicated); otherwise it leaves the computation. Returns
+        the fused value that replaced the producer's parameter."""
         before = list(fusion.operands)
-        self._substitute_param(fusion, producer, rename=keep)
+        value = self._substitute_param(fusion, producer, rename=keep)
         if not keep:
             self.comp.instructions.remove(producer)
         if self.index is not None:
             self.index.operands_changed(fusion, before)
             if not keep:
                 self.index.remove(producer)
+        return value
 
     # -- multi-output --------------------------------------------------------------------
 

@@ -41,6 +41,11 @@ class UserIndex:
     def __contains__(self, instr: Instruction) -> bool:
         return id(instr) in self._users
 
+    def positions(self) -> dict[int, int]:
+        """id(instr) -> its index in the computation (as of the last rebuild; instructions
+        that `replace` put in place of others take their positions)."""
+        return self._position
+
     def users_of(self, instr: Instruction) -> list[Instruction]:
         """Distinct users of `instr` in `comp`, in program order (as utils.users_of)."""
         self.queries += 1

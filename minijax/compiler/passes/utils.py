@@ -100,10 +100,13 @@ def replace_instruction(comp: Computation, old: Instruction, new: Instruction) -
     comp.instructions = [i for i in comp.instructions if i is not old]
 
 
-def reaches(source: Instruction, target: Instruction) -> bool:
-    """True if `target` depends on `source` through a chain of operands."""
+def reaches(source: Instruction, target: Instruction, position: dict | None = None) -> bool:
+    """True if `target` depends on `source` through a chain of operands. With `position`
+    (id -> index in a topologically sorted computation), the search skips everything
+    before `source`, which cannot depend on it."""
     seen: set[int] = set()
     stack = [target]
+    floor = position.get(id(source)) if position is not None else None
     while stack:
         instr = stack.pop()
         if instr is source:
@@ -111,7 +114,10 @@ def reaches(source: Instruction, target: Instruction) -> bool:
         if id(instr) in seen:
             continue
         seen.add(id(instr))
-        stack.extend(instr.operands)
+        if floor is None:
+            stack.extend(instr.operands)
+        else:
+            stack.extend(op for op in instr.operands if position.get(id(op), floor) >= floor)
     return False
 
 
