@@ -23,7 +23,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = r"""
-import json, sys, time
+import json, sys
 import numpy as np
 sys.path.insert(0, {root!r} + "/examples")
 kind, batch, repeat = {kind!r}, {batch}, {repeat}
@@ -40,15 +40,9 @@ else:
     step = {{"mj1": dp.single_device_step, "mj2": lambda: dp.pmap_step(2),
              "mjs": lambda: dp.sharded_jit_step(2)}}[kind]()
 x, y = dp.make_data(batch)
-params, loss = step(params, x, y)
-jax.block_until_ready(loss)
-times = []
-for _ in range(repeat):
-    t0 = time.perf_counter()
-    params, loss = step(params, x, y)
-    jax.block_until_ready(loss)
-    times.append(time.perf_counter() - t0)
-print(json.dumps([float(np.median(times)), float(loss)]))
+seconds = dp.time_step(step, params, x, y, repeat)
+_, loss = step(params, x, y)
+print(json.dumps([seconds, float(loss)]))
 """
 
 CONFIGS = [

@@ -20,9 +20,11 @@ __all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glor
 
 @runtime_checkable
 class Initializer(Protocol):
-    """What an initializer is: ``init(key, shape, dtype) -> Array`` (JAX's protocol)."""
+    """What the initializer factories return (JAX's protocol): a callable
+    `init(key, shape, dtype=None, out_sharding=None) -> Array`."""
 
-    def __call__(self, key: Any, shape: Any, dtype: Any = ...) -> Any:
+    def __call__(self, key: Any, shape: Any, dtype: Any = None,
+                 out_sharding: Any = None) -> Any:
         ...
 
 
