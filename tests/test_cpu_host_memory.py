@@ -117,16 +117,16 @@ def test_cap_releases_least_recently_used_idle_blocks(cap):
 
 def test_release_keeps_the_most_recently_used_blocks_of_a_class():
     mem = HostMemory()
-    held = [mem.empty((1 << 16,), np.uint8) for _ in range(4)]
+    held = [mem.empty((MIN_BYTES,), np.uint8) for _ in range(4)]
     ptrs = [_ptr(a) for a in held]
     keep = held.pop(1)
     del held
-    last = mem.empty((1 << 16,), np.uint8)  # the first idle block, now most recent
+    last = mem.empty((MIN_BYTES,), np.uint8)  # the first idle block, now most recent
     assert _ptr(last) == ptrs[0]
     del last
-    assert mem.release_idle(keep_bytes=1 << 16) == 2 << 16  # blocks 2 and 3 go
+    assert mem.release_idle(keep_bytes=MIN_BYTES) == 2 * MIN_BYTES  # blocks 2 and 3 go
     assert mem.usage()["blocks"] == 2 and _ptr(keep) == ptrs[1]
-    assert _ptr(mem.empty((1 << 16,), np.uint8)) == ptrs[0]
+    assert _ptr(mem.empty((MIN_BYTES,), np.uint8)) == ptrs[0]
 
 
 def test_a_zero_cap_turns_the_cache_off(cap):
