@@ -26,9 +26,7 @@ REQUIRES = {
     "equinox_mlp": ["equinox", "jaxtyping"],
     "numpyro_svi": ["numpyro"],
     "numpyro_nuts": ["numpyro"],
-    "flax_linen": ["flax"],
-    "flax_nnx": ["flax"],
-}
+}  # flax: not yet (its import needs float8 dtypes and pxla internals minijax lacks)
 # modules to drop before and after a run: libraries bind `jax` when they are imported
 _LIBRARY_PREFIXES = ("optax", "chex", "equinox", "jaxtyping", "numpyro", "flax", "orbax",
                      "treescope", "_eco_")
