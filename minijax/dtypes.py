@@ -31,13 +31,29 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
                                                        np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+# JAX's 8-bit floats (ml_dtypes' types): storage types with no implicit promotion to any
+# other float (JAX's lattice puts each directly above the weak float type, with nothing
+# above it); arithmetic on them runs in float32 and rounds back.
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+                 float8_e4m3b11fnuz, float8_e4m3, float8_e3m4, float8_e8m0fnu)
+_FLOAT8 = frozenset(FLOAT8_DTYPES)
+# ml_dtypes' float types, which NumPy gives kind "V".
+_ML_FLOATS = frozenset((bfloat16, *FLOAT8_DTYPES))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 # JAX's dtype of the trivial tangents and gradients of integer and boolean values (zero bytes
 # per element); such gradients are NumPy arrays, never minijax Arrays.
 float0 = np.dtype([("float0", np.void, 0)])
 
 SUPPORTED_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                    bfloat16, float16, float32, float64, complex64, complex128)
+                    bfloat16, float16, float32, float64, complex64, complex128, *FLOAT8_DTYPES)
 _SUPPORTED = frozenset(SUPPORTED_DTYPES)
 
 _CANONICAL_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
@@ -50,7 +66,8 @@ _LATTICE_UP = {
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64],
     uint64: [F_WEAK],
     int8: [int16], int16: [int32], int32: [int64], int64: [F_WEAK],
-    F_WEAK: [float16, bfloat16, C_WEAK],
+    F_WEAK: [float16, bfloat16, C_WEAK, *FLOAT8_DTYPES],
+    **{f8: [] for f8 in FLOAT8_DTYPES},
     float16: [float32], bfloat16: [float32], float32: [float64, complex64], float64: [complex128],
     C_WEAK: [complex64], complex64: [complex128], complex128: [],
 }
@@ -71,7 +88,19 @@ def _least_upper_bound(nodes: frozenset):
     for candidate in common:
         if _ancestors(candidate) == common:
             return candidate
-    raise TypeError(f"no common type for {sorted(map(str, nodes))}")
+    names = tuple(sorted(map(str, nodes)))
+    if any(n in _FLOAT8 for n in nodes):
+        raise TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+            "unintended promotion, 8-bit floats do not support implicit promotion. If you'd "
+            "like your inputs to be promoted to another type, you can do so explicitly using "
+            "e.g. x.astype('float32')")
+    raise TypeError(f"no common type for {list(names)}")
+
+
+class TypePromotionError(ValueError):
+    """A promotion JAX forbids (8-bit floats mixed with other floats): JAX's
+    ``jax.dtypes.TypePromotionError``, a ValueError."""
 
 
 _warned_x64: set = set()
@@ -98,16 +127,29 @@ def canonicalize_dtype(dtype, *, warn: bool = False) -> np.dtype:
 
 
 def as_dtype(dtype) -> np.dtype:
-    """np.dtype(dtype), also for the name "bfloat16" and ml_dtypes' scalar type."""
-    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
-        return bfloat16
+    """np.dtype(dtype), also for the names "bfloat16", "float8_e4m3fn", ... (ml_dtypes' types,
+    which NumPy knows by name only once registered) and ml_dtypes' scalar types."""
+    if isinstance(dtype, str):
+        if dtype in ("bfloat16", "bf16"):
+            return bfloat16
+        if dtype in _ML_FLOAT_NAMES:
+            return _ML_FLOAT_NAMES[dtype]
     return np.dtype(dtype)
 
 
+_ML_FLOAT_NAMES = {d.name: d for d in FLOAT8_DTYPES}
+
+
 def kind(dtype) -> str:
-    """NumPy's kind character of a dtype, with "f" for bfloat16 (which NumPy calls "V")."""
+    """NumPy's kind character of a dtype, with "f" for bfloat16 and the 8-bit floats (which
+    NumPy calls "V")."""
     dtype = np.dtype(dtype)
-    return "f" if dtype == bfloat16 else dtype.kind
+    return "f" if dtype in _ML_FLOATS else dtype.kind
+
+
+def is_float8(dtype) -> bool:
+    """One of JAX's 8-bit float types."""
+    return np.dtype(dtype) in _FLOAT8
 
 
 def is_16bit_float(dtype) -> bool:
@@ -247,18 +289,23 @@ def issubdtype(a, b) -> bool:
         return isinstance(b, type) and issubclass(a_type, b) or b is a or b == a
     if isinstance(b, type) and issubclass(b, extended):
         return False
-    if _is_bf16(a):
-        return _is_bf16(b) or (isinstance(b, type) and b in _BF16_SUPERTYPES)
-    if _is_bf16(b):
+    a_ml = _ml_float(a)
+    if a_ml is not None:
+        return _ml_float(b) == a_ml or (isinstance(b, type) and b in _BF16_SUPERTYPES)
+    if _ml_float(b) is not None:
         return False
     return np.issubdtype(a, b)
 
 
-def _is_bf16(x) -> bool:
+def _ml_float(x):
+    """The dtype of x when it names bfloat16 or an 8-bit float, else None."""
+    if isinstance(x, type) and x in _BF16_SUPERTYPES:
+        return None
     try:
-        return as_dtype(x) == bfloat16 and not (isinstance(x, type) and x in _BF16_SUPERTYPES)
+        dtype = as_dtype(x)
     except TypeError:
-        return False
+        return None
+    return dtype if dtype in _ML_FLOATS else None
 
 
 def is_float(dtype) -> bool:
@@ -292,7 +339,7 @@ def real_dtype(dtype) -> np.dtype:
 
 def finfo(dtype):
     dtype = canonicalize_dtype(dtype)
-    return ml_dtypes.finfo(dtype) if dtype == bfloat16 else np.finfo(dtype)
+    return ml_dtypes.finfo(dtype) if dtype in _ML_FLOATS else np.finfo(dtype)
 
 
 def iinfo(dtype):
@@ -306,4 +353,6 @@ def short_name(dtype) -> str:
         return "bool"
     if dtype == bfloat16:
         return "bf16"
+    if dtype in _FLOAT8:
+        return dtype.name
     return {"f": "f", "i": "i", "u": "u", "c": "c"}[dtype.kind] + str(dtype.itemsize * 8)
