@@ -17,7 +17,7 @@ $(DEMO_STAMP): pyproject.toml $(VENV)/bin/python
 # Published JAX libraries that tests/ecosystem runs on minijax (pinned: its fixtures were
 # recorded with these versions). They declare a dependency on jax, which minijax replaces,
 # so they are installed with --no-deps; the `ecosystem` extra has their other dependencies.
-ECOSYSTEM_LIBS := optax==0.2.8 chex==0.1.92 equinox==0.13.8 numpyro==0.22.0
+ECOSYSTEM_LIBS := optax==0.2.8 chex==0.1.92 equinox==0.13.8 numpyro==0.22.0 flax==0.12.8
 
 # Tests need the notebook extras too: tests/test_notebooks.py executes every notebook. The MPI
 # extra (mpi4py + MPICH wheels, for tests/test_mpi.py under mpiexec) is best effort: where no

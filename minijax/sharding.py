@@ -104,12 +104,66 @@ class Mesh:
     def __exit__(self, *exc):
         _mesh_stack.pop()
 
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        """The device-free description of this mesh (axis names and sizes)."""
+        return AbstractMesh(self.axis_sizes, self.axis_names)
+
     def __repr__(self) -> str:
         axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.devices.shape))
         return f"Mesh(axis_sizes=({axes}))"
 
 
 _mesh_stack: list = []
+
+
+class AbstractMesh:
+    """A mesh's axis names and sizes without devices (`jax.sharding.AbstractMesh`)."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None):
+        self.axis_sizes = tuple(int(s) for s in axis_sizes)
+        self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes "
+                             f"{self.axis_sizes} but {len(self.axis_names)} axis names "
+                             f"{self.axis_names}")
+        self.axis_types = axis_types
+
+    @property
+    def shape(self) -> dict:
+        return dict(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def shape_tuple(self) -> tuple:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.axis_sizes)
+
+    @property
+    def empty(self) -> bool:
+        """True for the mesh of no axes (what `get_abstract_mesh` gives outside a mesh)."""
+        return not self.axis_names
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbstractMesh) and self.shape_tuple == other.shape_tuple
+
+    def __hash__(self) -> int:
+        return hash(self.shape_tuple)
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
+        return f"AbstractMesh({axes or '()'})"
+
+
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh set for the current context (`jax.sharding.get_abstract_mesh`).
+
+    JAX sets it with `jax.set_mesh`, which minijax does not have; the legacy `with mesh:`
+    context does not set it (in JAX neither), so this is always the empty mesh.
+    """
+    return AbstractMesh((), ())
 
 
 def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
@@ -253,5 +307,5 @@ class Shard:
     data: object
 
 
-__all__ = ["Mesh", "NamedSharding", "P", "PartitionSpec", "Shard", "Sharding",
-           "SingleDeviceSharding", "make_mesh"]
+__all__ = ["AbstractMesh", "Mesh", "NamedSharding", "P", "PartitionSpec", "Shard", "Sharding",
+           "SingleDeviceSharding", "get_abstract_mesh", "make_mesh"]

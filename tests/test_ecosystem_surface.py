@@ -165,3 +165,22 @@ def test_deep_fused_chain_compiles():
             "got = minijax.jit(f)(jnp.ones(3, jnp.float32))\n"
             "np.testing.assert_allclose(got, f(np.ones(3, np.float32), np), rtol=1e-5)\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_abstract_mesh_as_jax():
+    """jax.sharding.AbstractMesh / get_abstract_mesh (flax.linen reads them at import and
+    init). JAX: outside jax.set_mesh (and inside the legacy `with mesh:`) the abstract mesh
+    is the empty one."""
+    from minijax.sharding import AbstractMesh, get_abstract_mesh, make_mesh
+    empty = get_abstract_mesh()
+    assert empty.empty and empty.axis_names == () and empty.shape == {}
+    mesh = make_mesh((1,), ("x",))
+    with mesh:
+        assert get_abstract_mesh().empty
+    am = mesh.abstract_mesh
+    assert am == AbstractMesh((1,), ("x",)) and hash(am) == hash(AbstractMesh((1,), "x"))
+    assert not am.empty and am.axis_sizes == (1,) and am.shape_tuple == (("x", 1),)
+    ab = AbstractMesh((2, 3), ("a", "b"))
+    assert ab.shape == {"a": 2, "b": 3} and ab.size == 6 and ab != am
+    with pytest.raises(ValueError, match="axis names"):
+        AbstractMesh((2,), ("a", "b"))

@@ -26,7 +26,8 @@ REQUIRES = {
     "equinox_mlp": ["equinox", "jaxtyping"],
     "numpyro_svi": ["numpyro"],
     "numpyro_nuts": ["numpyro"],
-}  # flax: not yet (its import needs float8 dtypes and pxla internals minijax lacks)
+    "flax_linen_mlp": ["flax", "msgpack", "yaml", "rich"],
+}
 # modules to drop before and after a run: libraries bind `jax` when they are imported
 _LIBRARY_PREFIXES = ("optax", "chex", "equinox", "jaxtyping", "numpyro", "flax", "orbax",
                      "treescope", "_eco_")
