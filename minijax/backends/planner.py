@@ -25,10 +25,27 @@ import operator
 import numpy as np
 
 from minijax.compiler.codegen.kernel_plan import wrap_instruction
-from minijax.compiler.evaluator import evaluate_instruction
+from minijax.compiler.evaluator import evaluate_instruction, has_implementation
 from minijax.compiler.hlo.ir import Computation, Instruction
 
 MOVES = ("after-all", "optimization-barrier", "copy-start", "copy-done")
+
+
+def opcode_support(opcode: str, kernels, libraries, no_ops) -> str:
+    """How a backend built on this planner runs `opcode`, given the opcodes it has kernels,
+    library calls and no-ops for: "kernel", "view", "library", "program" (nested programs
+    for control flow), "no-op", "thunk" (the host evaluator) or "unsupported"."""
+    if opcode in kernels or opcode == "fusion":
+        return "kernel"
+    if opcode in ("reshape", "bitcast"):
+        return "view"
+    if opcode in libraries:
+        return "library"
+    if opcode in ("while", "conditional", "call"):
+        return "program"
+    if opcode in no_ops:
+        return "no-op"
+    return "thunk" if has_implementation(opcode) else "unsupported"
 
 
 class Program:

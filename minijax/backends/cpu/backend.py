@@ -54,7 +54,7 @@ from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.cpu.thread_pool import device_share, set_device_share
-from minijax.backends.planner import Program, ProgramPlanner
+from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
@@ -66,7 +66,6 @@ from minijax.compiler.codegen.elemental import (
 )
 from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
-from minijax.compiler.evaluator import has_implementation
 from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Shape
 from minijax.config import config, debug_level
@@ -520,17 +519,7 @@ class CpuBackend(Backend):
 
 def cpu_opcode_support(opcode: str) -> str:
     """"kernel", "view", "library", "program", "no-op", "thunk" or "unsupported"."""
-    if opcode in _KERNEL_OPCODES or opcode == "fusion":
-        return "kernel"
-    if opcode in ("reshape", "bitcast"):
-        return "view"
-    if opcode in ("dot", "convolution"):
-        return "library"
-    if opcode in ("while", "conditional", "call"):
-        return "program"
-    if opcode in _NO_OP:
-        return "no-op"
-    return "thunk" if has_implementation(opcode) else "unsupported"
+    return opcode_support(opcode, _KERNEL_OPCODES, ("dot", "convolution"), _NO_OP)
 
 
 #: Opcodes of the table that run through the evaluator's instruction (not compiled).

@@ -32,14 +32,14 @@ import numpy as np
 from minijax.backends.base import Executable
 from minijax.backends.cuda.device_runtime import DeviceBuffer, DeviceRuntime, GemmSpec
 from minijax.backends.cuda.loops import counted_loop, counted_loop_step
-from minijax.backends.planner import MOVES, Program, ProgramPlanner
+from minijax.backends.planner import MOVES, Program, ProgramPlanner, opcode_support
 from minijax.compiler.codegen.elemental import ELEMENTWISE, INDEXING
 from minijax.compiler.codegen.gpu import nvvm
 from minijax.compiler.codegen.gpu.gemm import GEMM_TYPES, emit_gemm_kernel
 from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel, gpu_unsupported_reason
 from minijax.compiler.codegen.gpu.ops import OP_KERNEL_OPCODES, emit_op_kernel, op_kernel_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
-from minijax.compiler.evaluator import evaluate_instruction, flatten_value, has_implementation
+from minijax.compiler.evaluator import evaluate_instruction, flatten_value
 from minijax.compiler.hlo.ir import Computation, Instruction
 
 _KERNEL_OPCODES = frozenset((ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
@@ -49,17 +49,7 @@ _NO_OP = frozenset({"parameter", "constant", "tuple", "get-tuple-element", *MOVE
 def gpu_opcode_support(opcode: str) -> str:
     """How the GPU program runs `opcode` (for its usual element types): "kernel",
     "library", "view", "program", "no-op", "thunk" (the host evaluator) or "unsupported"."""
-    if opcode in _KERNEL_OPCODES or opcode in OP_KERNEL_OPCODES or opcode == "fusion":
-        return "kernel"
-    if opcode in ("reshape", "bitcast"):
-        return "view"
-    if opcode == "dot":
-        return "library"
-    if opcode in ("while", "conditional", "call"):
-        return "program"
-    if opcode in _NO_OP:
-        return "no-op"
-    return "thunk" if has_implementation(opcode) else "unsupported"
+    return opcode_support(opcode, _KERNEL_OPCODES | OP_KERNEL_OPCODES, ("dot",), _NO_OP)
 
 
 def _row_major(shape) -> bool:
