@@ -28,7 +28,7 @@ import numpy as np
 
 from minijax import core, tree_util
 from minijax.api_spmd import SpmdProgram
-from minijax.api_util import flatten_fun
+from minijax.api_util import flatten_fun, prefix_leaves
 from minijax.array import sharded
 from minijax.core import get_aval
 from minijax.lax import collectives as coll
@@ -118,16 +118,8 @@ def _leaf_specs(specs, tree, what: str) -> list:
     """One PartitionSpec per leaf of `tree` (`specs` is a prefix of it; None means P())."""
     if specs is None:
         raise ValueError(f"shard_map: {what} must be given (minijax does not infer them)")
-    spec_leaves, spec_tree = tree_util.tree_flatten(specs, is_leaf=_is_spec)
-    try:
-        subtrees = spec_tree.flatten_up_to(tree)
-    except (ValueError, TypeError):
-        raise ValueError(f"shard_map {what} must be a tree prefix of the corresponding value; "
-                         f"got {specs} for {tree_util.tree_structure(tree)}") from None
-    out = []
-    for spec, sub in zip(spec_leaves, subtrees, strict=True):
-        out.extend([PartitionSpec() if spec is None else spec] * len(tree_util.tree_leaves(sub)))
-    return out
+    return [PartitionSpec() if spec is None else spec
+            for spec in prefix_leaves(specs, tree, _is_spec, f"shard_map {what}")]
 
 
 def _check_spec(mesh, spec, shape, what) -> None:

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 
 from minijax import core, placement, tree_util
-from minijax.api_util import flatten_fun, normalize_argnums
+from minijax.api_util import flatten_fun, normalize_argnums, prefix_leaves
 from minijax.array import sharded
 from minijax.backends.spmd import run_spmd
 from minijax.compiler import driver
@@ -39,16 +39,7 @@ def _is_sharding(x) -> bool:
 
 
 def _leaf_shardings(spec, tree, what: str) -> list:
-    if _is_sharding(spec):
-        return [spec] * len(tree_util.tree_leaves(tree))
-    spec_leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=_is_sharding)
-    try:
-        subtrees = spec_tree.flatten_up_to(tree)
-    except (ValueError, TypeError):
-        raise ValueError(f"jit {what} must be a pytree prefix of the corresponding value, got "
-                         f"{spec} for {tree_util.tree_structure(tree)}") from None
-    return [s for s, sub in zip(spec_leaves, subtrees, strict=True)
-            for _ in tree_util.tree_leaves(sub)]
+    return prefix_leaves(spec, tree, _is_sharding, f"jit {what}")
 
 
 def _dims(sharding, rank: int) -> tuple:

@@ -116,6 +116,20 @@ def broadcast_prefix(prefix, tree, is_leaf=None) -> list:
     return out
 
 
+def prefix_leaves(prefix, tree, is_leaf, what: str) -> list:
+    """One leaf of the pytree prefix `prefix` (its leaves as `is_leaf` says) per leaf of
+    `tree`: the prefix leaf standing for the subtree holding it (jit's in_shardings,
+    shard_map's in_specs)."""
+    leaves, treedef = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
+    try:
+        subtrees = treedef.flatten_up_to(tree)
+    except (ValueError, TypeError):
+        raise ValueError(f"{what} must be a pytree prefix of the corresponding value, got "
+                         f"{prefix} for {tree_util.tree_structure(tree)}") from None
+    return [leaf for leaf, sub in zip(leaves, subtrees, strict=True)
+            for _ in tree_util.tree_leaves(sub)]
+
+
 class _Float0:
     """Stands for a float0 array (an integer's trivial gradient) in jit's argument and result
     trees: a node without leaves whose aux data is the shape, so the array is neither passed
