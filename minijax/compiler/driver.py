@@ -61,11 +61,8 @@ def module_bytes(module) -> int:
 # The passes and the elemental emitter recurse along operand chains: one fused chain of a
 # few hundred elementwise operations (common in probabilistic programs' scalar math) needs
 # more than Python's default 1000 frames. Python 3.11+ keeps Python frames off the C stack.
-# Raised once, when minijax is imported (not in the middle of a caller's code), and checked
-# again per compile in case something lowered it since.
+# Raised by each compile that finds it lower (importing minijax leaves it alone).
 _RECURSION_LIMIT = 20000
-if sys.getrecursionlimit() < _RECURSION_LIMIT:
-    sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 def compile_module(module, backend, options: CompileOptions | None = None, *,
