@@ -26,11 +26,13 @@ from minijax.core import get_aval
 from minijax.lax import threefry
 
 __all__ = [
-    "PRNGKey", "PRNGKeyArray", "bernoulli", "beta", "bits", "categorical", "cauchy", "choice",
-    "dirichlet", "exponential", "fold_in", "gamma", "gumbel", "key", "key_data", "key_impl",
-    "laplace", "loggamma", "logistic", "multivariate_normal", "normal", "orthogonal",
-    "permutation", "poisson", "rademacher", "randint", "shuffle", "split",
-    "truncated_normal", "uniform", "wrap_key_data",
+    "PRNGKey", "PRNGKeyArray", "ball", "bernoulli", "beta", "binomial", "bits", "categorical",
+    "cauchy", "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell",
+    "exponential", "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
+    "key_data", "key_dtype", "key_impl", "laplace", "loggamma", "logistic", "lognormal",
+    "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto",
+    "permutation", "poisson", "rademacher", "randint", "rayleigh", "shuffle", "split", "t",
+    "triangular", "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
 ]
 
 
@@ -220,6 +222,18 @@ def _check_impl(impl):
             not isinstance(impl, KeyDType):
         raise ValueError(f"unrecognized PRNG implementation {impl!r}; minijax has "
                          "'threefry2x32' only")
+
+
+def key_dtype(impl_spec=None) -> KeyDType:
+    """The dtype of typed keys of a PRNG implementation (minijax has threefry2x32 only)."""
+    _check_impl(impl_spec)
+    return PRNGKeyArray.dtype
+
+
+def clone(key):
+    """The same key, marked as safe to reuse. minijax does no key-reuse checking, so this
+    is the identity (as JAX's clone outside jax.experimental.key_reuse)."""
+    return key
 
 
 def key_data(keys):
@@ -530,21 +544,37 @@ def _randint(data, shape, minval, maxval, dtype):
 
 
 from minijax.random_distributions import (  # noqa: E402  (they build on the above)
+    ball,
     beta,
+    binomial,
     categorical,
     cauchy,
+    chisquare,
     choice,
     dirichlet,
+    double_sided_maxwell,
     exponential,
+    f,
     gamma,
+    generalized_normal,
+    geometric,
     gumbel,
     laplace,
     loggamma,
     logistic,
+    lognormal,
+    maxwell,
+    multinomial,
     multivariate_normal,
     orthogonal,
+    pareto,
     permutation,
     poisson,
+    rayleigh,
     shuffle,
+    t,
+    triangular,
+    wald,
+    weibull_min,
 )
 

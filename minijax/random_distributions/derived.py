@@ -1,0 +1,248 @@
+"""Samplers that are transforms of uniform, normal, exponential and gamma samples: pareto,
+t, chisquare, f, maxwell, double_sided_maxwell, weibull_min, generalized_normal, ball,
+rayleigh, wald, geometric, triangular, lognormal.
+
+Each uses the transform (and the key splits) that JAX documents for it, so that for the same
+key its samples equal JAX's up to rounding of the transcendental functions. Those built on
+gamma (t, chisquare, f, generalized_normal, ball) go through minijax's Marsaglia-Tsang
+rejection loop, which draws the same bits as JAX's, so they match JAX too."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijax import dtypes
+from minijax.random import (
+    _check_prng_key,
+    _check_shape,
+    _const,
+    _convert,
+    _float_dtype,
+    _jnp,
+    _lax,
+    _shape,
+    _split_list,
+    _uniform,
+    normal,
+    rademacher,
+)
+from minijax.random_distributions.basic import _exponential, gamma, loggamma
+
+__all__ = ["ball", "chisquare", "double_sided_maxwell", "f", "generalized_normal",
+           "geometric", "lognormal", "maxwell", "pareto", "rayleigh", "t", "triangular",
+           "wald", "weibull_min"]
+
+
+def _result_shape(name: str, shape, *params) -> tuple:
+    """`shape` checked against the parameters' shapes, or their broadcast shape if None."""
+    shapes = [tuple(np.shape(p)) for p in params]
+    if shape is None:
+        return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    shape = _shape(shape)
+    _check_shape(name, shape, *shapes)
+    return shape
+
+
+def _check_safe_cast(name: str, dtype, *params):
+    """JAX refuses parameters whose type does not promote into the sample dtype."""
+    jnp = _jnp()
+    for p in params:
+        if jnp.result_type(p, dtype) != dtype:
+            raise dtypes.TypePromotionError(
+                f"In arguments to {name}, cannot safely cast argument of type "
+                f"{jnp.asarray(p).dtype} to {dtype}")
+
+
+def _prologue(name, key, dtype, shape, *params):
+    """(key data, dtype, shape) after JAX's argument checks for a float sampler."""
+    data, _ = _check_prng_key(name, key)
+    dt = _float_dtype(dtype, name)
+    shape = _result_shape(name, shape, *params)
+    _check_safe_cast(name, dt, *params)
+    return data, dt, shape
+
+
+def _param(x, dt, shape):
+    return _jnp().broadcast_to(_convert(x, dt), shape)
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto(b) samples on [1, inf): exp(E / b) for E standard exponential."""
+    data, dt, shape = _prologue("pareto", key, dtype, shape, b)
+    lax = _lax()
+    return lax.exp(lax.div(_exponential(data, shape, dt), _param(b, dt, shape)))
+
+
+def t(key, df, shape=None, dtype=None):
+    """Student's t(df) samples: N * sqrt((df/2) / G) for N normal, G ~ Gamma(df/2)."""
+    data, dt, shape = _prologue("t", key, dtype, shape, df)
+    lax = _lax()
+    key_n, key_g = _split_list(data)
+    n = normal(key_n, shape, dt)
+    half_df = lax.div(_param(df, dt, shape), _const(2, dt))
+    g = gamma(key_g, half_df, shape, dt)
+    return lax.mul(n, lax.sqrt(lax.div(half_df, g)))
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square(df) samples: 2 exp(log G) for G ~ Gamma(df/2) (drawn in log space)."""
+    data, dt, shape = _prologue("chisquare", key, dtype, shape, df)
+    return _chisquare(data, _param(df, dt, shape), shape, dt)
+
+
+def _chisquare(data, df, shape, dt):
+    lax = _lax()
+    two = _const(2, dt)
+    log_g = loggamma(data, lax.div(df, two), shape, dt)
+    return lax.mul(lax.exp(log_g), two)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    """F(dfnum, dfden) samples: (X1 / dfnum) / (X2 / dfden) for chi-square X1, X2."""
+    data, dt, shape = _prologue("f", key, dtype, shape, dfnum, dfden)
+    lax = _lax()
+    dfnum, dfden = _param(dfnum, dt, shape), _param(dfden, dt, shape)
+    key_dfd, key_dfn = _split_list(data)
+    num = lax.div(_chisquare(key_dfn, dfnum, shape, dt), dfnum)
+    den = lax.div(_chisquare(key_dfd, dfden, shape, dt), dfden)
+    return lax.div(num, den)
+
+
+def maxwell(key, shape=(), dtype=None):
+    """One-sided Maxwell samples: the norm of three standard normals."""
+    data, _ = _check_prng_key("maxwell", key)
+    dt = _float_dtype(dtype, "maxwell")
+    return _maxwell(data, _shape(shape), dt)
+
+
+def _maxwell(data, shape, dt):
+    return _jnp().linalg.norm(normal(data, (*shape, 3), dt), axis=-1)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """Double-sided Maxwell samples: a random sign times a Maxwell sample, scaled and
+    shifted. As JAX, the result shape is `shape + broadcast(loc, scale).shape`, where an
+    empty `shape` is first replaced by the parameters' shape."""
+    data, _ = _check_prng_key("double_sided_maxwell", key)
+    dt = _float_dtype(dtype, "double_sided_maxwell")
+    params_shape = tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
+    shape = _shape(shape) or params_shape
+    shape = shape + params_shape
+    lax = _lax()
+    maxwell_key, sign_key = _split_list(data)
+    rvs = _maxwell(maxwell_key, shape, dt)
+    sign = rademacher(sign_key, shape, dt)
+    jnp = _jnp()
+    return lax.mul(sign, rvs) * jnp.asarray(scale) + jnp.asarray(loc)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """Weibull samples by the inverse CDF: scale * (-log1p(-u)) ** (1 / concentration)."""
+    data, _ = _check_prng_key("weibull_min", key)
+    dt = _float_dtype(dtype, "weibull_min")
+    jnp = _jnp()
+    u = _uniform(data, _shape(shape), dt, 0.0, 1.0)
+    return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
+
+
+def generalized_normal(key, p: float, shape=(), dtype=None):
+    """Generalized normal samples (density proportional to exp(-|x|^p)): a random sign
+    times G ** (1/p) for G ~ Gamma(1/p)."""
+    data, _ = _check_prng_key("generalized_normal", key)
+    dt = _float_dtype(dtype, "generalized_normal")
+    return _generalized_normal(data, p, _shape(shape), dt)
+
+
+def _generalized_normal(data, p, shape, dt):
+    jnp = _jnp()
+    k_gamma, k_sign = _split_list(data)
+    inv_p = 1 / jnp.asarray(p) if not isinstance(p, (int, float)) else 1 / p
+    g = gamma(k_gamma, inv_p, shape, dt)
+    return rademacher(k_sign, shape, dt) * g ** inv_p
+
+
+def ball(key, d: int, p: float = 2, shape=(), dtype=None):
+    """Uniform samples from the unit Lp ball in d dimensions, shape `(*shape, d)`
+    (Barthe et al.: generalized normals scaled by their norm plus an exponential)."""
+    data, _ = _check_prng_key("ball", key)
+    dt = _float_dtype(dtype, "ball")
+    try:
+        d = int(d)
+    except Exception as e:
+        raise TypeError(f"d must be a concrete integer (not a traced value): {d!r}. The "
+                        "error occurred in jax.random.ball()") from e
+    shape = _shape(shape)
+    jnp = _jnp()
+    k1, k2 = _split_list(data)
+    g = _generalized_normal(k1, p, (*shape, d), dt)
+    e = _exponential(k2, shape, dt)
+    inv_p = 1 / jnp.asarray(p) if not isinstance(p, (int, float)) else 1 / p
+    return g / ((jnp.sum(jnp.abs(g) ** p, axis=-1) + e) ** inv_p)[..., None]
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh(scale) samples: scale * sqrt(-2 log u)."""
+    data, dt, shape = _prologue("rayleigh", key, dtype, shape, scale)
+    lax = _lax()
+    u = _uniform(data, shape, dt, 0.0, 1.0)
+    return lax.mul(_param(scale, dt, shape), lax.sqrt(lax.mul(lax.log(u), _const(-2, dt))))
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian, unit shape) samples by Michael, Schucany and Haas's method
+    from one normal and one uniform sample."""
+    data, dt, shape = _prologue("wald", key, dtype, shape, mean)
+    lax = _lax()
+    k1, k2 = _split_list(data)
+    mean = _param(mean, dt, shape)
+    v = normal(k1, shape, dt)
+    z = _uniform(k2, shape, dt, 0.0, 1.0)
+    y = lax.integer_pow(v, 2)
+    mean_sq = lax.integer_pow(mean, 2)
+    sqrt_term = lax.sqrt(4 * mean * y + mean_sq * lax.integer_pow(y, 2))
+    x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+    return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def geometric(key, p, shape=None, dtype=None):
+    """Geometric(p) samples (trials up to the first success, >= 1):
+    floor(log u / log1p(-p)) + 1, as integers."""
+    data, _ = _check_prng_key("geometric", key)
+    dt = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if dt.kind not in "iu":
+        raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
+    shape = _result_shape("geometric", shape, p)
+    jnp, lax = _jnp(), _lax()
+    p = jnp.asarray(p)
+    if dtypes.kind(p.dtype) not in "fc":
+        p = p.astype(dtypes.default_float_dtype())
+    u = _uniform(data, shape, p.dtype, 0.0, 1.0)
+    u = jnp.where(u == 0, jnp.ones_like(u), u)
+    log_q = jnp.broadcast_to(lax.log1p(-p), shape)
+    g = lax.floor(lax.div(lax.log(u), log_q)) + 1
+    return _convert(g, dt)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular(left, mode, right) samples by the inverse CDF."""
+    data, dt, shape = _prologue("triangular", key, dtype, shape, left, mode, right)
+    lax = _lax()
+    left, right, mode = (_param(v, dt, shape) for v in (left, right, mode))
+    fc = (mode - left) / (right - left)
+    u = _uniform(data, shape, dt, 0.0, 1.0)
+    below = left + lax.sqrt(u * (right - left) * (mode - left))
+    above = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+    return lax.select(u < fc, below, above)
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+    """Log-normal samples exp(sigma * N) (N standard normal, real or complex)."""
+    data, _ = _check_prng_key("lognormal", key)
+    dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if dtypes.kind(dt) not in "fc":
+        raise ValueError("dtype argument to `lognormal` must be a float or complex dtype, "
+                         f"got {dt}")
+    shape = _result_shape("lognormal", shape, sigma)
+    _check_safe_cast("lognormal", dt, sigma)
+    lax = _lax()
+    return lax.exp(lax.mul(normal(data, shape, dt), _param(sigma, dt, shape)))
