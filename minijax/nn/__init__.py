@@ -2,6 +2,7 @@
 standardize, and `minijax.nn.initializers`."""
 
 from minijax.nn import initializers
+from minijax.nn.attention import dot_product_attention
 from minijax.nn.functions import (
     celu,
     elu,
@@ -12,8 +13,10 @@ from minijax.nn.functions import (
     hard_swish,
     hard_tanh,
     leaky_relu,
+    log1mexp,
     log_sigmoid,
     log_softmax,
+    logmeanexp,
     logsumexp,
     mish,
     one_hot,
@@ -26,15 +29,17 @@ from minijax.nn.functions import (
     softmax,
     softplus,
     sparse_plus,
+    sparse_sigmoid,
+    squareplus,
     standardize,
     swish,
 )
 
-__all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
-           "hard_tanh", "initializers", "leaky_relu", "log_sigmoid", "log_softmax",
-           "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu",
-           "soft_sign", "softmax", "softplus", "sparse_plus", "standardize", "swish", "tanh",
-           "identity"]
+__all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
+           "hard_swish", "hard_tanh", "initializers", "leaky_relu", "log1mexp", "log_sigmoid",
+           "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6",
+           "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
+           "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh", "identity"]
 
 # jax.nn re-exports these two.
 from minijax.numpy import asarray as identity  # noqa: E402

@@ -12,9 +12,10 @@ from minijax.custom_derivatives import custom_jvp
 from minijax.scipy.special import logsumexp
 
 __all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
-           "hard_tanh", "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish",
-           "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax",
-           "softplus", "sparse_plus", "standardize", "swish"]
+           "hard_tanh", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp",
+           "logsumexp", "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu",
+           "soft_sign", "softmax", "softplus", "sparse_plus", "sparse_sigmoid", "squareplus",
+           "standardize", "swish"]
 
 
 def _inexact(x):
@@ -222,3 +223,35 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     return (lhs == rhs).astype(dtype)
 
 
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2, a smooth ReLU (https://arxiv.org/abs/2112.11687)."""
+    x, b = jnp.asarray(x), jnp.asarray(b)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+
+
+def sparse_sigmoid(x):
+    """0 for x <= -1, (x + 1) / 2 between, 1 for x >= 1 (the derivative of sparse_plus)."""
+    return 0.5 * jnp.clip(jnp.asarray(x) + 1.0, 0.0, 2.0)
+
+
+@custom_jvp
+def log1mexp(x):
+    """log(1 - exp(-x)), accurate for small and large x >= 0 (nan for x < 0)."""
+    x = _inexact(x)
+    # Machler's switch at log 2: expm1 is accurate for small x, log1p for large.
+    return jnp.where(x < np.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over `axis` (the elements selected by `where`):
+    logsumexp(x) - log(n)."""
+    x = jnp.asarray(x)
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    selected = jnp.ones(x.shape, bool) if where is None else \
+        jnp.broadcast_to(jnp.asarray(where), x.shape)
+    count = jnp.sum(selected, axis=axis, keepdims=keepdims, dtype=lse.dtype)
+    return lse - jnp.log(count)
