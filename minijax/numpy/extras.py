@@ -21,8 +21,9 @@ from minijax.numpy.util import check_arraylike, to_array
 
 __all__ = [
     "astype", "bitwise_count", "block", "bool", "choose", "compress", "delete", "diagflat",
-    "extract", "fabs", "fill_diagonal", "frexp", "frombuffer", "fromstring", "gcd", "insert",
-    "isscalar", "iscomplexobj", "isrealobj", "iterable", "lcm", "ldexp", "matvec", "vecmat"]
+    "extract", "fabs", "fill_diagonal", "frexp", "frombuffer", "fromiter", "fromstring", "gcd",
+    "insert", "isscalar", "iscomplexobj", "isrealobj", "iterable", "lcm", "ldexp", "matvec",
+    "packbits", "spacing", "unpackbits", "vecmat"]
 
 bool = bool_  # noqa: A001  (jnp.bool, as in JAX)
 
@@ -125,6 +126,22 @@ def ldexp(x1, x2, /):
     return lax.mul(lax.mul(mant, _pow2(a, dtype)), _pow2(b, dtype))
 
 
+def spacing(x, /):
+    """The distance from x to the adjacent float away from zero (NumPy's ulp, signed like
+    x; float16 steps toward +inf, as NumPy and JAX)."""
+    check_arraylike("spacing", x)
+    (x,) = util.promote_dtypes_inexact(x)
+    if x.dtype.kind == "c":
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = jnp.asarray(np.inf, x.dtype)
+    if x.dtype == np.float16:
+        return jnp.nextafter(x, inf) - x
+    step = jnp.nextafter(x, jnp.copysign(inf, x)) - x
+    # Where subnormals flush to zero the step from 0 would be 0: use the true spacing.
+    tiny = jnp.asarray(dtypes.finfo(x.dtype).smallest_subnormal, x.dtype)
+    return jnp.where(step == 0, jnp.copysign(tiny, x), step)
+
+
 # --------------------------------------------------------------------------- integer bits
 
 
@@ -189,6 +206,61 @@ def bitwise_count(x, /):
     if kind == "i":
         x = lax.abs(x)
     return lax.convert_element_type(lax.population_count(x), np.uint8)
+
+
+def _bit_order(bitorder):
+    if bitorder not in ("little", "big"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    return np.arange(8)[::-1] if bitorder == "big" else np.arange(8)
+
+
+def packbits(a, axis=None, bitorder="big"):
+    """The truth values of `a` packed 8 to a uint8 along `axis` (flattened if None),
+    zero-padding the last byte; bitorder 'big' puts the first bit in the top position."""
+    check_arraylike("packbits", a)
+    arr = to_array(a)
+    if arr.dtype.kind not in "iub":
+        raise TypeError("Expected an input array of integer or boolean data type")
+    shifts = _bit_order(bitorder)
+    if axis is None:
+        arr, axis = jnp.ravel(arr), 0
+    bits = jnp.moveaxis(arr != 0, axis, -1).astype(np.uint8)
+    n = bits.shape[-1]
+    pad = -n % 8
+    if pad:
+        bits = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, pad)])
+    bits = bits.reshape(bits.shape[:-1] + ((n + pad) // 8, 8))
+    packed = jnp.sum(bits << jnp.asarray(shifts, np.uint8), axis=-1, dtype=np.uint8)
+    return jnp.moveaxis(packed, -1, axis)
+
+
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """The bits of the uint8 array `a` as a uint8 array of 0s and 1s along `axis`
+    (flattened if None); `count` keeps that many bits (zero-padding past the end;
+    negative drops bits from the end)."""
+    check_arraylike("unpackbits", a)
+    arr = to_array(a)
+    if arr.dtype != np.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    shifts = jnp.asarray(_bit_order(bitorder), np.uint8)
+    bits = (arr[..., None] >> shifts) & np.uint8(1)
+    if axis is None:
+        bits, axis = jnp.ravel(bits), 0
+    else:
+        axis = util.canonicalize_axis(axis, arr.ndim)
+        bits = jnp.moveaxis(bits, -1, axis + 1)
+        bits = bits.reshape(arr.shape[:axis] + (8 * arr.shape[axis],) + arr.shape[axis + 1:])
+    if count is not None:
+        n = bits.shape[axis]
+        count = int(count)
+        keep = builtins.max(n + count, 0) if count < 0 else count
+        if keep <= n:
+            bits = lax.slice_in_dim(bits, 0, keep, axis=axis)
+        else:
+            pads = [(0, 0)] * bits.ndim
+            pads[axis] = (0, keep - n)
+            bits = jnp.pad(bits, pads)
+    return bits
 
 
 # --------------------------------------------------------------------------- diagonals
@@ -421,6 +493,16 @@ def vecmat(x1, x2, /):
 def frombuffer(buffer, dtype=float, count=-1, offset=0):
     """An array from raw bytes (numpy.frombuffer, then converted to a minijax Array)."""
     return jnp.asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromiter(*args, **kwargs):
+    """Not provided, as in JAX: consuming an iterator is a side effect (unsafe under jit)."""
+    raise NotImplementedError(
+        "jnp.fromiter() is not implemented because it may be non-pure and thus unsafe for "
+        "use with JIT and other JAX transformations. Consider using "
+        "jnp.asarray(np.fromiter(...)) instead, although care should be taken if "
+        "np.fromiter is used within a jax transformations because of its potential "
+        "side-effect of consuming the iterable object.")
 
 
 def fromstring(string, dtype=float, count=-1, *, sep):

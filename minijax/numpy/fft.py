@@ -20,7 +20,8 @@ from minijax.numpy.manipulation import moveaxis, roll
 from minijax.numpy.util import promote_dtypes_inexact
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
-           "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift", "hfft",
+           "ihfft"]
 
 _NORMS = (None, "backward", "ortho", "forward")
 
@@ -137,6 +138,31 @@ def rfft(a, n=None, axis=-1, norm=None):
 def irfft(a, n=None, axis=-1, norm=None):
     """Inverse of rfft: real output of length n (default 2 * (m - 1))."""
     return _one_axis("irfft", FftType.IRFFT, a, n, axis, norm)
+
+
+# hfft/ihfft are irfft/rfft of the conjugate with the normalization direction swapped.
+_SWAPPED_NORM = {None: "forward", "backward": "forward", "ortho": "ortho",
+                 "forward": "backward"}
+
+
+def _swapped_norm(norm):
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or '
+                         '"forward".')
+    return _SWAPPED_NORM[norm]
+
+
+def hfft(a, n=None, axis=-1, norm=None):
+    """FFT of a signal with Hermitian symmetry given by its first half `a`: a real
+    spectrum of length n (default 2 * (m - 1))."""
+    (a,) = promote_dtypes_inexact(asarray(a))
+    return irfft(lax.conj(_to_complex(a)), n, axis, _swapped_norm(norm))
+
+
+def ihfft(a, n=None, axis=-1, norm=None):
+    """Inverse of hfft: the n // 2 + 1 non-negative-frequency terms of a real signal's
+    Hermitian inverse transform."""
+    return lax.conj(rfft(a, n, axis, _swapped_norm(norm)))
 
 
 def fftn(a, s=None, axes=None, norm=None):
