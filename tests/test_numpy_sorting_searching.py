@@ -380,11 +380,11 @@ def test_cov_corrcoef_unwrap():
 
 
 def test_missing_names_raise_with_alternative():
-    assert not hasattr(jnp, "roots")
-    with pytest.raises(NotImplementedError, match=r"numpy.roots on the host"):
-        jnp.roots  # noqa: B018
+    assert not hasattr(jnp, "putmask")
+    with pytest.raises(NotImplementedError, match=r"jnp.where\(mask, values, x\)"):
+        jnp.putmask  # noqa: B018
     with pytest.raises(NotImplementedError, match="x.at\\[index\\].set"):
-        jnp.put_along_axis  # noqa: B018
+        jnp.copyto  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'not_a_numpy_name'"):
         jnp.not_a_numpy_name  # noqa: B018
 
@@ -393,10 +393,11 @@ def test_numpy_coverage_tool(capsys):
     from minijax.tools import numpy_coverage
     rows = dict(numpy_coverage.coverage())
     assert rows["einsum"] == rows["sort"] == rows["linalg"] == "yes"
-    assert rows["roots"] == "hint" and rows["loadtxt"] == "n/a"
+    assert rows["putmask"] == "hint" and rows["loadtxt"] == "n/a"
+    assert rows["roots"] == rows["put"] == "yes"
     assert numpy_coverage.main(["--missing-only", "--format", "text"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("minijax.numpy provides ") and "roots" in out
+    assert out.startswith("minijax.numpy provides ") and "putmask" in out
     assert "einsum " not in out
     numpy_coverage.main([])
     assert "| `einsum` | yes |" in capsys.readouterr().out

@@ -4,6 +4,7 @@ returns an Array), finfo/iinfo, result_type, promote_types, can_cast, issubdtype
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from minijax import dtypes
@@ -69,6 +70,19 @@ float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz", dtypes.float8_e4m3b11fnu
 float8_e4m3 = _scalar_type("float8_e4m3", dtypes.float8_e4m3)
 float8_e3m4 = _scalar_type("float8_e3m4", dtypes.float8_e3m4)
 float8_e8m0fnu = _scalar_type("float8_e8m0fnu", dtypes.float8_e8m0fnu)
+# ml_dtypes' sub-byte types, which JAX exports. minijax arrays cannot hold them yet: the
+# names work as dtypes (np.dtype(jnp.int4), comparisons), and making an array of one
+# raises minijax's "does not support dtype" TypeError.
+int1 = _scalar_type("int1", ml_dtypes.int1)
+int2 = _scalar_type("int2", ml_dtypes.int2)
+int4 = _scalar_type("int4", ml_dtypes.int4)
+uint1 = _scalar_type("uint1", ml_dtypes.uint1)
+uint2 = _scalar_type("uint2", ml_dtypes.uint2)
+uint4 = _scalar_type("uint4", ml_dtypes.uint4)
+float4_e2m1fn = _scalar_type("float4_e2m1fn", ml_dtypes.float4_e2m1fn)
+float6_e2m3fn = _scalar_type("float6_e2m3fn", ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _scalar_type("float6_e3m2fn", ml_dtypes.float6_e3m2fn)
+object_ = np.object_  # as JAX: NumPy's (minijax arrays never hold objects)
 float32 = _scalar_type("float32", np.float32)
 float64 = _scalar_type("float64", np.float64)
 complex64 = _scalar_type("complex64", np.complex64)

@@ -16,7 +16,8 @@ from minijax.numpy import util
 from minijax.numpy.util import check_arraylike, to_array
 
 __all__ = ["bartlett", "blackman", "gradient", "hamming", "hanning", "i0", "kaiser", "poly",
-           "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub"]
+           "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
+           "roots"]
 
 
 # --------------------------------------------------------------------------- polynomials
@@ -155,6 +156,92 @@ def poly(seq_of_zeros):
             if len(pos) == len(neg) and np.all(pos == neg):
                 coeffs = jnp.real(coeffs)
     return coeffs
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The complex roots of the polynomial with coefficients p (highest power first).
+
+    JAX takes the eigenvalues of the companion matrix; minijax, which has no general
+    eigensolver, finds the same roots with the Aberth-Ehrlich simultaneous iteration, so
+    the roots agree to rounding but their order may differ (NumPy's order differs too).
+    With strip_zeros (the default) leading zeros are removed, which needs concrete p;
+    with strip_zeros=False (usable under jit) each leading zero gives a nan root instead.
+    """
+    check_arraylike("roots", p)
+    (p,) = util.promote_dtypes_inexact(p)
+    p = jnp.atleast_1d(p)
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    wide = p.dtype in (np.float64, np.complex128)
+    cdt = np.dtype(np.complex128 if wide else np.complex64)
+    if p.shape[0] < 2:
+        return jnp.zeros((0,), cdt)
+    if not strip_zeros:
+        is_zero = p == 0
+        leading = jnp.where(jnp.all(is_zero), p.shape[0], jnp.argmin(is_zero))
+        return _aberth(p.astype(cdt), leading)
+    value = util.concrete_or_none(p)
+    if value is None:
+        raise ConcretizationTypeError(
+            "jnp.roots with strip_zeros=True needs concrete coefficients (the number of "
+            "roots depends on the leading zeros). The error occurred in the jnp.roots() "
+            "function. To use this within a JIT-compiled context, pass strip_zeros=False, "
+            "but be aware that leading zeros will result in some returned roots being set "
+            "to NaN.")
+    nonzero = np.flatnonzero(value)
+    if not nonzero.size:
+        return jnp.zeros((0,), cdt)
+    # Trailing zeros are exact zero roots (as NumPy): only the rest needs iterating.
+    first, last = int(nonzero[0]), int(nonzero[-1])
+    found = _aberth(p[first:last + 1].astype(cdt), 0)
+    return jnp.concatenate([found, jnp.zeros((p.shape[0] - 1 - last,), cdt)])
+
+
+def _aberth(c, leading):
+    """Roots of the polynomial c (complex, highest power first) whose first `leading`
+    coefficients (possibly traced) are zero: len(c) - 1 slots, the last `leading` nan."""
+    n = c.shape[0] - 1
+    if n == 0:
+        return jnp.zeros((0,), c.dtype)
+    rdt = jnp.real(c).dtype
+    m = n - leading                        # the number of actual roots
+    active = jnp.arange(n) < m
+    lead = jnp.take(c, jnp.clip(leading, 0, n))
+    # Fujiwara's bound on the root moduli: 2 max |c_(k+j) / c_k| ** (1/j).
+    j = jnp.arange(n + 1) - leading
+    ratio = jnp.abs(c / jnp.where(lead == 0, 1, lead))
+    terms = jnp.where(j >= 1, ratio ** (1 / jnp.maximum(j, 1).astype(rdt)), 0)
+    radius = 2 * jnp.max(terms)
+    radius = jnp.where((radius > 0) & jnp.isfinite(radius), radius, 1)
+    angle = 2 * np.pi * jnp.arange(n, dtype=rdt) / jnp.maximum(m, 1).astype(rdt) + 0.4
+    z = (radius * (jnp.cos(angle) + 1j * jnp.sin(angle))).astype(c.dtype)
+    eps = float(dtypes.finfo(rdt).eps)
+    pair_ok = (active[:, None] & active[None, :]) & ~jnp.eye(n, dtype=bool)
+
+    def horner(z):
+        val, der = jnp.zeros_like(z), jnp.zeros_like(z)
+        for k in range(n + 1):
+            der = der * z + val
+            val = val * z + c[k]
+        return val, der
+
+    def body(state):
+        it, z, _ = state
+        val, der = horner(z)
+        w = jnp.where(der == 0, 0, val / jnp.where(der == 0, 1, der))
+        diff = z[:, None] - z[None, :]
+        inv = jnp.where(pair_ok, 1 / jnp.where(pair_ok, diff, 1), 0)
+        step = w / (1 - w * jnp.sum(inv, axis=1))
+        step = jnp.where(active & jnp.isfinite(step), step, 0)
+        moving = jnp.any(jnp.abs(step) > 4 * eps * jnp.abs(z))
+        return it + 1, z - step, moving
+
+    def cond(state):
+        it, _, moving = state
+        return moving & (it < 50 + 10 * n)
+
+    _, z, _ = lax.while_loop(cond, body, (jnp.int32(0), z, jnp.asarray(True)))
+    return jnp.where(active, z, jnp.asarray(complex(np.nan, np.nan), c.dtype))
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):

@@ -25,7 +25,8 @@ from minijax.numpy.util import check_arraylike, to_array
 from minijax.source_info import user_frame_info
 
 __all__ = [
-    "argpartition", "argsort", "bincount", "digitize", "histogram", "histogram_bin_edges",
+    "argpartition", "argsort", "bincount", "digitize", "histogram", "histogram2d",
+    "histogram_bin_edges", "histogramdd",
     "in1d", "intersect1d", "isin", "lexsort", "partition", "searchsorted", "setdiff1d",
     "setxor1d", "sort", "sort_complex", "union1d", "unique", "unique_all", "unique_counts",
     "unique_inverse", "unique_values",
@@ -513,3 +514,67 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
         widths = jnp.diff(edges)
         counts = counts / (jnp.sum(counts) * widths)
     return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):
+    """Multidimensional histogram of the N points sample[N, D]: (hist, [edges per dim]).
+    bins is an int, a sequence of ints, or per-dimension edges; values outside the edges
+    (and nan) are not counted; the last bin of each dimension is closed."""
+    check_arraylike("histogramdd", sample)
+    if weights is None:
+        (sample,) = util.promote_dtypes_inexact(sample)
+    else:
+        check_arraylike("histogramdd", weights)
+        if np.shape(weights) != np.shape(sample)[:1]:
+            raise ValueError("should have one weight for each sample.")
+        sample, weights = util.promote_dtypes_inexact(sample, weights)
+    n, d = np.shape(sample)
+    if range is not None and (len(range) != d or builtins.any(
+            r is not None and np.shape(r)[0] != 2 for r in range)):
+        raise ValueError(f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs "
+                         f"or Nones; got range={range}")
+    try:
+        per_dim = list(bins)
+    except TypeError:
+        per_dim = [bins] * d
+    else:
+        if len(per_dim) != d:
+            raise ValueError("should be a bin for each dimension.")
+    edges, flat, valid, shape = [], 0, jnp.ones((n,), bool), []
+    for i in builtins.range(d):
+        col = sample[:, i]
+        e = histogram_bin_edges(col, per_dim[i], None if range is None else range[i])
+        nb = e.shape[0] - 1
+        idx = searchsorted(e, col, side="right") - 1
+        idx = jnp.where(col == e[-1], nb - 1, idx)
+        valid = valid & (idx >= 0) & (idx < nb)
+        flat = flat * nb + jnp.clip(idx, 0, nb - 1)
+        edges.append(e)
+        shape.append(nb)
+    w = jnp.ones((n,), dtypes.default_int_dtype()) if weights is None else weights
+    w = jnp.where(valid, w, jnp.zeros_like(w))
+    size = builtins.max(int(np.prod(shape)), 1)
+    hist = jnp.zeros((size,), w.dtype).at[flat].add(w).reshape(tuple(shape))
+    if density:
+        hist = hist.astype(sample.dtype)
+        hist = hist / jnp.sum(hist)
+        for i, e in enumerate(edges):
+            width_shape = [1] * d
+            width_shape[i] = shape[i]
+            hist = hist / jnp.diff(e).reshape(width_shape)
+    return hist, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
+    """Two-dimensional histogram of points (x[i], y[i]): (hist, x_edges, y_edges). bins is
+    an int, a pair of ints or edge arrays, or one edge array used for both."""
+    check_arraylike("histogram2d", x, y)
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb not in (1, 2):
+        bins = [jnp.asarray(bins)] * 2
+    sample = jnp.stack([to_array(x), to_array(y)], axis=1)
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
