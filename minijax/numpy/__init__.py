@@ -143,7 +143,6 @@ from minijax.numpy.manipulation import (
     swapaxes,
     tile,
     transpose,
-    trim_zeros,
     vsplit,
     vstack,
 )

@@ -23,7 +23,7 @@ __all__ = [
     "astype", "bitwise_count", "block", "bool", "choose", "compress", "delete", "diagflat",
     "extract", "fabs", "fill_diagonal", "frexp", "frombuffer", "fromiter", "fromstring", "gcd",
     "insert", "isscalar", "iscomplexobj", "isrealobj", "iterable", "lcm", "ldexp", "matvec",
-    "packbits", "spacing", "unpackbits", "vecmat"]
+    "packbits", "spacing", "trim_zeros", "unpackbits", "vecmat"]
 
 bool = bool_  # noqa: A001  (jnp.bool, as in JAX)
 
@@ -468,6 +468,36 @@ def choose(a, choices, out=None, mode="raise"):
     stacked = jnp.stack([jnp.broadcast_to(x, shape) for x in arrays])
     idx = jnp.broadcast_to(a, shape)[None].astype(np.int32)
     return jnp.take_along_axis(stacked, idx, axis=0)[0]
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+    """filt without its leading ('f' in trim) and/or trailing ('b') zeros along `axis`
+    (every axis if None: the bounding box of the nonzero elements). The result's size
+    depends on the values, so filt must be concrete (not traced under jit)."""
+    check_arraylike("trim_zeros", filt)
+    arr = to_array(filt)
+    value = util.concrete_or_none(arr)
+    if value is None:
+        raise ConcretizationTypeError(
+            "jnp.trim_zeros: the size of the result depends on the values of its argument, "
+            "so it cannot be traced (under jit). Trim eagerly, or use "
+            "jnp.nonzero(..., size=) to compute fixed-size bounds.")
+    if value.ndim == 0:
+        raise ValueError("trim_zeros requires at least a 1-D array")
+    axes = range(value.ndim) if axis is None else \
+        util.canonicalize_axes((axis,) if isinstance(axis, (int, np.integer)) else axis,
+                          value.ndim)
+    trim = trim.lower()
+    nonzero = np.nonzero(value)
+    index = [slice(None)] * value.ndim
+    for ax in axes:
+        if not nonzero[ax].size:
+            index[ax] = slice(0, 0)
+            continue
+        lo = int(nonzero[ax].min()) if "f" in trim else 0
+        hi = int(nonzero[ax].max()) + 1 if "b" in trim else value.shape[ax]
+        index[ax] = slice(lo, hi)
+    return arr[tuple(index)]
 
 
 def matvec(x1, x2, /):

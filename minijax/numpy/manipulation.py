@@ -10,7 +10,6 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import Tracer, get_aval
-from minijax.errors import ConcretizationTypeError
 from minijax.numpy import util
 from minijax.numpy.util import (
     broadcast_shapes,
@@ -576,31 +575,3 @@ def resize(a, new_shape):
     flat = tile(flat, reps) if reps > 1 else flat
     return reshape(lax.slice_in_dim(flat, 0, new_size), new_shape)
 
-
-def trim_zeros(filt, trim="fb", axis=None):
-    """filt without its leading ('f' in trim) and/or trailing ('b') zeros along `axis`
-    (every axis if None: the bounding box of the nonzero elements). The result's size
-    depends on the values, so filt must be concrete (not traced under jit)."""
-    arr = _arr("trim_zeros", filt)
-    value = util.concrete_or_none(arr)
-    if value is None:
-        raise ConcretizationTypeError(
-            "jnp.trim_zeros: the size of the result depends on the values of its argument, "
-            "so it cannot be traced (under jit). Trim eagerly, or use "
-            "jnp.nonzero(..., size=) to compute fixed-size bounds.")
-    if value.ndim == 0:
-        raise ValueError("trim_zeros requires at least a 1-D array")
-    axes = range(value.ndim) if axis is None else \
-        canonicalize_axes((axis,) if isinstance(axis, (int, np.integer)) else axis,
-                          value.ndim)
-    trim = trim.lower()
-    nonzero = np.nonzero(value)
-    index = [slice(None)] * value.ndim
-    for ax in axes:
-        if not nonzero[ax].size:
-            index[ax] = slice(0, 0)
-            continue
-        lo = int(nonzero[ax].min()) if "f" in trim else 0
-        hi = int(nonzero[ax].max()) + 1 if "b" in trim else value.shape[ax]
-        index[ax] = slice(lo, hi)
-    return arr[tuple(index)]
