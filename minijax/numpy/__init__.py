@@ -324,16 +324,16 @@ from minijax.numpy import extras_index as _extras_index  # noqa: E402
 from minijax.numpy import extras_poly as _extras_poly  # noqa: E402
 from minijax.numpy import fft, linalg  # noqa: E402
 from minijax.numpy import functional as _functional  # noqa: E402
-from minijax.numpy import printing as _printing  # noqa: E402
+from minijax.numpy import host_io as _host_io  # noqa: E402
 from minijax.numpy import signal_stats as _signal_stats  # noqa: E402
 from minijax.numpy import sorting_searching as _sorting_searching  # noqa: E402
 
 for _mod in (_einsum_ops, _sorting_searching, _signal_stats, _extras, _extras_index,
-             _extras_poly, _functional, _printing):
+             _extras_poly, _functional, _host_io):
     for _name in _mod.__all__:
         globals().setdefault(_name, getattr(_mod, _name))
 del _einsum_ops, _sorting_searching, _signal_stats, _mod, _name
-del _extras, _extras_index, _extras_poly, _functional, _printing
+del _extras, _extras_index, _extras_poly, _functional, _host_io
 
 
 def __getattr__(name):
