@@ -188,6 +188,10 @@ def test_shapes_and_dtypes():
     assert random.ball(k, 4, shape=(2, 5)).shape == (2, 5, 4)
     assert random.geometric(k, 0.5, dtype=np.int16).dtype == np.int16
     assert random.binomial(k, 5, 0.5).dtype == np.float32
+    # JAX: multinomial(key(0), 10., [.2, .8], dtype=int32) -> [1, 9]
+    got = random.multinomial(k, 10.0, np.array([0.2, 0.8]), dtype=np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, [1, 9])
     minijax.config.update("jax_enable_x64", True)
     try:
         assert random.chisquare(k, 2.0, (2,)).dtype == np.float64
@@ -213,6 +217,15 @@ def test_errors_match_jax():
         random.t(k, np.ones(3), shape=(2,))
     with pytest.raises(ValueError, match="accepts a single key"):
         random.pareto(random.split(k, 2), 2.0)
+    with pytest.raises(TypeError, match="binomial requires ndarray or scalar arguments"):
+        random.binomial(k, [3.0, 4.0], 0.5)
+    with pytest.raises(TypeError, match="multinomial requires ndarray or scalar arguments, "
+                       "got <class 'list'> at position 1"):
+        random.multinomial(k, 3.0, [0.5, 0.5])
+    with pytest.raises(TypeError, match="geometric requires ndarray"):
+        random.geometric(k, [0.5])
+    with pytest.raises(TypeError, match="Cannot determine dtype"):
+        random.pareto(k, [1.0, 2.0])
 
 
 def test_clone_and_key_dtype():

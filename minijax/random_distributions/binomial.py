@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.numpy.util import check_arraylike
 from minijax.random import (
     _check_prng_key,
     _check_shape,
@@ -107,6 +108,7 @@ def binomial(key, n, p, shape=None, dtype=None):
     """Binomial(n, p) samples as floats (nan where n < 0, n is nan or p is nan or < 0;
     inf where n is inf). n is floored, as NumPy does for float counts."""
     data, _ = _check_prng_key("binomial", key)
+    check_arraylike("binomial", n, p)
     dt = _float_dtype(dtype, "binomial")
     return _binomial(data, n, p, None if shape is None else _shape(shape), dt)
 
@@ -148,8 +150,10 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     is the full result shape, its last axis p's. Drawn as successive binomials of the
     remaining count with the conditional probabilities p_i / sum(p_i..p_k)."""
     data, _ = _check_prng_key("multinomial", key)
+    check_arraylike("multinomial", n, p)
     jnp, lax = _jnp(), _lax()
-    dt = _float_dtype(dtype, "multinomial")
+    # As JAX, any dtype: the float counts are cast at the end.
+    dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)
     common = dtypes.to_inexact(jnp.result_type(n, p))
     n, p = n.astype(common), p.astype(common)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.numpy.util import check_arraylike
 from minijax.random import (
     _check_prng_key,
     _check_shape,
@@ -47,6 +48,8 @@ def _check_safe_cast(name: str, dtype, *params):
     """JAX refuses parameters whose type does not promote into the sample dtype."""
     jnp = _jnp()
     for p in params:
+        if isinstance(p, (list, tuple)):
+            raise TypeError(f"Cannot determine dtype of {p}")
         if jnp.result_type(p, dtype) != dtype:
             raise dtypes.TypePromotionError(
                 f"In arguments to {name}, cannot safely cast argument of type "
@@ -211,6 +214,7 @@ def geometric(key, p, shape=None, dtype=None):
     dt = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     if dt.kind not in "iu":
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
+    check_arraylike("geometric", p)
     shape = _result_shape("geometric", shape, p)
     jnp, lax = _jnp(), _lax()
     p = jnp.asarray(p)
