@@ -70,7 +70,7 @@ def test_samples_equal_jax(name, args, kwargs, expected):
 
 
 @needs_jax
-@pytest.mark.parametrize("seed", [1, 42])
+@pytest.mark.parametrize("seed", [42])
 @pytest.mark.parametrize("name,args,kwargs,expected", JAX_SAMPLES[::2],
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(JAX_SAMPLES[::2])])
 def test_samples_equal_live_jax(seed, name, args, kwargs, expected):
@@ -140,12 +140,12 @@ def test_ks_shape_only_samplers():
 
 
 def test_ball_is_uniform_in_the_ball():
-    x = np.asarray(random.ball(random.key(2), 3, shape=(N,)), np.float64)
+    x = np.asarray(random.ball(random.key(2), 3, shape=(N // 2,)), np.float64)
     r = np.linalg.norm(x, axis=-1)
     assert r.max() <= 1.0
     # Uniform in the 3-ball: P(r <= s) = s^3.
     assert stats.kstest(r, lambda s: np.clip(s, 0, 1) ** 3).pvalue > 1e-4
-    x1 = np.asarray(random.ball(random.key(2), 2, p=1.0, shape=(N,)), np.float64)
+    x1 = np.asarray(random.ball(random.key(2), 2, p=1.0, shape=(200,)), np.float64)
     assert np.abs(x1).sum(-1).max() <= 1.0
 
 
