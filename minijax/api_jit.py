@@ -38,6 +38,7 @@ from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
 from minijax.dispatch import place_buffer, target_device
+from minijax.experimental import mutable_array
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.traceback_util import api_boundary
 
@@ -222,7 +223,10 @@ class JitWrapped:
                 return call(args)
         if _jit_disabled() or type(core.current_trace()) is not EvalTrace:
             return self._fun(*args, **kwargs)
-        signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
+        try:
+            signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
+        except _RefArguments:
+            return mutable_array.jit_call_with_refs(self, args, kwargs, self._like)
         entry = self._cache.entries.get(signature)
         if entry is None:
             entry = self._compile(signature, dyn_leaves, call_fun, names())
@@ -268,6 +272,8 @@ class JitWrapped:
                                                            self._name)))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_nums)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        if mutable_array.has_refs(leaves):
+            raise _RefArguments
         if any(is_float0(x) for x in leaves):
             dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))
             leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
@@ -292,6 +298,11 @@ class JitWrapped:
             found += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(found))]
             return found
         return signature, leaves, call_fun, names
+
+    def _like(self, fun) -> JitWrapped:
+        """``fun`` jit-ed with this function's options."""
+        return JitWrapped(fun, self._static_argnums, self._static_argnames,
+                          self._donate_argnums, self._inline, self._backend, self._opt_level)
 
     def _placement(self, leaves):
         """(device, committed) this call runs on: jit(backend=...)'s device, else JAX's
@@ -529,6 +540,11 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+class _RefArguments(Exception):
+    """Raised by JitWrapped._signature for arguments holding mutable refs (handled by
+    minijax.experimental.mutable_array's discharge)."""
 
 
 def _as_tuple(x) -> tuple:

@@ -547,4 +547,23 @@ from minijax.random_distributions import (  # noqa: E402  (they build on the abo
     poisson,
     shuffle,
 )
+from minijax.random_more import (  # noqa: E402  (they build on the above)
+    ball,
+    binomial,
+    chisquare,
+    double_sided_maxwell,
+    f,
+    generalized_normal,
+    geometric,
+    lognormal,
+    maxwell,
+    multinomial,
+    pareto,
+    rayleigh,
+    t,
+    triangular,
+    wald,
+    weibull_min,
+)
 
+__all__ += ["ball", "binomial", "chisquare", "double_sided_maxwell", "f", "generalized_normal", "geometric", "lognormal", "maxwell", "multinomial", "pareto", "rayleigh", "t", "triangular", "wald", "weibull_min"]
