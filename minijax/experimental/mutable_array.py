@@ -24,7 +24,7 @@ import weakref
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, random, tree_util
 from minijax import numpy as jnp
 from minijax.experimental import hijax
 from minijax.interpreters.partial_eval import JaxprTrace
@@ -106,7 +106,34 @@ def typeof(x):
     if isinstance(x, Ref):
         return x._aval
     aval = hijax.hitype_aval(x)
-    return core.get_aval(x) if aval is None else aval
+    if aval is not None:
+        return aval
+    if isinstance(getattr(x, "dtype", None), random.KeyDType):
+        return KeyAval(x.shape, x.dtype)
+    return core.get_aval(x)
+
+
+class KeyAval:
+    """The type of a typed PRNG key array (``key<fry>[2]``): its shape and key dtype."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+    ndim = property(lambda self: len(self.shape))
+    weak_type = False
+
+    def __eq__(self, other) -> bool:
+        return type(other) is KeyAval and (other.shape, other.dtype) == (self.shape, self.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, str(self.dtype)))
+
+    def str_short(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+    __repr__ = str_short
 
 
 def new_ref(init_val, *, memory_space=None) -> Ref:
