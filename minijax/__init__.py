@@ -79,10 +79,10 @@ jacobian = jacrev
 __all__ += ["experimental", "jacobian", "pure_callback", "typing"]
 
 # Mutable array references (jax.new_ref, jax.Ref, jax.ref.*) and jax.typeof.
-from minijax import ops, ref  # noqa: E402
+from minijax import image, ops, ref  # noqa: E402
 from minijax.experimental.mutable_array import Ref, freeze, new_ref, typeof  # noqa: E402
 
-__all__ += ["Ref", "freeze", "new_ref", "ops", "ref", "typeof"]
+__all__ += ["Ref", "freeze", "image", "new_ref", "ops", "ref", "typeof"]
 
 
 def __getattr__(name):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import core, dtypes
-from minijax.errors import ConcretizationTypeError
 from minijax import numpy as jnp
+from minijax.errors import ConcretizationTypeError
 
 __all__ = ["segment_max", "segment_min", "segment_prod", "segment_sum"]
 
