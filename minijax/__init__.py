@@ -78,7 +78,7 @@ from minijax.callback import pure_callback  # noqa: E402
 jacobian = jacrev
 __all__ += ["experimental", "jacobian", "pure_callback", "typing"]
 
-# Mutable array references (jax.new_ref, jax.Ref, jax.ref.*) and jax.typeof.
+# jax.image, jax.ops, mutable array references (jax.new_ref, jax.Ref, jax.ref.*), jax.typeof.
 from minijax import image, ops, ref  # noqa: E402
 from minijax.experimental.mutable_array import Ref, freeze, new_ref, typeof  # noqa: E402
 

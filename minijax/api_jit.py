@@ -40,6 +40,7 @@ from minijax.core import EvalTrace, ShapedArray, get_aval
 from minijax.dispatch import place_buffer, target_device
 from minijax.experimental import mutable_array
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.sharding import PartitionSpec
 from minijax.traceback_util import api_boundary
 
 _disable_jit = threading.local()
@@ -533,13 +534,20 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(
                                  in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    if in_shardings is not None or out_shardings is not None:
+    if _names_a_sharding(in_shardings) or _names_a_sharding(out_shardings):
         return ShardedJit(fun, in_shardings, out_shardings, static_argnums)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, inline, backend,
                       opt_level)
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _names_a_sharding(tree) -> bool:
+    """Whether in/out_shardings name any sharding: a pytree of only Nones (flax.nnx passes
+    ``out_shardings=(None, None, None)``) is plain jit, compiled and cached as such."""
+    is_spec = lambda x: isinstance(x, PartitionSpec)  # noqa: E731
+    return any(leaf is not None for leaf in tree_util.tree_leaves(tree, is_leaf=is_spec))
 
 
 class _RefArguments(Exception):
