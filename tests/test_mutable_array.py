@@ -124,3 +124,14 @@ def test_hitype_registration_and_helpers():
 def test_typeof_of_arrays_and_keys():
     assert minijax.typeof(jnp.ones((2, 3))) == minijax.core.ShapedArray((2, 3), np.float32)
     assert minijax.typeof(minijax.random.key(0)).shape == ()
+
+
+def test_refs_hold_typed_prng_keys():
+    key = minijax.random.key(0)
+    r = minijax.new_ref(key)
+    assert r.shape == () and str(minijax.typeof(r)).startswith("Ref{key<fry>")
+    r[...] = minijax.random.split(key)[0]
+    np.testing.assert_array_equal(minijax.random.key_data(r[...]),
+                                  minijax.random.key_data(minijax.random.split(key)[0]))
+    with pytest.raises(ValueError, match="Invalid type"):
+        r[...] = jnp.zeros(2)

@@ -20,6 +20,7 @@ scalars take the ref's dtype when they are of the same kind (``1.0`` into a floa
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -70,12 +71,14 @@ class Ref:
 
     @property
     def _aval(self) -> AbstractRef:
-        return AbstractRef(core.get_aval(self._value).strip_weak_type())
+        aval = typeof(self._value)
+        return AbstractRef(aval.strip_weak_type() if isinstance(aval, core.ShapedArray)
+                           else aval)
 
-    shape = property(lambda self: core.get_aval(self._value).shape)
-    dtype = property(lambda self: core.get_aval(self._value).dtype)
-    ndim = property(lambda self: core.get_aval(self._value).ndim)
-    size = property(lambda self: core.get_aval(self._value).size)
+    shape = property(lambda self: typeof(self._value).shape)
+    dtype = property(lambda self: typeof(self._value).dtype)
+    ndim = property(lambda self: typeof(self._value).ndim)
+    size = property(lambda self: math.prod(typeof(self._value).shape))
 
     def __len__(self) -> int:
         if not self.shape:
@@ -108,7 +111,7 @@ def typeof(x):
     aval = hijax.hitype_aval(x)
     if aval is not None:
         return aval
-    if isinstance(getattr(x, "dtype", None), random.KeyDType):
+    if _is_key(x):
         return KeyAval(x.shape, x.dtype)
     return core.get_aval(x)
 
@@ -139,6 +142,8 @@ class KeyAval:
 def new_ref(init_val, *, memory_space=None) -> Ref:
     """A new :class:`Ref` holding ``init_val`` (an array or scalar)."""
     del memory_space
+    if _is_key(init_val):  # typed PRNG key arrays are stored as they are
+        return Ref(init_val, core.current_trace())
     value = jnp.asarray(init_val)
     if core.get_aval(value).weak_type:
         value = jnp.asarray(value, dtype=value.dtype)  # a ref's dtype is strong, as in JAX
@@ -184,7 +189,17 @@ def get(ref: Ref, idx=()):
     return ref._value if idx is None else ref._value[idx]
 
 
+def _is_key(x) -> bool:
+    return isinstance(getattr(x, "dtype", None), random.KeyDType)
+
+
 def _coerce(ref: Ref, idx, value, op: str):
+    if _is_key(ref._value) or _is_key(value):
+        old = ref._value if idx is None else ref._value[idx]
+        if typeof(old) != typeof(value):
+            raise ValueError(f"Invalid type for `{op}`. Ref holds {typeof(old)}. Value: "
+                             f"{typeof(value)}.")
+        return value
     target = core.get_aval(ref._value)
     expected = target.shape if idx is None else core.get_aval(ref._value[idx]).shape
     value = jnp.asarray(value)
