@@ -13,9 +13,9 @@ from minijax import numpy as jnp
 from minijax.random import _check_prng_key, _float_dtype, normal, rademacher, split, uniform
 from minijax.random_distributions import exponential, gamma, loggamma
 
-__all__ = ["ball", "binomial", "chisquare", "double_sided_maxwell", "f", "generalized_normal",
-           "geometric", "lognormal", "maxwell", "multinomial", "pareto", "rayleigh", "t",
-           "triangular", "wald", "weibull_min"]
+__all__ = ["ball", "binomial", "chisquare", "clone", "double_sided_maxwell", "f",
+           "generalized_normal", "geometric", "lognormal", "maxwell", "multinomial", "pareto",
+           "rayleigh", "t", "triangular", "wald", "weibull_min"]
 
 
 def _params(name, dtype, *params):
@@ -29,6 +29,12 @@ def _shape_of(shape, *params):
     shape = tuple(shape)
     np.broadcast_shapes(shape, *[jnp.shape(p) for p in params])  # raises if incompatible
     return shape
+
+
+def clone(key):
+    """A copy of ``key`` to use again (JAX's key-reuse checker tracks clones; keys are
+    plain values here, so this is the same key's bits)."""
+    return key
 
 
 def pareto(key, b, shape=None, dtype=None):

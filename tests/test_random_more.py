@@ -74,3 +74,11 @@ def test_multinomial_counts_sum_to_n_with_right_means():
     x = np.asarray(r.multinomial(minijax.random.PRNGKey(4), 6.0, p, shape=(3000,)))
     assert x.shape == (3000, 3) and (x.sum(-1) == 6).all() and (x >= 0).all()
     np.testing.assert_allclose(x.mean(0), 6 * np.asarray(p), atol=0.08)
+
+
+def test_clone_and_top_level_names():
+    key = minijax.random.key(1)
+    np.testing.assert_array_equal(minijax.random.key_data(r.clone(key)), [0, 1])  # JAX's
+    assert minijax.P is minijax.sharding.PartitionSpec
+    assert minijax.NamedSharding is minijax.sharding.NamedSharding
+    assert minijax.float0 == minijax.dtypes.float0
