@@ -78,6 +78,16 @@ from minijax.callback import pure_callback  # noqa: E402
 jacobian = jacrev
 __all__ += ["experimental", "jacobian", "pure_callback", "typing"]
 
+# jax.image, jax.ops, mutable array references (jax.new_ref, jax.Ref, jax.ref.*), jax.typeof.
+from minijax import image, ops, ref  # noqa: E402
+from minijax.dtypes import float0  # noqa: E402
+from minijax.experimental.mutable_array import Ref, freeze, new_ref, typeof  # noqa: E402
+from minijax.sharding import NamedSharding  # noqa: E402
+from minijax.sharding import PartitionSpec as P  # noqa: E402
+
+__all__ += ["NamedSharding", "P", "Ref", "float0", "freeze", "image", "new_ref", "ops", "ref",
+            "typeof"]
+
 
 def __getattr__(name):
     # minijax.aot needs llvmlite; import it only when first used.

@@ -38,7 +38,9 @@ from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
 from minijax.dispatch import place_buffer, target_device
+from minijax.experimental import mutable_array
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.sharding import PartitionSpec
 from minijax.traceback_util import api_boundary
 
 _disable_jit = threading.local()
@@ -222,7 +224,10 @@ class JitWrapped:
                 return call(args)
         if _jit_disabled() or type(core.current_trace()) is not EvalTrace:
             return self._fun(*args, **kwargs)
-        signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
+        try:
+            signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
+        except _RefArguments:
+            return mutable_array.jit_call_with_refs(self, args, kwargs, self._like)
         entry = self._cache.entries.get(signature)
         if entry is None:
             entry = self._compile(signature, dyn_leaves, call_fun, names())
@@ -268,6 +273,8 @@ class JitWrapped:
                                                            self._name)))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_nums)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        if mutable_array.has_refs(leaves):
+            raise _RefArguments
         if any(is_float0(x) for x in leaves):
             dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))
             leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
@@ -292,6 +299,11 @@ class JitWrapped:
             found += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(found))]
             return found
         return signature, leaves, call_fun, names
+
+    def _like(self, fun) -> JitWrapped:
+        """``fun`` jit-ed with this function's options."""
+        return JitWrapped(fun, self._static_argnums, self._static_argnames,
+                          self._donate_argnums, self._inline, self._backend, self._opt_level)
 
     def _placement(self, leaves):
         """(device, committed) this call runs on: jit(backend=...)'s device, else JAX's
@@ -522,13 +534,25 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(
                                  in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
-    if in_shardings is not None or out_shardings is not None:
+    if _names_a_sharding(in_shardings) or _names_a_sharding(out_shardings):
         return ShardedJit(fun, in_shardings, out_shardings, static_argnums)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, inline, backend,
                       opt_level)
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _names_a_sharding(tree) -> bool:
+    """Whether in/out_shardings name any sharding: a pytree of only Nones (flax.nnx passes
+    ``out_shardings=(None, None, None)``) is plain jit, compiled and cached as such."""
+    is_spec = lambda x: isinstance(x, PartitionSpec)  # noqa: E731
+    return any(leaf is not None for leaf in tree_util.tree_leaves(tree, is_leaf=is_spec))
+
+
+class _RefArguments(Exception):
+    """Raised by JitWrapped._signature for arguments holding mutable refs (handled by
+    minijax.experimental.mutable_array's discharge)."""
 
 
 def _as_tuple(x) -> tuple:

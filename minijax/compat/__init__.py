@@ -51,6 +51,10 @@ ALIASES: dict[str, str] = {
     "jax._src.traceback_util": "minijax.traceback_util",
     "jax._src.dtypes": "minijax.compat.jax_src.dtypes",
     "jax._src.dispatch": "minijax.dispatch",
+    "jax._src.tree_util": "minijax.compat.jax_src.tree_util",
+    "jax._src.checkify": "minijax.compat.jax_src.checkify",
+    "jax._src.state": "minijax.compat.jax_src.state",
+    "jax._src.state.types": "minijax.compat.jax_src.state.types",
 }
 
 

@@ -96,10 +96,13 @@ def _compute_dtype(dtype):
 # --------------------------------------------------------------------------- dot_general
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
     """General tensor contraction. `dimension_numbers` is ((lhs_contracting,
     rhs_contracting), (lhs_batch, rhs_batch)); the result has the batch dimensions, then the
-    remaining lhs dimensions, then the remaining rhs dimensions."""
+    remaining lhs dimensions, then the remaining rhs dimensions. `out_sharding` (JAX's
+    explicit-sharding placement of the result) must be None: minijax has no explicit mode."""
+    check_no_out_sharding("dot_general", out_sharding)
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
             (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))))
@@ -109,6 +112,14 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                               precision=_canonical_precision(precision),
                               preferred_element_type=_canonical_preferred(
                                   preferred_element_type))
+
+
+def check_no_out_sharding(name: str, out_sharding) -> None:
+    """JAX's `out_sharding=` argument: accepted when None (the default placement)."""
+    if out_sharding is not None:
+        raise NotImplementedError(
+            f"{name}(out_sharding={out_sharding!r}): minijax has no explicit-sharding mode; "
+            "place the result with jax.lax.with_sharding_constraint or jit's out_shardings.")
 
 
 def _free_dims(ndim, contract, batch):

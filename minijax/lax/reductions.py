@@ -14,6 +14,7 @@ from minijax import dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import float8_sum
 from minijax.lax.utils import standard_primitive
 
 _KIND_NAMES = {"f": "floating", "c": "complex", "i": "signed integer",
@@ -100,8 +101,12 @@ def _identity_fill(x, axes, identity):
 
 
 def reduce_sum(operand, axes):
-    """Sum over `axes` (a sequence of dimension indices)."""
-    return reduce_sum_p.bind(operand, axes=_canonical_axes(operand, axes))
+    """Sum over `axes` (a sequence of dimension indices). float8 operands are summed in
+    XLA's order with a float8 accumulator, as JAX does (minijax.lax.float8_sum)."""
+    axes = _canonical_axes(operand, axes)
+    if get_aval(operand).dtype in float8_sum.ROUNDED_ACCUMULATION and axes:
+        return float8_sum.float8_reduce_sum(operand, axes)
+    return reduce_sum_p.bind(operand, axes=axes)
 
 
 reduce_sum_p = standard_primitive(

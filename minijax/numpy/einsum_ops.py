@@ -17,7 +17,7 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import get_aval
-from minijax.lax.dot_conv import dot_general
+from minijax.lax.dot_conv import check_no_out_sharding, dot_general
 from minijax.numpy import util
 from minijax.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes, to_array
 
@@ -242,7 +242,7 @@ def _contract_pair(a, la, b, lb, keep, preferred, precision):
 
 
 def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None, _dot_general=None):
+           preferred_element_type=None, _dot_general=None, out_sharding=None):
     """Einstein summation (NumPy's `einsum`): string subscripts with ellipsis and implicit
     output, or the operand-list form `einsum(a, [0, 1], b, [1, 2], [0, 2])`.
 
@@ -250,6 +250,7 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
     greedily by the cost of each contraction."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
+    check_no_out_sharding("einsum", out_sharding)
     if not isinstance(subscripts, str):
         subscripts, operands = _split_operand_list((subscripts,) + operands)
     if not operands:

@@ -9,6 +9,7 @@ import numpy as np
 
 from minijax import lax
 from minijax.core import get_aval
+from minijax.lax.dot_conv import check_no_out_sharding
 from minijax.numpy import util
 from minijax.numpy.util import check_arraylike
 
@@ -39,8 +40,9 @@ def _from_bool(out, was_bool):
     return lax.ne(out, util.full_like_scalar(0, out))
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's matmul rules (1-D promotion, batch broadcasting)."""
+    check_no_out_sharding("matmul", out_sharding)
     a, b, was_bool = _promote("matmul", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
@@ -72,9 +74,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return _from_bool(out, was_bool)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """numpy.dot: scalars multiply; otherwise contract a's last axis with b's second-to-last
     (or only) axis."""
+    check_no_out_sharding("dot", out_sharding)
     a, b, was_bool = _promote("dot", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:

@@ -27,6 +27,7 @@ REQUIRES = {
     "numpyro_svi": ["numpyro"],
     "numpyro_nuts": ["numpyro"],
     "flax_linen_mlp": ["flax", "msgpack", "yaml", "rich"],
+    "flax_nnx_mlp": ["flax", "optax", "msgpack", "yaml", "rich", "treescope"],
 }
 # modules to drop before and after a run: libraries bind `jax` when they are imported
 _LIBRARY_PREFIXES = ("optax", "chex", "equinox", "jaxtyping", "numpyro", "flax", "orbax",

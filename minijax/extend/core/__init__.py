@@ -17,12 +17,17 @@ from minijax.core import (
 )
 from minijax.extend.core import primitives
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "ShapedArray",
+__all__ = ["ClosedJaxpr", "Effect", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "ShapedArray",
            "Tracer", "Var", "array_types", "eval_jaxpr", "find_top_trace", "get_aval",
            "get_opaque_trace_state", "jaxpr_as_fun", "mapped_aval", "primitives",
            "unmapped_aval"]
 
 array_types = {_core.ShapedArray}
+
+
+class Effect:
+    """Base class of side effects that primitives declare (``jax.extend.core.Effect``);
+    subclass it and compare instances by identity or type."""
 
 
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr):
