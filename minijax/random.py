@@ -543,6 +543,8 @@ def _randint(data, shape, minval, maxval, dtype):
     return lax.add(minval, _convert(offset, dtype))
 
 
+# Typed key arrays are arrays to isinstance(x, jax.Array) / jnp.ndarray checks, as in JAX.
+from minijax.array_types import ArrayType  # noqa: E402
 from minijax.random_distributions import (  # noqa: E402  (they build on the above)
     ball,
     beta,
@@ -577,31 +579,5 @@ from minijax.random_distributions import (  # noqa: E402  (they build on the abo
     wald,
     weibull_min,
 )
-from minijax.random_more import (  # noqa: E402  (they build on the above)
-    ball,
-    binomial,
-    chisquare,
-    clone,
-    double_sided_maxwell,
-    f,
-    generalized_normal,
-    geometric,
-    lognormal,
-    maxwell,
-    multinomial,
-    pareto,
-    rayleigh,
-    t,
-    triangular,
-    wald,
-    weibull_min,
-)
-
-__all__ += ["ball", "binomial", "chisquare", "clone", "double_sided_maxwell", "f",
-            "generalized_normal", "geometric", "lognormal", "maxwell", "multinomial", "pareto",
-            "rayleigh", "t", "triangular", "wald", "weibull_min"]
-
-# Typed key arrays are arrays to isinstance(x, jax.Array) / jnp.ndarray checks, as in JAX.
-from minijax.array_types import ArrayType  # noqa: E402
 
 ArrayType.register(PRNGKeyArray)
