@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
-from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
-from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
+from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching

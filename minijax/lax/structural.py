@@ -11,7 +11,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.array import Array
-from minijax.compiler.evaluator_elementwise import convert as xla_convert
+from minijax.compiler.evaluator.elementwise import convert as xla_convert
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
