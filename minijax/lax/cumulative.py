@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -130,7 +131,6 @@ def _cum_lowering(opcode, identity_fn):
 
 
 def _logaddexp_computation(ctx, et):
-    from minijax.compiler.hlo.ir import Shape
     cb = ctx.new_computation(f"logaddexp_{et}")
     x = cb.parameter(0, Shape(et, ()))
     y = cb.parameter(1, Shape(et, ()))

@@ -31,7 +31,8 @@ from minijax.lax.conv_util import (
     vjp_lhs_padding,
     vjp_rhs_padding,
 )
-from minijax.lax.utils import moveaxis, standard_primitive
+from minijax.lax.structural import convert_element_type, reshape, transpose
+from minijax.lax.utils import moveaxis, promote_scalars, standard_primitive
 
 __all__ = ["ConvDimensionNumbers", "Precision", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_general_permutations", "conv_with_general_padding",
@@ -103,7 +104,6 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
             (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))))
-    from minijax.lax.utils import promote_scalars
     lhs, rhs = promote_scalars("dot_general", lhs, rhs)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                               precision=_canonical_precision(precision),
@@ -178,7 +178,6 @@ def _like_cotangent(ct, other, preferred):
     """With a preferred_element_type the cotangent's dtype may differ from the other
     operand's: compute the transpose in the cotangent's dtype (the result is converted back
     to the operand's dtype afterwards)."""
-    from minijax.lax.structural import convert_element_type
     dtype = get_aval(ct).dtype
     if get_aval(other).dtype != dtype:
         return convert_element_type(other, dtype), None
@@ -187,7 +186,6 @@ def _like_cotangent(ct, other, preferred):
 
 def _dot_transpose_operand(ct, x_aval, y, dimension_numbers, precision, preferred, swap):
     """Cotangent of operand x of dot_general(x, y) (or of dot_general(y, x) if swap)."""
-    from minijax.lax.structural import convert_element_type, transpose
     (xc, yc), (xb, yb) = dimension_numbers
     y_ndim = get_aval(y).ndim
     x_kept = _free_dims(x_aval.ndim, xc, xb)
@@ -357,7 +355,6 @@ def _swap01(spec):
 
 def reshape_axis_out_of(src: int, size1: int, x):
     """Split dimension `src` of x into (size1, rest)."""
-    from minijax.lax.structural import reshape
     shape = list(get_aval(x).shape)
     shape[src:src + 1] = [size1, shape[src] // size1]
     return reshape(x, tuple(shape))
@@ -366,7 +363,6 @@ def reshape_axis_out_of(src: int, size1: int, x):
 def reshape_axis_into(src: int, dst: int, x):
     """Merge dimension `src` into dimension `dst` (numbered after removing src), as the
     major part of the merged dimension."""
-    from minijax.lax.structural import reshape
     shape = get_aval(x).shape
     perm = [i for i in range(len(shape)) if i != src]
     perm.insert(dst, src)
@@ -377,7 +373,6 @@ def reshape_axis_into(src: int, dst: int, x):
 
 def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
     from minijax import lax
-    from minijax.lax.structural import convert_element_type
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     fgc, bgc = p["feature_group_count"], p["batch_group_count"]
     rhs_shape = get_aval(rhs).shape
@@ -406,7 +401,6 @@ def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
 
 
 def _conv_transpose_rhs(ct, lhs, rhs_aval, p):
-    from minijax.lax.structural import convert_element_type
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     fgc, bgc = p["feature_group_count"], p["batch_group_count"]
     lhs_shape = get_aval(lhs).shape

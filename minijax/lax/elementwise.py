@@ -22,6 +22,7 @@ from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax.structural import broadcast_in_dim, convert_element_type
 from minijax.lax.utils import (
     elementwise_batcher,
     promote_scalars,
@@ -88,7 +89,6 @@ def _const(x, value):
 
 def full_like(x, value):
     """An array of x's shape and dtype filled with `value`."""
-    from minijax.lax.structural import broadcast_in_dim
     aval = get_aval(x)
     return broadcast_in_dim(weak_scalar(value, aval.dtype), aval.shape, ())
 
@@ -103,7 +103,6 @@ def _ones(x):
 
 def _brcast(t, *others):
     """Broadcast a rank-0 tangent to the shape of the (non-scalar) other operands."""
-    from minijax.lax.structural import broadcast_in_dim
     if get_aval(t).shape:  # already the result's shape (scalar operands broadcast to it)
         return t
     shape = next((get_aval(o).shape for o in others if get_aval(o).shape), ())
@@ -307,7 +306,6 @@ register_lowering(pow_p, _pow_lower)
 
 def _pow_jvp_lhs(t, ans, x, y):
     from minijax.lax.elementwise_int import eq, select
-    from minijax.lax.structural import convert_element_type
     y_dtype = get_aval(y).dtype
     if y_dtype.kind not in "iu":
         # JAX's rule: y * x ** (y - 1), so d/dx x ** 0. at x = 0 is 0 * inf = NaN.
@@ -476,7 +474,6 @@ abs_p = _typed_unary("abs", np.abs, "abs", _real_dtype, NUM)
 def _abs_jvp(t, ans, x):
     from minijax.lax.elementwise_complex import conj, real
     from minijax.lax.elementwise_int import ge, select
-    from minijax.lax.structural import convert_element_type
     if get_aval(x).dtype.kind == "c":
         denom = _replace_zero(convert_element_type(ans, get_aval(x).dtype))
         return real(mul(t, div(conj(x), denom)))
@@ -567,7 +564,6 @@ ad.deflinear(add_any_p, lambda ct, x, y: [_ct_for(ct, x), _ct_for(ct, y)])
 
 
 def _zeros_like_aval(aval):
-    from minijax.lax.structural import broadcast_in_dim
     zero = weak_scalar(0, aval.dtype)
     zero.aval = zero.aval.update(weak_type=aval.weak_type)
     return broadcast_in_dim(zero, aval.shape, ())

@@ -17,6 +17,7 @@ from minijax import core, dtypes
 from minijax.array import Array
 from minijax.core import get_aval
 from minijax.interpreters import ad
+from minijax.lax.elementwise import mul
 from minijax.lax.gather_scatter import (
     GatherScatterMode,
     gather_p,
@@ -125,7 +126,6 @@ ad.primitive_transposes[scatter_p] = _scatter_transpose
 
 
 def _scatter_mul_jvp_updates(g, x, i, u, **params):
-    from minijax.lax.elementwise import mul
     if not params["unique_indices"]:
         raise NotImplementedError("scatter_mul gradients with respect to updates are only "
                                   "implemented if unique_indices=True")

@@ -17,11 +17,21 @@ import operator
 import numpy as np
 
 from minijax import core, tree_util
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, Tracer, get_aval, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr
-from minijax.lax.utils import standard_primitive
+from minijax.lax import reductions as r
+from minijax.lax.reductions import max_identity, min_identity
+from minijax.lax.structural import broadcast_in_dim, reshape, transpose
+from minijax.lax.utils import (
+    bdim_at_front,
+    is_scalar_literal,
+    moveaxis,
+    promote_scalars,
+    standard_primitive,
+)
 
 # --------------------------------------------------------------------------- helpers
 
@@ -42,7 +52,6 @@ def monoid_name(computation, init_value):
     """'add', 'mul', 'max', 'min', 'and', 'or' or 'xor' when `computation` is a monoid
     minijax recognizes and `init_value` is a concrete value equal to its identity."""
     from minijax import lax
-    from minijax.lax.reductions import max_identity, min_identity
     init = concrete_value(init_value)
     if init is None or init.shape != ():
         return None
@@ -99,7 +108,6 @@ def trace_reducer(computation, avals, name, tree=None):
 
 def apply_scalar_jaxpr(closed, args):
     """Apply a jaxpr on scalars elementwise to equally shaped arrays (or tracers)."""
-    from minijax.lax.structural import reshape
     shape = get_aval(args[0]).shape
     size = int(np.prod(shape, dtype=np.int64))
     flat = [reshape(a, (size,)) for a in args]
@@ -110,10 +118,8 @@ def apply_scalar_jaxpr(closed, args):
     results = []
     for o in outs:
         if isinstance(o, batching.BatchTracer) and o._trace is trace:
-            from minijax.lax.utils import moveaxis
             val = moveaxis(o.val, o.batch_dim, 0)
         else:
-            from minijax.lax.utils import bdim_at_front
             val = bdim_at_front(o, None, size)
         results.append(reshape(val, shape))
     return results
@@ -121,7 +127,6 @@ def apply_scalar_jaxpr(closed, args):
 
 def scalar_inits(operands, inits):
     """Python scalar init values take their operand's dtype (as lax does for scalars)."""
-    from minijax.lax.utils import is_scalar_literal, promote_scalars
     return [promote_scalars("reduce", x, i, same_kind=False)[1] if is_scalar_literal(i) else i
             for x, i in zip(operands, inits, strict=False)]
 
@@ -132,7 +137,6 @@ def scalar_inits(operands, inits):
 def reduce(operands, init_values, computation, dimensions):
     """Reduce `operands` (an array or a pytree of equally shaped arrays) over `dimensions`
     with `computation(acc, x)`, starting from `init_values` (same structure, scalars)."""
-    from minijax.lax import reductions as r
     flat_ops, tree = tree_util.tree_flatten(operands)
     flat_inits, init_tree = tree_util.tree_flatten(init_values)
     if tree != init_tree:
@@ -203,7 +207,6 @@ reduce_p = standard_primitive("reduce", _reduce_abstract_eval, _reduce_impl,
 def _tree_reduce(computation, dimensions, n, *args):
     """The reduction as lax operations: a pairwise tree over the flattened reduced axis."""
     from minijax import lax
-    from minijax.lax.structural import broadcast_in_dim, reshape, transpose
     xs, inits = list(args[:n]), list(args[n:])
     shape = get_aval(xs[0]).shape
     kept = [d for d in range(len(shape)) if d not in dimensions]
@@ -241,7 +244,6 @@ def _reduce_jvp(primals, tangents, *, computation, dimensions):
 
 
 def _reduce_batch(trace, vals, dims, *, computation, dimensions):
-    from minijax.lax.utils import bdim_at_front
     n = len(vals) // 2
     size = trace.axis_size
     if any(d is not batching.not_mapped for d in dims[n:]):
@@ -255,7 +257,6 @@ def _reduce_batch(trace, vals, dims, *, computation, dimensions):
 
 def lower_reducer(ctx, closed, name):
     """Lower a scalar reducer jaxpr into a new HLO computation (the reducer of a reduce)."""
-    from minijax.compiler.hlo.ir import Shape
     cb = ctx.new_computation(name)
     params = [cb.parameter(i, Shape(ctx.element_type(a.dtype), ()))
               for i, a in enumerate(closed.in_avals)]

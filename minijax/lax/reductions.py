@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax.structural import broadcast_in_dim, convert_element_type, reshape, transpose
 from minijax.lax.utils import standard_primitive
 
 _KIND_NAMES = {"f": "floating", "c": "complex", "i": "signed integer",
@@ -110,7 +112,6 @@ reduce_sum_p = standard_primitive(
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
-    from minijax.lax.structural import broadcast_in_dim
     shape = x.aval.shape
     if type(ct) is ad.Zero:
         return [ad.Zero(x.aval)]
@@ -157,7 +158,6 @@ def _chooser_jvp(prim):
     # as in JAX (so ties share the derivative equally).
     def rule(primals, tangents, *, axes):
         from minijax import lax
-        from minijax.lax.structural import broadcast_in_dim, convert_element_type
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, axes=axes)
         aval = get_aval(x)
@@ -209,7 +209,6 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     # some x_j are zero (unlike prod(x) / x_i).
     from minijax import lax
     from minijax.lax.cumulative import cumprod
-    from minijax.lax.structural import reshape, transpose
     (x,), (t,) = primals, tangents
     ans = reduce_prod_p.bind(x, axes=axes)
     if type(t) is ad.Zero:
@@ -342,7 +341,6 @@ def _argminmax_lowering(direction):
         aval = ctx.avals_in[0]
         vt, it = ctx.element_type(aval.dtype), ctx.element_type(index_dtype)
         comp = _argminmax_computation(ctx, direction, aval.dtype, vt, it)
-        from minijax.compiler.hlo.ir import Shape
         index = b.iota(Shape(it, aval.shape), axes[0])
         identity = max_identity(aval.dtype) if direction == "GT" else min_identity(aval.dtype)
         out = b.reduce([x, index], [b.constant(identity), b.constant(np.zeros((), index_dtype))],
@@ -352,7 +350,6 @@ def _argminmax_lowering(direction):
 
 
 def _argminmax_computation(ctx, direction, dtype, vt, it):
-    from minijax.compiler.hlo.ir import Shape
     name = f"argm{'ax' if direction == 'GT' else 'in'}_{vt}_{it}"
     cb = ctx.new_computation(name)
     a = cb.parameter(0, Shape(vt, ()))

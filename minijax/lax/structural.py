@@ -16,7 +16,14 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import is_undefined_primal
-from minijax.lax.utils import canonical_axis, is_scalar_literal, standard_primitive
+from minijax.lax.utils import (
+    bdim_at_front,
+    canonical_axis,
+    is_scalar_literal,
+    moveaxis,
+    standard_primitive,
+    weak_scalar,
+)
 
 # --------------------------------------------------------------------------- convert_element_type
 
@@ -89,7 +96,6 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
     if is_scalar_literal(operand):
-        from minijax.lax.utils import weak_scalar
         operand = weak_scalar(operand, get_aval(operand).dtype)
     aval = get_aval(operand)
     if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
@@ -146,7 +152,6 @@ def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
 
 def _broadcast_in_dim_batch(trace, vals, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = vals, dims
-    from minijax.lax.utils import moveaxis
     x = moveaxis(x, d, 0)
     size = get_aval(x).shape[0]
     new_shape = (size,) + shape
@@ -200,7 +205,6 @@ def _reshape_transpose(ct, x, *, new_sizes):
 
 
 def _reshape_batch(trace, vals, dims, *, new_sizes):
-    from minijax.lax.utils import moveaxis
     x = moveaxis(vals[0], dims[0], 0)
     size = get_aval(x).shape[0]
     return reshape_p.bind(x, new_sizes=(size,) + new_sizes), 0
@@ -491,7 +495,6 @@ def _concatenate_transpose(ct, *xs, dimension):
 
 
 def _concatenate_batch(trace, vals, dims, *, dimension):
-    from minijax.lax.utils import bdim_at_front
     size = trace.axis_size
     moved = [bdim_at_front(v, d, size) for v, d in zip(vals, dims, strict=True)]
     return concatenate_p.bind(*moved, dimension=dimension + 1), 0

@@ -33,8 +33,10 @@ from minijax.lax.reduce_generic import (
     lower_reducer,
     monoid_name,
     scalar_inits,
+    trace_reducer,
 )
 from minijax.lax.reductions import max_identity, min_identity
+from minijax.lax.structural import broadcast_in_dim
 from minijax.lax.utils import bdim_at_front, standard_primitive
 
 _PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
@@ -229,7 +231,6 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                 "min": reduce_window_min_p}.get(monoid_name(computation, flat_inits[0]))
         if prim is not None:
             return tree_util.tree_unflatten(tree, [prim.bind(flat_ops[0], **p)])
-    from minijax.lax.reduce_generic import trace_reducer
     closed = trace_reducer(computation, [get_aval(x) for x in flat_inits], "reduce_window",
                            tree)
     outs = reduce_window_p.bind(*flat_ops, *flat_inits, computation=closed, **p)
@@ -272,7 +273,6 @@ def _window_decomposition(computation, n, p, *args):
     slice per window offset, the reducer applied elementwise): differentiable and
     transposable, so its JVP serves as the primitive's."""
     from minijax import lax
-    from minijax.lax.structural import broadcast_in_dim
     xs, inits = list(args[:n]), list(args[n:])
     shape = get_aval(xs[0]).shape
     out = window_out_shape(shape, p)

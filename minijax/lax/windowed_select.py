@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -120,7 +121,6 @@ def _select_computation(ctx, select_prim, et):
 
 def _sga_lower(ctx, tangents, operand, *, select_prim, **p):
     # A variadic reduce-window over (operand, tangent) pairs keeping the selected pair.
-    from minijax.compiler.hlo.ir import Shape
     b = ctx.builder
     vdtype, tdtype = ctx.avals_in[1].dtype, ctx.avals_in[0].dtype
     vt, tt = ctx.element_type(vdtype), ctx.element_type(tdtype)
