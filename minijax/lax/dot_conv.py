@@ -18,6 +18,7 @@ from minijax import dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import structural
 from minijax.lax.conv_util import (
     ConvDimensionNumbers,
     check_ints,
@@ -372,7 +373,6 @@ def reshape_axis_into(src: int, dst: int, x):
 
 
 def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
-    from minijax import lax
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     fgc, bgc = p["feature_group_count"], p["batch_group_count"]
     rhs_shape = get_aval(rhs).shape
@@ -384,7 +384,7 @@ def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
                               [rhs_shape[d] for d in rhs_spec[2:]], p["window_strides"],
                               [get_aval(ct).shape[d] for d in out_spec[2:]], p["padding"],
                               p["lhs_dilation"], p["rhs_dilation"])
-    flipped = lax.rev(rhs, tuple(rhs_spec[2:]))
+    flipped = structural.rev(rhs, tuple(rhs_spec[2:]))
     flipped, preferred = _like_cotangent(ct, flipped, p["preferred_element_type"])
     dnums = ConvDimensionNumbers(out_spec, _swap01(rhs_spec), lhs_spec)
     out = conv_general_dilated_p.bind(

@@ -22,6 +22,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, Tracer, get_aval, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.lax import elementwise, elementwise_int, slicing, structural
 from minijax.lax import reductions as r
 from minijax.lax.reductions import max_identity, min_identity
 from minijax.lax.structural import broadcast_in_dim, reshape, transpose
@@ -48,10 +49,14 @@ def concrete_value(x):
         return None
 
 
+def _lax_function(name: str):
+    """lax.<name> (a user may pass it as the reducer), or None."""
+    return getattr(elementwise, name, None) or getattr(elementwise_int, name, None)
+
+
 def monoid_name(computation, init_value):
     """'add', 'mul', 'max', 'min', 'and', 'or' or 'xor' when `computation` is a monoid
     minijax recognizes and `init_value` is a concrete value equal to its identity."""
-    from minijax import lax
     init = concrete_value(init_value)
     if init is None or init.shape != ():
         return None
@@ -62,7 +67,7 @@ def monoid_name(computation, init_value):
                   "or": ("bitwise_or", "or_", operator.or_),
                   "xor": ("bitwise_xor", "xor", operator.xor)}
     for kind, names in candidates.items():
-        fns = [getattr(lax, n, None) if isinstance(n, str) else n for n in names]
+        fns = [_lax_function(n) if isinstance(n, str) else n for n in names]
         if not any(f is not None and f is computation for f in fns):
             continue
         if kind in ("and", "or", "xor") and dtype != np.bool_:
@@ -206,7 +211,6 @@ reduce_p = standard_primitive("reduce", _reduce_abstract_eval, _reduce_impl,
 
 def _tree_reduce(computation, dimensions, n, *args):
     """The reduction as lax operations: a pairwise tree over the flattened reduced axis."""
-    from minijax import lax
     xs, inits = list(args[:n]), list(args[n:])
     shape = get_aval(xs[0]).shape
     kept = [d for d in range(len(shape)) if d not in dimensions]
@@ -220,13 +224,13 @@ def _tree_reduce(computation, dimensions, n, *args):
     rank = 1 + len(out_shape)
 
     def part(v, lo, hi):
-        return lax.slice(v, (lo,) + (0,) * (rank - 1), (hi,) + out_shape)
+        return slicing.slice(v, (lo,) + (0,) * (rank - 1), (hi,) + out_shape)
     while k > 1:
         h = k // 2
         combined = apply_scalar_jaxpr(computation, [part(v, 0, h) for v in vals]
                                       + [part(v, h, 2 * h) for v in vals])
         if k % 2:
-            combined = [lax.concatenate([c, part(v, 2 * h, k)], 0)
+            combined = [structural.concatenate([c, part(v, 2 * h, k)], 0)
                         for c, v in zip(combined, vals, strict=True)]
         vals, k = combined, h + k % 2
     firsts = [reshape(v, out_shape) for v in vals]

@@ -15,6 +15,7 @@ from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import elementwise, elementwise_int, slicing
 from minijax.lax.structural import broadcast_in_dim, convert_element_type, reshape, transpose
 from minijax.lax.utils import standard_primitive
 
@@ -157,18 +158,17 @@ def _chooser_jvp(prim):
     # The tangent is the mean of the tangents at the locations that attain the extremum,
     # as in JAX (so ties share the derivative equally).
     def rule(primals, tangents, *, axes):
-        from minijax import lax
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, axes=axes)
         aval = get_aval(x)
         if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype):
             return ans, ad.Zero.from_value(ans)
         kept = tuple(i for i in range(aval.ndim) if i not in axes)
-        location = lax.eq(x, broadcast_in_dim(ans, aval.shape, kept))
+        location = elementwise_int.eq(x, broadcast_in_dim(ans, aval.shape, kept))
         location = convert_element_type(location, aval.dtype)
         counts = reduce_sum_p.bind(location, axes=axes)
-        picked = reduce_sum_p.bind(lax.mul(t, location), axes=axes)
-        return ans, lax.div(picked, counts)
+        picked = reduce_sum_p.bind(elementwise.mul(t, location), axes=axes)
+        return ans, elementwise.div(picked, counts)
     return rule
 
 
@@ -207,7 +207,6 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     # d prod(x) = sum_i t_i * prod_{j != i} x_j. The products of all other elements are
     # exclusive prefix products times exclusive suffix products, which stay correct when
     # some x_j are zero (unlike prod(x) / x_i).
-    from minijax import lax
     from minijax.lax.cumulative import cumprod
     (x,), (t,) = primals, tangents
     ans = reduce_prod_p.bind(x, axes=axes)
@@ -223,9 +222,9 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     x2 = reshape(transpose(x, perm), (n, m))
     t2 = reshape(transpose(t, perm), (n, m))
     one = np.ones((), aval.dtype)
-    before = lax.pad(cumprod(x2, 0), one, ((1, -1, 0), (0, 0, 0)))
-    after = lax.pad(cumprod(x2, 0, reverse=True), one, ((-1, 1, 0), (0, 0, 0)))
-    tangent = reduce_sum_p.bind(lax.mul(t2, lax.mul(before, after)), axes=(0,))
+    before = slicing.pad(cumprod(x2, 0), one, ((1, -1, 0), (0, 0, 0)))
+    after = slicing.pad(cumprod(x2, 0, reverse=True), one, ((-1, 1, 0), (0, 0, 0)))
+    tangent = reduce_sum_p.bind(elementwise.mul(t2, elementwise.mul(before, after)), axes=(0,))
     return ans, reshape(tangent, get_aval(ans).shape)
 
 

@@ -18,6 +18,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, Tracer, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
+from minijax.lax import elementwise, elementwise_int
 from minijax.lax.elementwise import sub
 from minijax.lax.gather_scatter import (
     GatherDimensionNumbers,
@@ -219,9 +220,8 @@ def _dynamic_indices(name: str, shape, start_indices) -> list:
 def _wrap_negative(i, d, dtype):
     if np.dtype(dtype).kind == "u":
         return i
-    from minijax import lax
     zero, size = Array(np.asarray(0, dtype)), Array(np.asarray(d, dtype))
-    return lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
+    return elementwise_int.select_n(elementwise_int.lt(i, zero), i, elementwise.add(i, size))
 
 
 def _check_indices(name, operand, indices):
@@ -531,7 +531,6 @@ def _pad_batch(trace, vals, dims, *, padding_config):
     if pd is not_mapped:
         config = padding_config[:xd] + ((0, 0, 0),) + padding_config[xd:]
         return pad_p.bind(x, pv, padding_config=config), xd
-    from minijax import lax
     x = bdim_at_front(x, xd, size)
     pv = moveaxis(pv, pd, 0)
     config = ((0, 0, 0),) + padding_config
@@ -540,7 +539,7 @@ def _pad_batch(trace, vals, dims, *, padding_config):
                       padding_config=config)
     padded = pad_p.bind(x, _zero_scalar(aval.dtype), padding_config=config)
     out_shape = get_aval(padded).shape
-    return lax.select_n(mask, broadcast_in_dim(pv, out_shape, (0,)), padded), 0
+    return elementwise_int.select_n(mask, broadcast_in_dim(pv, out_shape, (0,)), padded), 0
 
 
 def _bool_scalar(v):

@@ -21,7 +21,7 @@ from minijax.interpreters import ad, batching
 from minijax.lax.conv_util import dilate, pad_crop, window_views
 from minijax.lax.reductions import max_identity, min_identity
 from minijax.lax.utils import bdim_at_front, standard_primitive
-from minijax.lax.windowed import hlo_window, window_batch_params, window_out_shape
+from minijax.lax.window_util import hlo_window, window_batch_params, window_out_shape
 
 
 def _selected_positions(operand, select_prim, p):
