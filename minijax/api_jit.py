@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from minijax import core, display, float_checks, placement, trace_events, tree_util
+from minijax.api import ShapeDtypeStruct
 from minijax.api_sharded_jit import ShardedJit
 from minijax.api_util import (
     fun_name,
@@ -34,6 +35,9 @@ from minijax.array import Array
 from minijax.backends import get_backend
 from minijax.compiler import cache as cache_mod
 from minijax.compiler import driver
+from minijax.compiler.cache import _aval_text
+from minijax.compiler.hlo.printer import module_to_text
+from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
@@ -368,7 +372,6 @@ class JitWrapped:
         return self._trace(signature, call_fun, names)[0]
 
     def eval_shape(self, *args, **kwargs):
-        from minijax.api import ShapeDtypeStruct
         signature, _, call_fun, names = self._signature(args, kwargs)
         names = names()
         closed, out_tree = self._trace(signature, call_fun, names)
@@ -393,7 +396,6 @@ class Lowered:
     """A traced and lowered program (`jit(f).lower(*args)`)."""
 
     def __init__(self, wrapped: JitWrapped, closed_jaxpr, out_tree, signature, arg_names):
-        from minijax.compiler.lower import lower_jaxpr_to_module
         self._wrapped = wrapped
         self.jaxpr = closed_jaxpr
         self.out_tree = out_tree
@@ -415,7 +417,6 @@ class Lowered:
     def as_text(self, dialect: str = "hlo") -> str:
         """The HLO text before optimization."""
         if self._text is None:
-            from minijax.compiler.hlo.printer import module_to_text
             self._text = module_to_text(self.module)
         return self._text
 
@@ -475,7 +476,6 @@ class Compiled:
 
     def as_text(self) -> str:
         """The HLO text after optimization (fusions, buffer assignment summary)."""
-        from minijax.compiler.hlo.printer import module_to_text
         return module_to_text(self._entry.module)
 
     def cost_analysis(self) -> dict:
@@ -644,7 +644,6 @@ def _entry_bytes(entry) -> int:
 
 
 def _sig_text(signature) -> str:
-    from minijax.compiler.cache import _aval_text
     parts = [_aval_text(a) for a in signature.avals]
     if signature.static_args:
         parts += [f"{k}={v!r}" for k, v in signature.static_args]

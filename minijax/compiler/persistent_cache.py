@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.compiler.hlo.ir import Module
 from minijax.config import config
 
 FORMAT = "minijax-jit-cache-1"
@@ -160,7 +161,6 @@ class DiskCache:
         return module
 
     def _decode(self, data: bytes, fingerprint: str):
-        from minijax.compiler.hlo.ir import Module
         if not data.startswith(_MAGIC):
             return None
         header, sep, rest = data[len(_MAGIC):].partition(b"\n")

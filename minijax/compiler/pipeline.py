@@ -30,7 +30,19 @@ from collections.abc import Callable
 
 from minijax import trace_events
 from minijax.compiler.hlo.ir import Module
+from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.options import CompileOptions
+from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
+from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
+from minijax.compiler.passes.call_inliner import CallInliner
+from minijax.compiler.passes.constant_folding import ConstantFolding
+from minijax.compiler.passes.cse import CommonSubexpressionElimination
+from minijax.compiler.passes.dce import DeadCodeElimination
+from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
+from minijax.compiler.passes.fusion import Fusion
+from minijax.compiler.passes.layout_assignment import LayoutAssignment
+from minijax.compiler.passes.row_fusion import RowFusion
+from minijax.compiler.passes.transpose_folding import TransposeFolding
 from minijax.config import debug_level
 
 # The passes are imported when a pipeline is built (default_passes), so that importing
@@ -151,7 +163,6 @@ class Pipeline:
                                            or self.dump_pass_re.search(name)):
             self.dump_hook(module, name, index)
         if debug_level() >= 3:
-            from minijax.compiler.hlo.printer import module_to_text
             status = "changed" if changed else "unchanged"
             print(f"--- {module.name}: HLO after pass {index} {name} ({status}) ---\n"
                   f"{module_to_text(module)}", file=sys.stderr)
@@ -161,7 +172,6 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
     """A dump hook writing `<module>.<index>.<pass>.hlo.txt` files into `directory`."""
 
     def hook(module: Module, pass_name: str, index: int) -> None:
-        from minijax.compiler.hlo.printer import module_to_text
         os.makedirs(directory, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{module.name}.{index:04d}.{pass_name}")
         with open(os.path.join(directory, safe + ".hlo.txt"), "w") as f:
@@ -172,17 +182,6 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
 
 def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
-    from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
-    from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
-    from minijax.compiler.passes.call_inliner import CallInliner
-    from minijax.compiler.passes.constant_folding import ConstantFolding
-    from minijax.compiler.passes.cse import CommonSubexpressionElimination
-    from minijax.compiler.passes.dce import DeadCodeElimination
-    from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
-    from minijax.compiler.passes.fusion import Fusion
-    from minijax.compiler.passes.layout_assignment import LayoutAssignment
-    from minijax.compiler.passes.row_fusion import RowFusion
-    from minijax.compiler.passes.transpose_folding import TransposeFolding
     passes: list = [CallInliner(), DeadCodeElimination()]
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),

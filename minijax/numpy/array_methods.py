@@ -24,6 +24,7 @@ from minijax.numpy import (
     ufuncs_logic,
     util,
 )
+from minijax.numpy.creation import _user_dtype
 
 
 def _array_namespace(self, api_version=None):
@@ -105,7 +106,6 @@ def _transpose(self, *args):
 
 def _astype(self, dtype, copy=False, device=None):
     """Convert to `dtype` (canonicalized; 64-bit requests warn without x64)."""
-    from minijax.numpy.creation import _user_dtype
     return util.convert(self, _user_dtype(dtype), False)
 
 

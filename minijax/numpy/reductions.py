@@ -10,13 +10,14 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import get_aval
-from minijax.numpy import util
-from minijax.numpy.ufuncs import _c, _select
+from minijax.numpy import ufuncs, util
+from minijax.numpy.creation import _user_dtype as ud
+from minijax.numpy.ufuncs import _c, _select, maximum, subtract
+from minijax.numpy.ufuncs_logic import isnan
 from minijax.numpy.util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
 
 
 def _user_dtype(dtype):
-    from minijax.numpy.creation import _user_dtype as ud
     return ud(dtype)
 
 
@@ -109,7 +110,6 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
     out = _lax_reducer(name, dt)(a, axes) if axes else a
     if initial is not None:
         init = util.convert(initial, dt, get_aval(out).weak_type)
-        from minijax.numpy import ufuncs
         combine = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
                    "min": ufuncs.minimum}[name]
         out = util.convert(combine(out, init), dt, get_aval(out).weak_type)
@@ -185,7 +185,6 @@ def _no_out(out, name):
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (max - min) over the axes."""
-    from minijax.numpy.ufuncs import subtract
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -256,7 +255,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     count = _count(aval, axes, where, real_dt)
     if keepdims and where is not None:
         count = _keepdims(count, axes, aval.ndim)
-    from minijax.numpy.ufuncs import maximum, subtract
     denom = util.convert(maximum(subtract(count, util.convert(ddof, real_dt)), 0), real_dt,
                          get_aval(total).weak_type)
     out = lax.div(*util.broadcast_arrays_for_op(total, denom))
@@ -311,7 +309,6 @@ def argmin(a, axis=None, out=None, keepdims=None):
 
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """argmax ignoring NaNs."""
-    from minijax.numpy.ufuncs_logic import isnan
     a = to_array(a)
     if dtypes.kind(get_aval(a).dtype) not in "fc":
         return argmax(a, axis, keepdims=keepdims)
@@ -320,7 +317,6 @@ def nanargmax(a, axis=None, out=None, keepdims=None):
 
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """argmin ignoring NaNs."""
-    from minijax.numpy.ufuncs_logic import isnan
     a = to_array(a)
     if dtypes.kind(get_aval(a).dtype) not in "fc":
         return argmin(a, axis, keepdims=keepdims)
@@ -351,7 +347,6 @@ def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False
         dt = aval.dtype
     a = util.convert(a, dt, False)
     if nan_fill is not None and dtypes.kind(dt) in "fc":
-        from minijax.numpy.ufuncs_logic import isnan
         a = _select(isnan(a), _c(nan_fill, a), a)
     if get_aval(a).shape[ax] == 0:
         return a

@@ -8,7 +8,8 @@ import numpy as np
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.numpy import util
-from minijax.numpy.ufuncs import _c, _kind, _select
+from minijax.numpy.indexing import nonzero
+from minijax.numpy.ufuncs import _c, _kind, _select, imag
 from minijax.numpy.util import check_arraylike, promote_args, to_array
 
 
@@ -170,13 +171,11 @@ def isneginf(x, /):
 
 def isreal(x):
     """True where the imaginary part is zero."""
-    from minijax.numpy.ufuncs import imag
     return equal(imag(x), 0)
 
 
 def iscomplex(x):
     """True where the imaginary part is nonzero."""
-    from minijax.numpy.ufuncs import imag
     return not_equal(imag(x), 0)
 
 
@@ -255,7 +254,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """Elements of x where condition holds, else of y; with one argument, nonzero()."""
     if x is None and y is None:
-        from minijax.numpy.indexing import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
