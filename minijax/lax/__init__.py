@@ -1,5 +1,9 @@
 """minijax.lax: the primitive layer (JAX's `jax.lax`)."""
 
+from minijax.lax import (
+    elementwise_jvp,  # noqa: F401 - registers the rem/pow/max/min/abs JVPs
+    reductions_jvp,  # noqa: F401 - registers reduce_max/min/prod JVPs
+)
 from minijax.lax.conv_util import ConvDimensionNumbers, conv_general_permutations
 from minijax.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from minijax.lax.dot_conv import (

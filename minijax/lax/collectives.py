@@ -35,14 +35,16 @@ from minijax.lax.elementwise import add, div, mul
 from minijax.lax.elementwise_int import eq
 from minijax.lax.reductions import reduce_max, reduce_min, reduce_sum
 from minijax.lax.slicing import index_in_dim
-from minijax.lax.structural import concatenate, convert_element_type, full, iota, reshape
-from minijax.lax.utils import (
+from minijax.lax.structural import (
     bdim_at_front,
-    is_scalar_literal,
+    concatenate,
+    convert_element_type,
+    full,
+    iota,
     moveaxis,
-    standard_primitive,
-    weak_scalar,
+    reshape,
 )
+from minijax.lax.utils import is_scalar_literal, standard_primitive, weak_scalar
 
 __all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum",
            "psum_scatter"]

@@ -21,8 +21,8 @@ from minijax.lax.collectives import (
     _single_name,
     _unbound_impl,
 )
-from minijax.lax.structural import reshape
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.structural import bdim_at_front, moveaxis, reshape
+from minijax.lax.utils import standard_primitive
 
 __all__ = ["all_to_all"]
 

@@ -37,8 +37,7 @@ from minijax.lax.control_flow_common import (
     transpose_jaxpr,
 )
 from minijax.lax.elementwise_int import clamp, ne, select_n
-from minijax.lax.structural import broadcast_in_dim, convert_element_type
-from minijax.lax.utils import moveaxis
+from minijax.lax.structural import broadcast_in_dim, convert_element_type, moveaxis
 
 _no_operand = object()
 

@@ -16,8 +16,7 @@ from minijax.array import Array
 from minijax.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, Var, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import convert_constvars_jaxpr, trace_to_jaxpr
-from minijax.lax.structural import convert_element_type
-from minijax.lax.utils import bdim_at_front, moveaxis
+from minijax.lax.structural import bdim_at_front, convert_element_type, moveaxis
 
 # --------------------------------------------------------------------------- tracing
 

@@ -37,8 +37,7 @@ from minijax.lax.control_flow_common import (
 )
 from minijax.lax.elementwise import add
 from minijax.lax.slicing import concatenate, slice_in_dim
-from minijax.lax.structural import reshape
-from minijax.lax.utils import moveaxis
+from minijax.lax.structural import moveaxis, reshape
 from minijax.lax.vmap import vmap
 
 # --------------------------------------------------------------------------- wrapper

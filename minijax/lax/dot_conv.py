@@ -32,8 +32,8 @@ from minijax.lax.conv_util import (
     vjp_lhs_padding,
     vjp_rhs_padding,
 )
-from minijax.lax.structural import convert_element_type, reshape, transpose
-from minijax.lax.utils import moveaxis, promote_scalars, standard_primitive
+from minijax.lax.structural import convert_element_type, moveaxis, reshape, transpose
+from minijax.lax.utils import promote_scalars, standard_primitive
 
 __all__ = ["ConvDimensionNumbers", "Precision", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_general_permutations", "conv_with_general_padding",

@@ -17,11 +17,9 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
-from minijax.lax.elementwise import _brcast, _ct_for, _unary, _zeros, out_aval
-from minijax.lax.structural import broadcast_in_dim
+from minijax.lax.elementwise import _brcast, _ct_for, _unary, _zeros, elementwise_batcher, out_aval
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim
 from minijax.lax.utils import (
-    bdim_at_front,
-    elementwise_batcher,
     promote_scalars,
     same_shape_dtype_rule,
     shapes_text,

@@ -27,7 +27,8 @@ from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
 from minijax.lax.elementwise import neg
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.structural import bdim_at_front, moveaxis
+from minijax.lax.utils import standard_primitive
 
 
 class GatherDimensionNumbers(NamedTuple):

@@ -45,7 +45,8 @@ from minijax.lax.linalg_util import (
     tril,
     triu,
 )
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.structural import bdim_at_front, moveaxis
+from minijax.lax.utils import standard_primitive
 
 __all__ = ["cholesky", "eigh", "lu", "qr", "svd", "triangular_solve"]
 

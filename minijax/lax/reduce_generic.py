@@ -25,14 +25,8 @@ from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.lax import elementwise, elementwise_int, slicing, structural
 from minijax.lax import reductions as r
 from minijax.lax.reductions import max_identity, min_identity
-from minijax.lax.structural import broadcast_in_dim, reshape, transpose
-from minijax.lax.utils import (
-    bdim_at_front,
-    is_scalar_literal,
-    moveaxis,
-    promote_scalars,
-    standard_primitive,
-)
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim, moveaxis, reshape, transpose
+from minijax.lax.utils import is_scalar_literal, promote_scalars, standard_primitive
 
 # --------------------------------------------------------------------------- helpers
 

@@ -30,22 +30,18 @@ from minijax.lax.gather_scatter import (
 )
 from minijax.lax.reductions import reduce_sum
 from minijax.lax.structural import (
+    bdim_at_front,
     broadcast_in_dim,
     concatenate,
+    concatenate_p,
     convert_element_type,
     expand_dims,
     full,
+    moveaxis,
     reshape,
     squeeze,
 )
-from minijax.lax.utils import (
-    bdim_at_front,
-    canonical_axis,
-    is_scalar_literal,
-    moveaxis,
-    promote_scalars,
-    standard_primitive,
-)
+from minijax.lax.utils import canonical_axis, is_scalar_literal, promote_scalars, standard_primitive
 
 _pyslice = builtins.slice
 
@@ -553,3 +549,23 @@ def _pad_lower(ctx, x, pv, *, padding_config):
 ad.deflinear(pad_p, _pad_transpose)
 batching.primitive_batchers[pad_p] = _pad_batch
 register_lowering(pad_p, _pad_lower)
+
+
+# concatenate's transpose slices the cotangent (concatenate is in structural.py).
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    avals = [x.aval if ad.is_undefined_primal(x) else get_aval(x) for x in xs]
+    if type(ct) is ad.Zero:
+        return [ad.Zero(a) if ad.is_undefined_primal(x) else None
+                for a, x in zip(avals, xs, strict=True)]
+    out, start = [], 0
+    for a, x in zip(avals, xs, strict=True):
+        n = a.shape[dimension]
+        out.append(slice_in_dim(ct, start, start + n, 1, dimension)
+                   if ad.is_undefined_primal(x) else None)
+        start += n
+    return out
+
+
+ad.deflinear(concatenate_p, _concatenate_transpose)

@@ -17,8 +17,8 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
-from minijax.lax.structural import broadcasted_iota, reshape
-from minijax.lax.utils import bdim_at_front, canonical_axis, standard_primitive
+from minijax.lax.structural import bdim_at_front, broadcasted_iota, reshape
+from minijax.lax.utils import canonical_axis, standard_primitive
 
 
 def order_key(x) -> list[np.ndarray]:

@@ -16,14 +16,35 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import is_undefined_primal
+from minijax.interpreters.batching import not_mapped
 from minijax.lax.utils import (
-    bdim_at_front,
     canonical_axis,
     is_scalar_literal,
-    moveaxis,
     standard_primitive,
     weak_scalar,
 )
+
+# --------------------------------------------------------------------------- batching helpers
+
+
+def moveaxis(x, src: int, dst: int):
+    """Move axis `src` of x to position `dst` (binds lax.transpose when needed)."""
+    ndim = get_aval(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return transpose(x, tuple(perm))
+
+
+def bdim_at_front(x, bdim, size: int):
+    """x with its batch dimension first; unmapped values are broadcast to `size`."""
+    if bdim is not_mapped:
+        aval = get_aval(x)
+        return broadcast_in_dim(x, (size,) + aval.shape, tuple(range(1, aval.ndim + 1)))
+    return moveaxis(x, bdim, 0)
+
 
 # --------------------------------------------------------------------------- convert_element_type
 
@@ -138,18 +159,6 @@ broadcast_in_dim_p = standard_primitive(
     "broadcast_in_dim", _broadcast_in_dim_abstract_eval, _broadcast_in_dim_impl)
 
 
-def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
-    from minijax.lax.reductions import reduce_sum
-    in_aval = x.aval
-    if type(ct) is ad.Zero:
-        return [ad.Zero(in_aval)]
-    new_dims = [d for d in range(len(shape)) if d not in broadcast_dimensions]
-    expanded = [d for i, d in enumerate(broadcast_dimensions)
-                if in_aval.shape[i] == 1 and shape[d] != 1]
-    summed = reduce_sum(ct, tuple(sorted(new_dims + expanded)))
-    return [reshape(summed, in_aval.shape)]
-
-
 def _broadcast_in_dim_batch(trace, vals, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = vals, dims
     x = moveaxis(x, d, 0)
@@ -170,7 +179,7 @@ def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
     return ctx.builder.broadcast(x, shape, broadcast_dimensions, metadata=ctx.metadata)
 
 
-ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+# Its transpose, a reduce_sum, is registered in reductions.py.
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
 
@@ -479,21 +488,6 @@ concatenate_p = standard_primitive(
     lambda *xs, dimension: np.concatenate([np.asarray(x) for x in xs], axis=dimension))
 
 
-def _concatenate_transpose(ct, *xs, dimension):
-    from minijax.lax.slicing import slice_in_dim
-    avals = [x.aval if ad.is_undefined_primal(x) else get_aval(x) for x in xs]
-    if type(ct) is ad.Zero:
-        return [ad.Zero(a) if ad.is_undefined_primal(x) else None
-                for a, x in zip(avals, xs, strict=True)]
-    out, start = [], 0
-    for a, x in zip(avals, xs, strict=True):
-        n = a.shape[dimension]
-        out.append(slice_in_dim(ct, start, start + n, 1, dimension)
-                   if ad.is_undefined_primal(x) else None)
-        start += n
-    return out
-
-
 def _concatenate_batch(trace, vals, dims, *, dimension):
     size = trace.axis_size
     moved = [bdim_at_front(v, d, size) for v, d in zip(vals, dims, strict=True)]
@@ -504,6 +498,6 @@ def _concatenate_lower(ctx, *xs, dimension):
     return ctx.builder.concatenate(xs, dimension, metadata=ctx.metadata)
 
 
-ad.deflinear(concatenate_p, _concatenate_transpose)
+# Its transpose (slices) is registered in slicing.py.
 batching.primitive_batchers[concatenate_p] = _concatenate_batch
 register_lowering(concatenate_p, _concatenate_lower)

@@ -28,7 +28,8 @@ from minijax.core import ShapedArray, get_aval
 from minijax.dispatch import compile_when_large
 from minijax.interpreters import ad, batching
 from minijax.lax import elementwise, elementwise_int, slicing, structural
-from minijax.lax.utils import elementwise_batcher, shapes_text, standard_primitive
+from minijax.lax.elementwise import elementwise_batcher
+from minijax.lax.utils import shapes_text, standard_primitive
 
 # Rotation constants R_{2x32} of Threefry-2x32 (round r uses ROTATIONS[r % 8]) and the key
 # schedule parity constant C240 of Threefish.

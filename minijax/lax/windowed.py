@@ -29,8 +29,8 @@ from minijax.lax.reduce_generic import (
     trace_reducer,
 )
 from minijax.lax.reductions import max_identity, min_identity
-from minijax.lax.structural import broadcast_in_dim
-from minijax.lax.utils import bdim_at_front, standard_primitive
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim
+from minijax.lax.utils import standard_primitive
 from minijax.lax.window_util import (
     check_window,
     hlo_window,

@@ -20,7 +20,8 @@ from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.conv_util import dilate, pad_crop, window_views
 from minijax.lax.reductions import max_identity, min_identity
-from minijax.lax.utils import bdim_at_front, standard_primitive
+from minijax.lax.structural import bdim_at_front
+from minijax.lax.utils import standard_primitive
 from minijax.lax.window_util import hlo_window, window_batch_params, window_out_shape
 
 
