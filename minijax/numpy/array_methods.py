@@ -190,7 +190,7 @@ _METHODS = {
     "swapaxes": manipulation.swapaxes, "clip": _clip, "round": _round,
     "dot": products.dot, "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate,
     "nonzero": _nonzero, "sort": _sort, "argsort": _argsort, "take": indexing.take,
-    "repeat": _repeat, "diagonal": creation.diagonal, "trace": creation.trace,
+    "repeat": _repeat, "diagonal": creation.diagonal, "trace": reductions.trace,
     "__getitem__": _getitem, "__iter__": _iter, "__round__": _python_round,
     "__pow__": _pow, "__rpow__": _rpow,
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,

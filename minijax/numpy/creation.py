@@ -439,12 +439,6 @@ def diag(v, k=0):
     return lax.select_n(mask, util.broadcast_to(util.full_like_scalar(0, v), (n, n)), mat)
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
-    """Sum along a diagonal."""
-    from minijax.numpy.reductions import sum as _sum
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
-
-
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     """Coordinate matrices from coordinate vectors ('xy' or 'ij' indexing)."""
     check_arraylike("meshgrid", *xi)

@@ -12,8 +12,9 @@ from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.numpy import ufuncs, util
 from minijax.numpy.creation import _user_dtype as ud
+from minijax.numpy.creation import diagonal
 from minijax.numpy.ufuncs import _c, _select, maximum, subtract
-from minijax.numpy.ufuncs_logic import isnan
+from minijax.numpy.ufuncs_logic import equal, isclose, isnan, logical_and, logical_or
 from minijax.numpy.util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
 
 
@@ -408,3 +409,37 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = Fals
     return _with_initial("cumulative_prod", out, x, axis, 1, include_initial)
 
 _ = builtins
+
+
+# ------------------------------------------------- whole-array comparisons and trace
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every pair is close (see isclose)."""
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True if both arrays have the same shape and elements."""
+    a1, a2 = to_array(a1), to_array(a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return util.convert(False, dtypes.bool_)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all(eq)
+
+
+def array_equiv(a1, a2):
+    """True if the arrays are equal after broadcasting."""
+    a1, a2 = to_array(a1), to_array(a2)
+    try:
+        util.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+    except ValueError:
+        return util.convert(False, dtypes.bool_)
+    return all(equal(a1, a2))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """Sum along a diagonal."""
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

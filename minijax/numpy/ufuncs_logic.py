@@ -199,35 +199,6 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return out
 
 
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """True if every pair is close (see isclose)."""
-    from minijax.numpy.reductions import all as _all
-    return _all(isclose(a, b, rtol, atol, equal_nan))
-
-
-def array_equal(a1, a2, equal_nan=False):
-    """True if both arrays have the same shape and elements."""
-    from minijax.numpy.reductions import all as _all
-    a1, a2 = to_array(a1), to_array(a2)
-    if get_aval(a1).shape != get_aval(a2).shape:
-        return util.convert(False, dtypes.bool_)
-    eq = equal(a1, a2)
-    if equal_nan:
-        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
-    return _all(eq)
-
-
-def array_equiv(a1, a2):
-    """True if the arrays are equal after broadcasting."""
-    from minijax.numpy.reductions import all as _all
-    a1, a2 = to_array(a1), to_array(a2)
-    try:
-        util.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
-    except ValueError:
-        return util.convert(False, dtypes.bool_)
-    return _all(equal(a1, a2))
-
-
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """Replace NaN by `nan`, +inf by `posinf` and -inf by `neginf` (default: finite
     extremes of the dtype)."""
