@@ -42,6 +42,7 @@ import numpy as np
 
 from minijax.compiler.hlo.ir import Module
 from minijax.config import config
+from minijax.version import __version__
 
 FORMAT = "minijax-jit-cache-1"
 _MAGIC = b"MINIJAX-JIT-1\n"
@@ -98,7 +99,6 @@ def structure_key(module) -> str:
 
 def module_fingerprint(module, backend: str, options: tuple) -> str:
     """The cache key of lowered `module` compiled for `backend` with `options`."""
-    from minijax import __version__
     h = hashlib.sha256()
     for part in (FORMAT, structure_key(module), backend, repr(options), __version__,
                  np.__version__, f"{sys.version_info[0]}.{sys.version_info[1]}"):

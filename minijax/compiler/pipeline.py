@@ -32,17 +32,6 @@ from minijax import trace_events
 from minijax.compiler.hlo.ir import Module
 from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.options import CompileOptions
-from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
-from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
-from minijax.compiler.passes.call_inliner import CallInliner
-from minijax.compiler.passes.constant_folding import ConstantFolding
-from minijax.compiler.passes.cse import CommonSubexpressionElimination
-from minijax.compiler.passes.dce import DeadCodeElimination
-from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
-from minijax.compiler.passes.fusion import Fusion
-from minijax.compiler.passes.layout_assignment import LayoutAssignment
-from minijax.compiler.passes.row_fusion import RowFusion
-from minijax.compiler.passes.transpose_folding import TransposeFolding
 from minijax.config import debug_level
 
 # The passes are imported when a pipeline is built (default_passes), so that importing
@@ -79,7 +68,7 @@ class FixedPoint:
 
 def _verifier():
     """A verifier that re-checks shapes only of instructions changed since they passed."""
-    try:
+    try:  # lazy, as the passes (see _PASS_CLASSES)
         from minijax.compiler.passes.incremental_verifier import IncrementalVerifier
         return IncrementalVerifier()
     except ImportError:
@@ -182,6 +171,18 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
 
 def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
+    # Lazy: importing this module (CompileOptions, a cache hit) must not load the passes.
+    from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
+    from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
+    from minijax.compiler.passes.call_inliner import CallInliner
+    from minijax.compiler.passes.constant_folding import ConstantFolding
+    from minijax.compiler.passes.cse import CommonSubexpressionElimination
+    from minijax.compiler.passes.dce import DeadCodeElimination
+    from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
+    from minijax.compiler.passes.fusion import Fusion
+    from minijax.compiler.passes.layout_assignment import LayoutAssignment
+    from minijax.compiler.passes.row_fusion import RowFusion
+    from minijax.compiler.passes.transpose_folding import TransposeFolding
     passes: list = [CallInliner(), DeadCodeElimination()]
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
