@@ -460,7 +460,7 @@ class Lowered:
                               device, committed)
 
     def cost_analysis(self) -> dict:
-        from minijax.compiler.analysis import cost_analysis
+        from minijax.compiler.analysis import cost_analysis  # lazy: loads a compiler pass
         return cost_analysis(self.module)
 
     def _repr_html_(self) -> str:
@@ -480,12 +480,12 @@ class Compiled:
 
     def cost_analysis(self) -> dict:
         """flops, transcendentals and bytes accessed of the optimized program."""
-        from minijax.compiler.analysis import cost_analysis
+        from minijax.compiler.analysis import cost_analysis  # lazy: loads a compiler pass
         return cost_analysis(self._entry.module)
 
     def memory_analysis(self):
         """Argument, output, temporary and peak bytes from buffer assignment."""
-        from minijax.compiler.analysis import memory_analysis
+        from minijax.compiler.analysis import memory_analysis  # lazy: loads a compiler pass
         return memory_analysis(self._entry.module)
 
     @property
