@@ -2,6 +2,7 @@
 
 from minijax.lax import (
     elementwise_jvp,  # noqa: F401 - registers the rem/pow/max/min/abs JVPs
+    gather_scatter_ad,  # noqa: F401 - registers the scatters' JVP and transpose rules
     reductions_jvp,  # noqa: F401 - registers reduce_max/min/prod JVPs
 )
 from minijax.lax.conv_util import ConvDimensionNumbers, conv_general_permutations

@@ -534,5 +534,5 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                        mode=mode)
 
-# The scatters' JVP and transpose rules live in gather_scatter_ad.py (registered on import).
-from minijax.lax import gather_scatter_ad as _gather_scatter_ad  # noqa: E402,F401
+# The scatters' JVP and transpose rules live in gather_scatter_ad.py, which imports this
+# module (lax/__init__.py imports it to register them).
