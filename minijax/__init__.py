@@ -3,9 +3,6 @@
 Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 """
 
-__version__ = "0.1.0"
-__version_info__ = (0, 1, 0)
-
 from minijax import distributed, errors, lax, numpy, tree, tree_util
 from minijax.api import (
     ShapeDtypeStruct,
@@ -46,6 +43,8 @@ from minijax.devices import (
     process_index,
 )
 from minijax.sharding import make_mesh
+from minijax.version import __version__ as __version__
+from minijax.version import __version_info__ as __version_info__
 
 __all__ = [
     "Array", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
@@ -81,7 +80,7 @@ __all__ += ["experimental", "jacobian", "pure_callback", "typing"]
 # jax.image, jax.ops, mutable array references (jax.new_ref, jax.Ref, jax.ref.*), jax.typeof.
 from minijax import image, ops, ref  # noqa: E402
 from minijax.dtypes import float0  # noqa: E402
-from minijax.experimental.mutable_array import Ref, freeze, new_ref, typeof  # noqa: E402
+from minijax.ref import Ref, freeze, new_ref, typeof  # noqa: E402
 from minijax.sharding import NamedSharding  # noqa: E402
 from minijax.sharding import PartitionSpec as P  # noqa: E402
 

@@ -26,6 +26,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from minijax.api_jit import JitWrapped, jit
+from minijax.compiler.hlo.ir import element_type_of
+from minijax.compiler.pipeline import CompileOptions, optimize
+
 TARGETS = {
     "x86_64-linux-gnu": ("x86_64-unknown-linux-gnu", "x86-64"),
     "aarch64-linux-gnu": ("aarch64-unknown-linux-gnu", "generic"),
@@ -66,8 +70,6 @@ def export(fun, *example_args, target: str = "x86_64-linux-gnu", path: str,
     if target not in TARGETS:
         raise ValueError(f"minijax.aot.export: unknown target {target!r}; "
                          f"choose one of {sorted(TARGETS)}")
-    from minijax.api_jit import JitWrapped, jit
-    from minijax.compiler.pipeline import CompileOptions, optimize
     wrapped = fun if isinstance(fun, JitWrapped) else jit(fun)
     lowered = wrapped.lower(*example_args)
     module = optimize(lowered.module, CompileOptions(opt_level=2, backend="cpu"))
@@ -75,6 +77,7 @@ def export(fun, *example_args, target: str = "x86_64-linux-gnu", path: str,
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise ValueError(f"minijax.aot.export: name {name!r} is not a C identifier")
     hoisted = [np.ascontiguousarray(h) for h in lowered.hoisted]
+    # Lazy: llvmlite (an optional dependency) loads only when something is exported.
     from minijax.compiler.codegen.cpu.aot_program import emit_program
     ir_text, temp_bytes, in_shapes, out_shapes = emit_program(module, name, hoisted, _ALIGN)
     triple, default_cpu = TARGETS[target]
@@ -136,7 +139,6 @@ def _header(res: ExportedFunction, wrapped) -> str:
 
 
 def _element_type(dtype) -> str:
-    from minijax.compiler.hlo.ir import element_type_of
     return element_type_of(np.dtype(dtype))
 
 

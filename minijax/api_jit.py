@@ -20,7 +20,8 @@ import warnings
 
 import numpy as np
 
-from minijax import core, display, float_checks, placement, trace_events, tree_util
+from minijax import core, display, float_checks, placement, ref, trace_events, tree_util
+from minijax.api import ShapeDtypeStruct
 from minijax.api_sharded_jit import ShardedJit
 from minijax.api_util import (
     fun_name,
@@ -34,11 +35,13 @@ from minijax.array import Array
 from minijax.backends import get_backend
 from minijax.compiler import cache as cache_mod
 from minijax.compiler import driver
+from minijax.compiler.cache import _aval_text
+from minijax.compiler.hlo.printer import module_to_text
+from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.compiler.options import CompileOptions
 from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
 from minijax.dispatch import place_buffer, target_device
-from minijax.experimental import mutable_array
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.sharding import PartitionSpec
 from minijax.traceback_util import api_boundary
@@ -227,7 +230,7 @@ class JitWrapped:
         try:
             signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
         except _RefArguments:
-            return mutable_array.jit_call_with_refs(self, args, kwargs, self._like)
+            return ref.jit_call_with_refs(self, args, kwargs, self._like)
         entry = self._cache.entries.get(signature)
         if entry is None:
             entry = self._compile(signature, dyn_leaves, call_fun, names())
@@ -273,7 +276,7 @@ class JitWrapped:
                                                            self._name)))
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_nums)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        if mutable_array.has_refs(leaves):
+        if ref.has_refs(leaves):
             raise _RefArguments
         if any(is_float0(x) for x in leaves):
             dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))
@@ -380,7 +383,6 @@ class JitWrapped:
         return self._trace(signature, call_fun, names)[0]
 
     def eval_shape(self, *args, **kwargs):
-        from minijax.api import ShapeDtypeStruct
         signature, _, call_fun, names = self._signature(args, kwargs)
         names = names()
         closed, out_tree = self._trace(signature, call_fun, names)
@@ -405,7 +407,6 @@ class Lowered:
     """A traced and lowered program (`jit(f).lower(*args)`)."""
 
     def __init__(self, wrapped: JitWrapped, closed_jaxpr, out_tree, signature, arg_names):
-        from minijax.compiler.lower import lower_jaxpr_to_module
         self._wrapped = wrapped
         self.jaxpr = closed_jaxpr
         self.out_tree = out_tree
@@ -427,7 +428,6 @@ class Lowered:
     def as_text(self, dialect: str = "hlo") -> str:
         """The HLO text before optimization."""
         if self._text is None:
-            from minijax.compiler.hlo.printer import module_to_text
             self._text = module_to_text(self.module)
         return self._text
 
@@ -471,7 +471,7 @@ class Lowered:
                               device, committed)
 
     def cost_analysis(self) -> dict:
-        from minijax.compiler.analysis import cost_analysis
+        from minijax.compiler.analysis import cost_analysis  # lazy: loads a compiler pass
         return cost_analysis(self.module)
 
     def _repr_html_(self) -> str:
@@ -487,17 +487,16 @@ class Compiled:
 
     def as_text(self) -> str:
         """The HLO text after optimization (fusions, buffer assignment summary)."""
-        from minijax.compiler.hlo.printer import module_to_text
         return module_to_text(self._entry.module)
 
     def cost_analysis(self) -> dict:
         """flops, transcendentals and bytes accessed of the optimized program."""
-        from minijax.compiler.analysis import cost_analysis
+        from minijax.compiler.analysis import cost_analysis  # lazy: loads a compiler pass
         return cost_analysis(self._entry.module)
 
     def memory_analysis(self):
         """Argument, output, temporary and peak bytes from buffer assignment."""
-        from minijax.compiler.analysis import memory_analysis
+        from minijax.compiler.analysis import memory_analysis  # lazy: loads a compiler pass
         return memory_analysis(self._entry.module)
 
     @property
@@ -552,7 +551,7 @@ def _names_a_sharding(tree) -> bool:
 
 class _RefArguments(Exception):
     """Raised by JitWrapped._signature for arguments holding mutable refs (handled by
-    minijax.experimental.mutable_array's discharge)."""
+    minijax.ref's discharge)."""
 
 
 def _as_tuple(x) -> tuple:
@@ -668,7 +667,6 @@ def _entry_bytes(entry) -> int:
 
 
 def _sig_text(signature) -> str:
-    from minijax.compiler.cache import _aval_text
     parts = [_aval_text(a) for a in signature.avals]
     if signature.static_args:
         parts += [f"{k}={v!r}" for k, v in signature.static_args]

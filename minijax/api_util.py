@@ -8,6 +8,7 @@ import numpy as np
 
 from minijax import tree_util
 from minijax.dtypes import float0
+from minijax.source_info import SourceInfo
 
 
 def flatten_fun(fun, in_tree):
@@ -58,7 +59,6 @@ def fun_name(fun) -> str:
 
 def fun_source(fun):
     """The SourceInfo of a function's definition, when Python knows it."""
-    from minijax.source_info import SourceInfo
     try:
         fun = inspect.unwrap(fun)
     except ValueError:

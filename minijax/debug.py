@@ -162,6 +162,7 @@ def lower_host_callback(ctx, operands, run, *, ordered: bool = True):
     per output. With `ordered`, the call takes the previous ordered callback's result as an
     extra operand, so ordered callbacks of one computation run in program order. Shared by
     debug callbacks and minijax.pure_callback / experimental.io_callback."""
+    # Lazy: the HLO interpreter loads on first use, not at `import minijax`.
     from minijax.compiler.evaluator import register_custom_call
     with _lock:
         target = f"minijax.debug_callback.{_PROCESS_TOKEN}.{next(_ids)}"

@@ -8,12 +8,15 @@ import contextlib
 import numpy as np
 
 from minijax import dtypes, tree_util
+from minijax.api import jvp, make_jaxpr, vjp, vmap
+from minijax.compiler.evaluator import evaluate_module
+from minijax.compiler.lower import lower_jaxpr_to_module
+from minijax.config import config
 
 
 @contextlib.contextmanager
 def enable_x64(enabled: bool = True):
     """Turn 64-bit dtypes on (or off) inside the block, restoring the setting after."""
-    from minijax.config import config
     previous = config.jax_enable_x64
     config.update("jax_enable_x64", enabled)
     try:
@@ -51,7 +54,6 @@ def numerical_jvp(f, primals, tangents, eps: float):
 
 def check_jvp(f, primals, *, eps=1e-4, atol=1e-3, rtol=1e-3, seed=0):
     """Compare minijax.jvp with central finite differences at `primals`."""
-    from minijax.api import jvp
     rng = np.random.default_rng(seed)
     tangents = [_rand_like(rng, p) for p in primals]
     _, t_out = jvp(f, tuple(primals), tuple(tangents))
@@ -63,7 +65,6 @@ def check_jvp(f, primals, *, eps=1e-4, atol=1e-3, rtol=1e-3, seed=0):
 
 def check_vjp(f, primals, *, atol=1e-3, rtol=1e-3, seed=1):
     """Check <vjp(ct), t> == <ct, jvp(t)> (the transpose identity) at random ct and t."""
-    from minijax.api import jvp, vjp
     rng = np.random.default_rng(seed)
     tangents = [_rand_like(rng, p) for p in primals]
     out, vjp_fn = vjp(f, *primals)
@@ -99,7 +100,6 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
 
     Use float64 inputs (enable x64) for tight tolerances.
     """
-    from minijax.api import jvp, vjp
     args = list(args)
     eps = eps or EPS
     atol = _gradient_tolerance(args) if atol is None else atol
@@ -127,7 +127,6 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
 
 def check_vmap(f, args, in_axes=0, out_axes=0, *, atol=1e-6, rtol=1e-6):
     """Compare vmap(f, in_axes, out_axes)(*args) with a Python loop over the batch."""
-    from minijax.api import vmap
     axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
     sizes = {_np(a).shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None}
     (size,) = sizes
@@ -147,9 +146,6 @@ def check_vmap(f, args, in_axes=0, out_axes=0, *, atol=1e-6, rtol=1e-6):
 def evaluate_lowered(f, *args) -> list:
     """Run f(*args) the compiled way without a backend: trace, lower to HLO and evaluate the
     module with the reference HLO evaluator. Returns the flat list of NumPy outputs."""
-    from minijax.api import make_jaxpr
-    from minijax.compiler.evaluator import evaluate_module
-    from minijax.compiler.lower import lower_jaxpr_to_module
     module, hoisted = lower_jaxpr_to_module(make_jaxpr(f)(*args))
     return evaluate_module(module, [np.asarray(a) for a in args] +
                            [np.asarray(c) for c in hoisted])

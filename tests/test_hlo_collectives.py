@@ -16,7 +16,7 @@ from minijax.backends import get_backend
 from minijax.backends.spmd import run_spmd
 from minijax.compiler.driver import compile_module
 from minijax.compiler.evaluator import evaluate_module
-from minijax.compiler.evaluator_collectives import groups_text, parse_groups
+from minijax.compiler.evaluator.collectives import groups_text, parse_groups
 from minijax.compiler.hlo.parser import parse_module
 from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.hlo.verifier import verify_module

@@ -54,9 +54,9 @@ def test_backends_and_compiler_never_import_the_frontend():
 #: function) only modules of its own or a lower layer. compiler/ and backends/ sit beside
 #: the leaves (the frontend uses them; they never import the frontend, tested above).
 FRONTEND_LAYERS = [
-    ("leaves", ["config", "dtypes", "errors", "source_info", "jaxpr_printer", "tree_util",
-                "tree_util_paths", "tree_util_registry", "tree", "api_util", "trace_events",
-                "display", "traceback_util", "distributed",
+    ("leaves", ["config", "version", "dtypes", "errors", "source_info", "jaxpr_printer",
+                "tree_util", "tree_util_paths", "tree_util_registry", "tree", "api_util",
+                "trace_events", "display", "traceback_util", "distributed",
                 "compiler", "backends"]),
     ("core", ["core"]),
     ("arrays", ["array", "array_types", "placement", "sharding"]),
@@ -65,7 +65,8 @@ FRONTEND_LAYERS = [
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
     ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
-                   "debugger", "callback", "typing", "flatten_util"]),
+                   "debugger", "callback", "typing", "flatten_util", "ops", "image",
+                   "ref"]),
     ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
              "api_sharded_jit", "devices", "aot", "profiler", "stages", "extend"]),
     ("top", ["example_libraries", "experimental", "test_util", "tools", "compat", "__init__"]),
@@ -153,3 +154,116 @@ def test_imports_sees_imports_inside_functions(tmp_path):
                    "    import minijax.compiler.codegen.gpu\n")
     assert list(_imports(src)) == [(2, "minijax.compiler.codegen.cpu.loops"),
                                    (3, "minijax.compiler.codegen.gpu")]
+
+
+#: The function-level imports of minijax modules that stay, each with why: lazy loading that
+#: keeps `import minijax` (or a jit call served from the caches) light, and modules that
+#: need an optional heavy dependency (llvmlite, cuda-python). Keys: (file under minijax/,
+#: imported module or a package prefix of it). An import inside a function to dodge an
+#: import cycle is not a reason: layer the modules instead (see FRONTEND_LAYERS).
+FUNCTION_LEVEL_IMPORTS = {
+    ("compiler/evaluator/__init__.py", "minijax.compiler.evaluator.api"):
+        "the interpreter loads on first use; lax imports only the NumPy semantics modules",
+    ("debug.py", "minijax.compiler.evaluator"): "the interpreter loads on the first callback",
+    ("api_jit.py", "minijax.compiler.analysis"): "analysis loads buffer assignment, a pass",
+    ("api_spmd.py", "minijax.compiler.passes"): "`import minijax` loads no compiler pass",
+    ("api_sharded_jit.py", "minijax.compiler.passes"): "`import minijax` loads no compiler pass",
+    ("backends/base.py", "minijax.compiler.pipeline"): "a cache hit never loads the pipeline",
+    ("compiler/driver.py", "minijax.compiler.pipeline"): "a cache hit never loads the pipeline",
+    ("compiler/driver.py", "minijax.compiler.passes.buffer_assignment"):
+        "a disk-cache hit loads this one pass, not the pipeline",
+    ("compiler/driver.py", "minijax.compiler.dumps"): "only when MINIJAX_FLAGS asks for dumps",
+    ("compiler/pipeline.py", "minijax.compiler.passes"):
+        "importing CompileOptions (a cache hit) loads no pass",
+    ("compiler/hlo/ir.py", "minijax.compiler.hlo.printer"):
+        "Module.__str__ delegates to printer.py, which is built on ir.py",
+    ("aot.py", "minijax.compiler.codegen.cpu"): "llvmlite, only when something is exported",
+    ("backends/cpu/blas.py", "minijax.backends.cpu"):
+        "llvmlite, only when a gemm driver is built (finding BLAS needs none)",
+    ("backends/cpu/blas.py", "minijax.compiler.codegen.llvm_types"):
+        "llvmlite, only when a gemm driver is built (finding BLAS needs none)",
+    ("backends/cuda/__init__.py", "minijax.backends.cuda"):
+        "cuda-python and llvmlite load only when a GPU is used",
+    ("backends/cuda/program.py", "minijax.compiler.codegen.gpu.ptx"):
+        "llvmlite.binding and ptxas only when PTX text is asked for",
+}
+
+
+def _function_level_imports(path, root):
+    """(line, imported minijax module) for each import inside a function body of `path`."""
+    import ast
+    import pathlib
+
+    package = ".".join(("minijax",) + path.relative_to(root).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package = package.removesuffix(".__init__")
+    else:
+        package = package.rsplit(".", 1)[0]
+
+    def resolve(module, name):
+        """`module.name` when that is a module of the tree, else `module`."""
+        full = f"{module}.{name}"
+        rel = pathlib.Path(*full.split(".")[1:])
+        return full if ((root / rel).with_suffix(".py").exists()
+                        or (root / rel / "__init__.py").exists()) else module
+
+    found = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                      ast.Lambda))
+            if in_function and isinstance(child, ast.Import):
+                found.extend((child.lineno, a.name) for a in child.names
+                             if a.name.split(".")[0] == "minijax")
+            elif in_function and isinstance(child, ast.ImportFrom):
+                module = child.module or ""
+                if child.level:
+                    base = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
+                    module = f"{base}.{module}" if module else base
+                if module.split(".")[0] == "minijax":
+                    found.extend((child.lineno, resolve(module, a.name)) for a in child.names)
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text()), False)
+    return found
+
+
+def test_no_function_level_imports_of_minijax_modules():
+    """Imports flow one way, so no module imports another inside a function to dodge a
+    cycle; the few lazy loads left are listed, with why, in FUNCTION_LEVEL_IMPORTS."""
+    import pathlib
+
+    import minijax
+    root = pathlib.Path(minijax.__file__).parent
+    offenders, used = [], set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for line, target in _function_level_imports(path, root):
+            key = next((k for k in FUNCTION_LEVEL_IMPORTS if k[0] == rel and (
+                target == k[1] or target.startswith(k[1] + "."))), None)
+            if key is None:
+                offenders.append(f"{rel}:{line} imports {target} inside a function")
+            else:
+                used.add(key)
+    assert offenders == [], "layer the modules instead, or list a lazy load with its reason"
+    assert sorted(set(FUNCTION_LEVEL_IMPORTS) - used) == [], "stale FUNCTION_LEVEL_IMPORTS"
+
+
+def test_function_level_import_check_sees_every_form(tmp_path):
+    """The check catches absolute, `from minijax import x`, relative and nested forms."""
+    import pathlib
+    pkg = tmp_path / "minijax"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "other.py").write_text("")
+    src = pkg / "sub" / "m.py"
+    src.write_text("import minijax.sub\n\ndef f():\n    import minijax.sub.other\n"
+                   "    from minijax import sub\n    from . import other\n"
+                   "    from .. import sub as s\n\n"
+                   "class C:\n    def g(self):\n        def h():\n"
+                   "            from minijax.sub.other import x\n")
+    assert _function_level_imports(pathlib.Path(src), pkg) == [
+        (4, "minijax.sub.other"), (5, "minijax.sub"), (6, "minijax.sub.other"),
+        (7, "minijax.sub"), (12, "minijax.sub.other")]

@@ -32,7 +32,7 @@ def test_every_opcode_has_a_shape_rule_and_an_evaluator(name):
 
 
 def test_evaluator_knows_only_table_opcodes_and_aliases():
-    extra = set(evaluator._OPCODES) - set(opcodes.OPCODES) - set(opcodes.ALIASES)
+    extra = set(evaluator.OPCODES) - set(opcodes.OPCODES) - set(opcodes.ALIASES)
     assert extra == set()
     assert set(opcodes.ALIASES.values()) <= set(opcodes.OPCODES)
     assert not opcodes.UNSUPPORTED & set(opcodes.OPCODES)

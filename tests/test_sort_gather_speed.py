@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
-from minijax.compiler import evaluator_indexing, evaluator_sort
 from minijax.compiler.evaluator import evaluate_module
+from minijax.compiler.evaluator import indexing as evaluator_indexing
+from minijax.compiler.evaluator import sort as evaluator_sort
 from minijax.compiler.hlo.parser import parse_module
 
 SETTINGS = settings(max_examples=25, deadline=None)

@@ -7,6 +7,7 @@ import numpy as np
 from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.compiler.evaluator import evaluate_module, has_implementation
+from minijax.compiler.hlo.printer import module_to_text
 
 # Instructions that move or name data without running a kernel.
 _NO_KERNEL = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
@@ -29,7 +30,6 @@ class InterpreterExecutable(Executable):
 
     def as_text(self) -> str:
         """The HLO text of the module being interpreted."""
-        from minijax.compiler.hlo.printer import module_to_text
         return module_to_text(self.module)
 
 

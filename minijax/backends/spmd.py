@@ -3,7 +3,7 @@
 `run_spmd(backend, executable, devices, per_device_args)` runs the same executable once per
 device, each on its own worker thread (and, on the CPU backend, on its own share of the
 thread pool). The program's collectives (all-reduce, all-gather, reduce-scatter,
-collective-permute, all-to-all; compiler/evaluator_collectives.py) meet through a
+collective-permute, all-to-all; compiler/evaluator/collectives.py) meet through a
 `Transport`, found in the thread's `CollectiveContext`:
 
 - `Transport.exchange(key, rank, group, value, combine)` is the one operation every

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minijax.compiler.hlo import opcodes
+from minijax.compiler.passes.buffer_assignment import assign_buffers
 
 TRANSCENDENTAL = opcodes.select(trait="t")
 FREE = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "reshape",
@@ -89,7 +90,6 @@ def memory_analysis(module) -> MemoryAnalysis:
     """Memory use from the module's buffer assignment (computed if missing)."""
     assignment = module.buffer_assignment
     if assignment is None:
-        from minijax.compiler.passes.buffer_assignment import assign_buffers
         assignment = assign_buffers(module)
     return MemoryAnalysis(
         argument_size_in_bytes=int(assignment.argument_bytes),

@@ -21,6 +21,8 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from minijax.dtypes import short_name
+
 DEFAULT_MAX_BYTES = 1 << 30
 _all_function_caches: weakref.WeakSet = weakref.WeakSet()
 
@@ -150,7 +152,6 @@ def clear_caches() -> None:
 
 def _aval_text(aval) -> str:
     shape, dtype, weak = aval
-    from minijax.dtypes import short_name
     return f"{short_name(dtype)}[{','.join(map(str, shape))}]" + ("{weak_type}" if weak else "")
 
 

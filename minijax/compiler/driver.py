@@ -43,7 +43,7 @@ def dump_flags():
     """The MINIJAX_FLAGS dump flags (dumps.py is imported only when flags are set)."""
     if not (config._values["minijax_flags"] or "").strip():
         return _NoDumps
-    from minijax.compiler import dumps
+    from minijax.compiler import dumps  # lazy: see the docstring
     return dumps.dump_flags()
 
 
@@ -108,7 +108,7 @@ def compile_module(module, backend, options: CompileOptions | None = None, *,
     timings["codegen"] = time.perf_counter() - t0
     cache_mod.executable_cache.put(key, (executable, optimized), module_bytes(optimized))
     if flags.dump_to and dump_source is not None:
-        from minijax.compiler import dumps
+        from minijax.compiler import dumps  # lazy: only when MINIJAX_FLAGS asks for dumps
         dumps.dump_module(flags, getattr(dump_source, "fun_name", module.name), dump_source,
                           optimized, executable, timings)
     return executable, optimized
@@ -136,6 +136,7 @@ def _load_optimized(disk, fp: str, stats, timings: dict):
         if stats is not None:
             stats.disk_misses += 1
     else:
+        # Lazy: a disk-cache hit loads this one pass, never the pipeline.
         from minijax.compiler.passes.buffer_assignment import assign_buffers
         module.buffer_assignment = assign_buffers(module)
         if stats is not None:

@@ -22,7 +22,9 @@ import shlex
 import threading
 from dataclasses import dataclass
 
+from minijax.compiler.hlo.printer import module_to_text
 from minijax.config import config
+from minijax.version import __version__
 
 _counter = itertools.count()
 _lock = threading.Lock()
@@ -61,8 +63,6 @@ def _write(path: str, text: str) -> None:
 
 def dump_module(flags: DumpFlags, fun_name: str, lowered, module, executable, timings) -> str:
     """Write the dump files of one compiled module; returns the file-name prefix."""
-    from minijax import __version__
-    from minijax.compiler.hlo.printer import module_to_text
     os.makedirs(flags.dump_to, exist_ok=True)
     with _lock:
         number = next(_counter)

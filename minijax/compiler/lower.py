@@ -18,6 +18,7 @@ import numpy as np
 from minijax.compiler.hlo.builder import HloBuilder, scalar_computation
 from minijax.compiler.hlo.ir import Computation, Module, Shape, element_type_of
 from minijax.compiler.lowering_registry import lowering_rules
+from minijax.core import Literal
 
 
 class LoweringError(Exception):
@@ -123,7 +124,6 @@ def _metadata(eqn, fun_name: str) -> dict:
 
 def lower_jaxpr_body(module_ctx, b: HloBuilder, jaxpr, const_instrs, arg_instrs, fun_name):
     """Lower the equations of `jaxpr` into builder `b`; returns the output instructions."""
-    from minijax.core import Literal
     env = {}
     env.update(zip(jaxpr.constvars, const_instrs, strict=True))
     env.update(zip(jaxpr.invars, arg_instrs, strict=True))

@@ -40,7 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.compiler.hlo.ir import Module
 from minijax.config import config
+from minijax.version import __version__
 
 FORMAT = "minijax-jit-cache-1"
 _MAGIC = b"MINIJAX-JIT-1\n"
@@ -97,7 +99,6 @@ def structure_key(module) -> str:
 
 def module_fingerprint(module, backend: str, options: tuple) -> str:
     """The cache key of lowered `module` compiled for `backend` with `options`."""
-    from minijax import __version__
     h = hashlib.sha256()
     for part in (FORMAT, structure_key(module), backend, repr(options), __version__,
                  np.__version__, f"{sys.version_info[0]}.{sys.version_info[1]}"):
@@ -160,7 +161,6 @@ class DiskCache:
         return module
 
     def _decode(self, data: bytes, fingerprint: str):
-        from minijax.compiler.hlo.ir import Module
         if not data.startswith(_MAGIC):
             return None
         header, sep, rest = data[len(_MAGIC):].partition(b"\n")

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from minijax import trace_events
 from minijax.compiler.hlo.ir import Module
+from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.options import CompileOptions
 from minijax.config import debug_level
 
@@ -67,7 +68,7 @@ class FixedPoint:
 
 def _verifier():
     """A verifier that re-checks shapes only of instructions changed since they passed."""
-    try:
+    try:  # lazy, as the passes (see _PASS_CLASSES)
         from minijax.compiler.passes.incremental_verifier import IncrementalVerifier
         return IncrementalVerifier()
     except ImportError:
@@ -151,7 +152,6 @@ class Pipeline:
                                            or self.dump_pass_re.search(name)):
             self.dump_hook(module, name, index)
         if debug_level() >= 3:
-            from minijax.compiler.hlo.printer import module_to_text
             status = "changed" if changed else "unchanged"
             print(f"--- {module.name}: HLO after pass {index} {name} ({status}) ---\n"
                   f"{module_to_text(module)}", file=sys.stderr)
@@ -161,7 +161,6 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
     """A dump hook writing `<module>.<index>.<pass>.hlo.txt` files into `directory`."""
 
     def hook(module: Module, pass_name: str, index: int) -> None:
-        from minijax.compiler.hlo.printer import module_to_text
         os.makedirs(directory, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{module.name}.{index:04d}.{pass_name}")
         with open(os.path.join(directory, safe + ".hlo.txt"), "w") as f:
@@ -172,6 +171,7 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
 
 def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
+    # Lazy: importing this module (CompileOptions, a cache hit) must not load the passes.
     from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
     from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
     from minijax.compiler.passes.call_inliner import CallInliner

@@ -16,11 +16,10 @@ run on its values.
 
 from __future__ import annotations
 
-from typing import Any
-
 from minijax import core
 from minijax import numpy as jnp
 from minijax.extend.core import Effect
+from minijax.ref import hitype_aval, register_hitype  # noqa: F401  (JAX's hijax names)
 
 __all__ = ["AbstractValue", "AvalMutableQDD", "AvalQDD", "HiPrimitive", "HiType",
            "MutableHiType", "Zero", "aval_method", "aval_property",
@@ -83,20 +82,6 @@ class _EffectTypeSet:
 
 control_flow_allowed_effects = _EffectTypeSet()
 
-_hitypes: dict[type, Any] = {}
-
-
-def register_hitype(value_type: type, to_aval) -> None:
-    """Declare ``value_type`` a high-level type; ``to_aval(value)`` is its abstract type."""
-    _hitypes[value_type] = to_aval
-
-
-def hitype_aval(x):
-    """The registered abstract type of a hi-type value ``x``, or None."""
-    for cls in type(x).__mro__:
-        if cls in _hitypes:
-            return _hitypes[cls](x)
-    return None
 
 
 class aval_method:  # noqa: N801 (JAX's name)

@@ -1,5 +1,10 @@
 """minijax.lax: the primitive layer (JAX's `jax.lax`)."""
 
+from minijax.lax import (
+    elementwise_jvp,  # noqa: F401 - registers the rem/pow/max/min/abs JVPs
+    gather_scatter_ad,  # noqa: F401 - registers the scatters' JVP and transpose rules
+    reductions_jvp,  # noqa: F401 - registers reduce_max/min/prod JVPs
+)
 from minijax.lax.conv_util import ConvDimensionNumbers, conv_general_permutations
 from minijax.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from minijax.lax.dot_conv import (
@@ -199,6 +204,7 @@ __all__ += [
 
 # collectives over a named vmap, pmap or shard_map axis (lax/collectives*.py)
 from minijax.lax import collectives_lowering as _collectives_lowering  # noqa: E402, F401
+from minijax.lax import float8_sum as _float8_sum  # noqa: E402, F401  (registers float8 sums)
 from minijax.lax.collectives import (  # noqa: E402
     all_gather,
     axis_index,

@@ -31,7 +31,20 @@ from minijax import dtypes, tree_util
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, axis_env, batching
 from minijax.interpreters.batching import not_mapped
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.elementwise import add, div, mul
+from minijax.lax.elementwise_int import eq
+from minijax.lax.reductions import reduce_max, reduce_min, reduce_sum
+from minijax.lax.slicing import index_in_dim
+from minijax.lax.structural import (
+    bdim_at_front,
+    concatenate,
+    convert_element_type,
+    full,
+    iota,
+    moveaxis,
+    reshape,
+)
+from minijax.lax.utils import is_scalar_literal, standard_primitive, weak_scalar
 
 __all__ = ["all_gather", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum",
            "psum_scatter"]
@@ -93,7 +106,6 @@ def _unbound_impl(name):
 
 
 def _as_array(x):
-    from minijax.lax.utils import is_scalar_literal, weak_scalar
     if is_scalar_literal(x):
         dtype, _ = dtypes.result_type_and_weak(x)
         return weak_scalar(x, dtype)
@@ -124,7 +136,6 @@ def psum(x, axis_name, *, axis_index_groups=None):
     Booleans are summed as int32, as in JAX. An operand that is not mapped along the axis
     is multiplied by the axis size.
     """
-    from minijax.lax.structural import convert_element_type
     names = _axis_names(axis_name, "psum")
     _no_groups(axis_index_groups, "psum")
     _axis_size(names)
@@ -148,9 +159,6 @@ def _psum_transpose(ct, x, *, axis_name):
 
 
 def _psum_batcher(trace, vals, dims, *, axis_name):
-    from minijax.lax.elementwise import mul
-    from minijax.lax.reductions import reduce_sum
-    from minijax.lax.utils import weak_scalar
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
         return psum_p.bind(x, axis_name=axis_name), d
@@ -170,9 +178,6 @@ batching.primitive_batchers[psum_p] = _psum_batcher
 
 def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean of `x` (a pytree) over the named mapped axis; integers give floats, as in JAX."""
-    from minijax.lax.elementwise import div
-    from minijax.lax.structural import convert_element_type
-    from minijax.lax.utils import weak_scalar
     names = _axis_names(axis_name, "pmean")
     _no_groups(axis_index_groups, "pmean")
     n = _axis_size(names)
@@ -232,9 +237,6 @@ def _pminmax_jvp(prim):
     # Ties share the tangent equally (the mean over the elements attaining the extremum),
     # matching reduce_max's convention.
     def rule(primals, tangents, *, axis_name):
-        from minijax.lax.elementwise import div, mul
-        from minijax.lax.elementwise_int import eq
-        from minijax.lax.structural import convert_element_type
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, axis_name=axis_name)
         mask = convert_element_type(eq(x, ans), get_aval(t).dtype)
@@ -245,7 +247,6 @@ def _pminmax_jvp(prim):
 
 
 def _register_minmax():
-    from minijax.lax.reductions import reduce_max, reduce_min
     for prim, reducer in ((pmax_p, reduce_max), (pmin_p, reduce_min)):
         ad.primitive_jvps[prim] = _pminmax_jvp(prim)
         batching.primitive_batchers[prim] = _pminmax_batcher(prim, reducer)
@@ -301,7 +302,6 @@ all_gather_p = standard_primitive("all_gather", _all_gather_abstract_eval,
 
 def _merge_into(x, axis):
     """Merge dimension `axis` (major) with `axis + 1`."""
-    from minijax.lax.structural import reshape
     shape = list(get_aval(x).shape)
     shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
     return reshape(x, tuple(shape))
@@ -309,7 +309,6 @@ def _merge_into(x, axis):
 
 def _split_dim(x, axis, n):
     """Split dimension `axis` of size n*k into (n, k)."""
-    from minijax.lax.structural import reshape
     shape = list(get_aval(x).shape)
     shape[axis:axis + 1] = [n, shape[axis] // n]
     return reshape(x, tuple(shape))
@@ -444,8 +443,6 @@ ppermute_p = standard_primitive("ppermute", _same_aval, _unbound_impl("ppermute"
 
 
 def _ppermute_batcher(trace, vals, dims, *, axis_name, perm):
-    from minijax.lax.slicing import index_in_dim
-    from minijax.lax.structural import concatenate, full
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
         return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
@@ -481,7 +478,6 @@ def axis_index(axis_name):
 
     For a tuple of names the index is row-major over the axes (the first name is major).
     """
-    from minijax.lax.elementwise import add, mul
     names = _axis_names(axis_name, "axis_index")
     if not names:
         raise ValueError("axis_index needs at least one axis name")
@@ -502,7 +498,6 @@ axis_index_p = standard_primitive("axis_index", _axis_index_abstract_eval,
 
 
 def _axis_index_batcher(trace, vals, dims, *, axis_name):
-    from minijax.lax.structural import iota
     return iota(np.int32, trace.axis_size), 0
 
 

@@ -21,7 +21,8 @@ from minijax.lax.collectives import (
     _single_name,
     _unbound_impl,
 )
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.structural import bdim_at_front, moveaxis, reshape
+from minijax.lax.utils import standard_primitive
 
 __all__ = ["all_to_all"]
 
@@ -66,7 +67,6 @@ all_to_all_p = standard_primitive("all_to_all", _abstract_eval, _unbound_impl("a
 
 
 def _batcher(trace, vals, dims, *, axis_name, split_axis, concat_axis, tiled, axis_size):
-    from minijax.lax.structural import reshape
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
         x = moveaxis(x, d, 0)

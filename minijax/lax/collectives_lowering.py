@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_collectives import groups_text
+from minijax.compiler.evaluator.collectives import groups_text
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.interpreters import axis_env

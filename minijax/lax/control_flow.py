@@ -32,9 +32,12 @@ from minijax.lax.control_flow_common import (
     materialize,
     move_to_front,
     to_strong,
+    trace_flat,
     trace_user_fun,
     transpose_jaxpr,
 )
+from minijax.lax.elementwise_int import clamp, ne, select_n
+from minijax.lax.structural import broadcast_in_dim, convert_element_type, moveaxis
 
 _no_operand = object()
 
@@ -67,13 +70,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
     pred_dtype = get_aval(pred).dtype
     if pred_dtype.kind != "b":
         if pred_dtype.kind in "iu":
-            from minijax.lax.elementwise_int import ne
             pred = ne(pred, 0)
         else:
             raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
     if not callable(true_fun) or not callable(false_fun):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
-    from minijax.lax.structural import convert_element_type
     index = convert_element_type(pred, np.int32)
     return _bind_cond(index, (false_fun, true_fun), operands, "true_fun and false_fun output")
 
@@ -101,8 +102,6 @@ def switch(index, branches, *operands, operand=_no_operand):
         raise TypeError(f"Index type must be an integer, got {index_dtype}.")
     if len(branches) == 1:
         return branches[0](*operands)
-    from minijax.lax.elementwise_int import clamp
-    from minijax.lax.structural import convert_element_type
     index = convert_element_type(index, np.int32)
     index = clamp(np.int32(0), index, np.int32(len(branches) - 1))
     return _bind_cond(index, branches, operands, None)
@@ -199,8 +198,6 @@ ad.primitive_jvps[cond_p] = _cond_jvp
 
 
 def _bcast_select(index, cases):
-    from minijax.lax.elementwise_int import select_n
-    from minijax.lax.structural import broadcast_in_dim
     shape = get_aval(cases[0]).shape
     which = broadcast_in_dim(index, shape, (0,)) if len(shape) > 1 else index
     return select_n(which, *cases)
@@ -222,7 +219,6 @@ def _cond_batch(trace, vals, dims, *, branches):
         outs = cond_p.bind(index, *args, branches=batched)
         return outs, [0 if b else batching.not_mapped for b in out_b]
     # A batched index: run every branch on the whole batch and select per element.
-    from minijax.lax.utils import moveaxis
     index = moveaxis(index, idim, 0)
     results = []
     for br in branches:
@@ -272,7 +268,6 @@ def _cond_partial_eval(trace, args, params):
 
 def _pad_residual_outputs(known: ClosedJaxpr, n_out: int, all_res, before: int):
     """The known branch, outputting zeros for the other branches' residuals."""
-    from minijax.lax.control_flow_common import trace_flat
 
     def fun(*args):
         outs = core.eval_jaxpr(known.jaxpr, known.consts, *args)

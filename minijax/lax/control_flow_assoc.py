@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from minijax import tree_util
 from minijax.core import get_aval
+from minijax.lax.slicing import concatenate, pad, slice_in_dim
+from minijax.lax.structural import expand_dims, reshape, rev
 
 
 def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
@@ -13,7 +15,6 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
 
     fn(a, b) combines two pytrees shaped like elems (sliced along axis) elementwise.
     """
-    from minijax.lax.structural import rev
     if not callable(fn):
         raise TypeError("lax.associative_scan: fn argument should be callable.")
     leaves, tree = tree_util.tree_flatten(elems)
@@ -47,7 +48,6 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
 
 
 def _slice(x, start, stop, stride, axis):
-    from minijax.lax.slicing import slice_in_dim
     return slice_in_dim(x, start, stop, stride, axis)
 
 
@@ -66,7 +66,6 @@ def _scan(combine, xs, axis):
                        [_slice(x, 2, n, 2, axis) for x in xs])
     else:
         even = None
-    from minijax.lax.slicing import concatenate
     firsts = [_slice(x, 0, 1, 1, axis) for x in xs]
     if even is None:
         even = firsts
@@ -77,8 +76,6 @@ def _scan(combine, xs, axis):
 
 def _interleave(a, b, axis):
     """Elements a0, b0, a1, b1, ... along axis (len(a) == len(b) or len(b) + 1)."""
-    from minijax.lax.slicing import concatenate, pad
-    from minijax.lax.structural import expand_dims, reshape
     aval_a, aval_b = get_aval(a), get_aval(b)
     na, nb = aval_a.shape[axis], aval_b.shape[axis]
     if nb < na:

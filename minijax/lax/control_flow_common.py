@@ -16,6 +16,7 @@ from minijax.array import Array
 from minijax.core import ClosedJaxpr, Jaxpr, ShapedArray, Tracer, Var, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import convert_constvars_jaxpr, trace_to_jaxpr
+from minijax.lax.structural import bdim_at_front, convert_element_type, moveaxis
 
 # --------------------------------------------------------------------------- tracing
 
@@ -84,7 +85,6 @@ def check_tree_and_avals(what: str, tree1, avals1, tree2, avals2) -> None:
 def promote_weak_inputs(values, in_avals, out_avals):
     """A weakly typed loop input whose body output has another dtype takes that dtype (as
     JAX does for carries initialised with Python scalars). Returns (values, avals, changed)."""
-    from minijax.lax.structural import convert_element_type
     new_vals, new_avals, changed = [], [], False
     for x, a, o in zip(values, in_avals, out_avals, strict=True):
         if a.weak_type and a.shape == o.shape and a.dtype != o.dtype:
@@ -98,7 +98,6 @@ def promote_weak_inputs(values, in_avals, out_avals):
 
 def to_strong(x, aval: ShapedArray):
     """x converted to `aval` when only its weak type differs."""
-    from minijax.lax.structural import convert_element_type
     if get_aval(x).weak_type and not aval.weak_type:
         return convert_element_type(x, aval.dtype, weak_type=False)
     return x
@@ -178,7 +177,6 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched, instantiate,
     store = {}
 
     def fun(*args):
-        from minijax.lax.utils import bdim_at_front, moveaxis
         parent = core.current_trace()
         trace = batching.BatchTrace(parent, axis_size, axis_name)
         wrapped = [batching.BatchTracer(trace, a, 0) if b else a
@@ -206,7 +204,6 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_size: int, in_batched, instantiate,
 
 def move_to_front(trace, vals, dims, instantiate=None):
     """Move each value's batch dim to 0 (broadcasting unbatched ones where instantiated)."""
-    from minijax.lax.utils import bdim_at_front, moveaxis
     out = []
     for i, (v, d) in enumerate(zip(vals, dims, strict=True)):
         inst = instantiate is True or (isinstance(instantiate, (list, tuple))
@@ -220,7 +217,6 @@ def move_to_front(trace, vals, dims, instantiate=None):
 
 def run_batched(fun, axis_size, axis_name, args, in_batched):
     """Run flat `fun(*args)` under a BatchTrace; every output comes back batched at 0."""
-    from minijax.lax.utils import bdim_at_front, moveaxis
     trace = batching.BatchTrace(core.current_trace(), axis_size, axis_name)
     wrapped = [batching.BatchTracer(trace, a, 0) if b else a
                for a, b in zip(args, in_batched, strict=True)]
@@ -283,7 +279,6 @@ def materialize(ct, aval):
 
 def match_aval(x, aval: ShapedArray):
     """x converted to exactly `aval`'s dtype and weak type (shapes must already agree)."""
-    from minijax.lax.structural import convert_element_type
     got = get_aval(x)
     if got.dtype != aval.dtype or got.weak_type != aval.weak_type:
         return convert_element_type(x, aval.dtype, weak_type=aval.weak_type)

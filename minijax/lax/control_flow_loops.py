@@ -37,6 +37,11 @@ from minijax.lax.control_flow_common import (
     trace_flat,
     trace_user_fun,
 )
+from minijax.lax.control_flow_scan import scan
+from minijax.lax.elementwise import add
+from minijax.lax.elementwise_int import lt, select
+from minijax.lax.reductions import reduce_or
+from minijax.lax.structural import broadcast_in_dim, convert_element_type
 
 # --------------------------------------------------------------------------- wrappers
 
@@ -114,8 +119,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     With concrete bounds this is a scan (differentiable in reverse mode); with traced
     bounds a while loop.
     """
-    from minijax.lax.elementwise import add
-    from minijax.lax.structural import convert_element_type
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     lo_aval, hi_aval = get_aval(lower), get_aval(upper)
@@ -126,7 +129,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     dtype = dtypes.result_type(lower, upper)
     lo_c, hi_c = _concrete_int(lower), _concrete_int(upper)
     if lo_c is not None and hi_c is not None:
-        from minijax.lax.control_flow_scan import scan
         start = convert_element_type(np.asarray(lo_c, dtype), dtype)
 
         def step(carry, _):
@@ -139,7 +141,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     upper = convert_element_type(upper, dtype)
 
     def cond_fun(carry):
-        from minijax.lax.elementwise_int import lt
         i, hi, _ = carry
         return lt(i, hi)
 
@@ -239,9 +240,6 @@ def _while_batch(trace, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, bod
         return outs, out_dims
     # A batched predicate: loop while any element's predicate holds; elements that are
     # done keep their carry.
-    from minijax.lax.elementwise_int import select
-    from minijax.lax.reductions import reduce_or
-    from minijax.lax.structural import broadcast_in_dim
     cond_b, _ = batch_jaxpr(cond_jaxpr, size, cc_b + carry_b, True, name)
     n_cc, n_bc = len(cc), len(bc)
 

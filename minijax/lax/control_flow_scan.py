@@ -31,9 +31,13 @@ from minijax.lax.control_flow_common import (
     promote_weak_inputs,
     split_list,
     to_strong,
+    trace_flat,
     trace_user_fun,
     transpose_jaxpr,
 )
+from minijax.lax.elementwise import add
+from minijax.lax.slicing import concatenate, slice_in_dim
+from minijax.lax.structural import moveaxis, reshape
 from minijax.lax.vmap import vmap
 
 # --------------------------------------------------------------------------- wrapper
@@ -149,8 +153,6 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 - JAX's name
         n = get_aval(leaves[0]).shape[0]
         batch_size = int(batch_size)
         num_batches, rem = divmod(n, batch_size)
-        from minijax.lax.slicing import slice_in_dim
-        from minijax.lax.structural import reshape
         main = [reshape(slice_in_dim(x, 0, num_batches * batch_size, axis=0),
                         (num_batches, batch_size) + get_aval(x).shape[1:]) for x in leaves]
         _, ys = scan(lambda _, x: ((), vmap(f)(tree_util.tree_unflatten(tree, x))), (), main)
@@ -159,7 +161,6 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 - JAX's name
         if rem:
             rest = [slice_in_dim(x, num_batches * batch_size, n, axis=0) for x in leaves]
             ys_rest = vmap(f)(tree_util.tree_unflatten(tree, rest))
-            from minijax.lax.slicing import concatenate
             ys = tree_util.tree_map(lambda a, b: concatenate([a, b], 0), ys, ys_rest)
         return ys
     _, ys = scan(lambda _, x: ((), f(x)), (), xs)
@@ -266,7 +267,6 @@ ad.primitive_jvps[scan_p] = _scan_jvp
 
 
 def _scan_batch(trace, vals, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    from minijax.lax.utils import moveaxis
     size = trace.axis_size
     consts, init, xs = split_list(vals, [num_consts, num_carry])
     c_d, init_d, xs_d = split_list(dims, [num_consts, num_carry])
@@ -369,7 +369,6 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     t_body = transpose_jaxpr(jaxpr, body_lin, out_avals)
     n_rc, n_lc = len(res_c), len(lin_c_avals)
 
-    from minijax.lax.elementwise import add
 
     def body(*a):
         rc, acc, ct_c, rx, ct_y = split_list(a, [n_rc, n_lc, num_carry, len(res_x)])
@@ -377,7 +376,6 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
         d_consts, d_carry, d_xs = split_list(outs, [n_lc, num_carry])
         acc = [add(x, y) for x, y in zip(acc, d_consts, strict=True)]
         return acc + d_carry + d_xs
-    from minijax.lax.control_flow_common import trace_flat
     body_avals = (avals_of(res_c) + lin_c_avals + out_avals[:num_carry]
                   + [a.update(shape=a.shape[1:]) for a in avals_of(res_x)]
                   + out_avals[num_carry:])

@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import elementwise, elementwise_int, elementwise_math, slicing
 from minijax.lax.reductions import _KIND_NAMES, max_identity, min_identity
 from minijax.lax.utils import standard_primitive
 
@@ -66,18 +68,17 @@ def _wrapper(prim, doc):
 
 def logaddexp(x, y):
     """log(exp(x) + exp(y)) in lax terms, stable for large inputs and for infinities."""
-    from minijax import lax
-    amax = lax.max(x, y)
-    delta = lax.sub(x, y)
-    finite = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+    amax = elementwise.max(x, y)
+    delta = elementwise.sub(x, y)
+    spread = elementwise.exp(elementwise.neg(elementwise.abs(delta)))
+    finite = elementwise.add(amax, elementwise_math.log1p(spread))
     # delta is NaN when x and y are equal infinities (or either is NaN): x + y is right then.
-    return lax.select_n(lax.ne(delta, delta), finite, lax.add(x, y))
+    return elementwise_int.select_n(elementwise_int.ne(delta, delta), finite, elementwise.add(x, y))
 
 
 def prefix_scan(combine, x, axis: int, reverse: bool, identity):
     """Inclusive scan of `combine` along `axis` in ceil(log2(n)) steps of shift-and-combine
     (each shift is a lax.pad with the identity and a negative padding on the other side)."""
-    from minijax import lax
     aval = get_aval(x)
     n = aval.shape[axis]
     pad_value = np.asarray(identity, aval.dtype)
@@ -85,7 +86,7 @@ def prefix_scan(combine, x, axis: int, reverse: bool, identity):
     while step < n:
         config = [(0, 0, 0)] * aval.ndim
         config[axis] = (-step, step, 0) if reverse else (step, -step, 0)
-        x = combine(x, lax.pad(x, pad_value, config))
+        x = combine(x, slicing.pad(x, pad_value, config))
         step *= 2
     return x
 
@@ -130,7 +131,6 @@ def _cum_lowering(opcode, identity_fn):
 
 
 def _logaddexp_computation(ctx, et):
-    from minijax.compiler.hlo.ir import Shape
     cb = ctx.new_computation(f"logaddexp_{et}")
     x = cb.parameter(0, Shape(et, ()))
     y = cb.parameter(1, Shape(et, ()))
@@ -171,18 +171,15 @@ register_lowering(cumsum_p, _cum_lowering("add", lambda d: np.zeros((), d)))
 
 
 def _mul(x, y):
-    from minijax import lax
-    return lax.mul(x, y)
+    return elementwise.mul(x, y)
 
 
 def _max(x, y):
-    from minijax import lax
-    return lax.max(x, y)
+    return elementwise.max(x, y)
 
 
 def _min(x, y):
-    from minijax import lax
-    return lax.min(x, y)
+    return elementwise.min(x, y)
 
 
 def _ones(dtype):

@@ -18,6 +18,7 @@ from minijax import dtypes
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import structural
 from minijax.lax.conv_util import (
     ConvDimensionNumbers,
     check_ints,
@@ -31,7 +32,8 @@ from minijax.lax.conv_util import (
     vjp_lhs_padding,
     vjp_rhs_padding,
 )
-from minijax.lax.utils import moveaxis, standard_primitive
+from minijax.lax.structural import convert_element_type, moveaxis, reshape, transpose
+from minijax.lax.utils import promote_scalars, standard_primitive
 
 __all__ = ["ConvDimensionNumbers", "Precision", "conv", "conv_dimension_numbers",
            "conv_general_dilated", "conv_general_permutations", "conv_with_general_padding",
@@ -106,7 +108,6 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dims = ((tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
             (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))))
-    from minijax.lax.utils import promote_scalars
     lhs, rhs = promote_scalars("dot_general", lhs, rhs)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                               precision=_canonical_precision(precision),
@@ -189,7 +190,6 @@ def _like_cotangent(ct, other, preferred):
     """With a preferred_element_type the cotangent's dtype may differ from the other
     operand's: compute the transpose in the cotangent's dtype (the result is converted back
     to the operand's dtype afterwards)."""
-    from minijax.lax.structural import convert_element_type
     dtype = get_aval(ct).dtype
     if get_aval(other).dtype != dtype:
         return convert_element_type(other, dtype), None
@@ -198,7 +198,6 @@ def _like_cotangent(ct, other, preferred):
 
 def _dot_transpose_operand(ct, x_aval, y, dimension_numbers, precision, preferred, swap):
     """Cotangent of operand x of dot_general(x, y) (or of dot_general(y, x) if swap)."""
-    from minijax.lax.structural import convert_element_type, transpose
     (xc, yc), (xb, yb) = dimension_numbers
     y_ndim = get_aval(y).ndim
     x_kept = _free_dims(x_aval.ndim, xc, xb)
@@ -368,7 +367,6 @@ def _swap01(spec):
 
 def reshape_axis_out_of(src: int, size1: int, x):
     """Split dimension `src` of x into (size1, rest)."""
-    from minijax.lax.structural import reshape
     shape = list(get_aval(x).shape)
     shape[src:src + 1] = [size1, shape[src] // size1]
     return reshape(x, tuple(shape))
@@ -377,7 +375,6 @@ def reshape_axis_out_of(src: int, size1: int, x):
 def reshape_axis_into(src: int, dst: int, x):
     """Merge dimension `src` into dimension `dst` (numbered after removing src), as the
     major part of the merged dimension."""
-    from minijax.lax.structural import reshape
     shape = get_aval(x).shape
     perm = [i for i in range(len(shape)) if i != src]
     perm.insert(dst, src)
@@ -387,8 +384,6 @@ def reshape_axis_into(src: int, dst: int, x):
 
 
 def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
-    from minijax import lax
-    from minijax.lax.structural import convert_element_type
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     fgc, bgc = p["feature_group_count"], p["batch_group_count"]
     rhs_shape = get_aval(rhs).shape
@@ -400,7 +395,7 @@ def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
                               [rhs_shape[d] for d in rhs_spec[2:]], p["window_strides"],
                               [get_aval(ct).shape[d] for d in out_spec[2:]], p["padding"],
                               p["lhs_dilation"], p["rhs_dilation"])
-    flipped = lax.rev(rhs, tuple(rhs_spec[2:]))
+    flipped = structural.rev(rhs, tuple(rhs_spec[2:]))
     flipped, preferred = _like_cotangent(ct, flipped, p["preferred_element_type"])
     dnums = ConvDimensionNumbers(out_spec, _swap01(rhs_spec), lhs_spec)
     out = conv_general_dilated_p.bind(
@@ -417,7 +412,6 @@ def _conv_transpose_lhs(ct, rhs, lhs_aval, p):
 
 
 def _conv_transpose_rhs(ct, lhs, rhs_aval, p):
-    from minijax.lax.structural import convert_element_type
     lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
     fgc, bgc = p["feature_group_count"], p["batch_group_count"]
     lhs_shape = get_aval(lhs).shape

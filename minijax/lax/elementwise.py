@@ -4,9 +4,10 @@ helpers of the elementwise families.
 
 Each block: the public wrapper, the primitive with abstract eval and NumPy impl (XLA
 semantics, exact output dtype), the JVP, the transpose (linear primitives only), the
-batching rule and the HLO lowering. Transcendentals and reduce_precision live in
-elementwise_math.py; comparisons, bitwise, shifts, select_n, clamp and bitcasts in
-elementwise_int.py; real, imag, conj and complex in elementwise_complex.py.
+batching rule and the HLO lowering (the JVPs of rem, pow, max, min and abs, which need
+comparisons, select, log or conj, are in elementwise_jvp.py). Transcendentals and
+reduce_precision live in elementwise_math.py; comparisons, bitwise, shifts, select_n, clamp
+and bitcasts in elementwise_int.py; real, imag, conj and complex in elementwise_complex.py.
 """
 
 from __future__ import annotations
@@ -17,21 +18,53 @@ import enum
 import numpy as np
 
 from minijax import core, dtypes
-from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
-from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
+from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
+from minijax.interpreters.batching import not_mapped
+from minijax.lax.reductions import unbroadcast_scalar
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim, moveaxis
 from minijax.lax.utils import (
-    elementwise_batcher,
     promote_scalars,
     same_shape_dtype_rule,
     standard_primitive,
-    unbroadcast_scalar,
     weak_scalar,
 )
 
 NUM = "iufc"  # numeric kinds (JAX's _num): no bool
+
+
+def elementwise_batcher(primitive):
+    """Batching rule for n-ary elementwise primitives (equal shapes or rank-0 operands)."""
+    def rule(trace, vals, dims, **params):
+        if all(d is not not_mapped for d in dims) and len(set(dims)) == 1 and len(
+                {get_aval(v).ndim for v in vals}) == 1:
+            out = primitive.bind(*vals, **params)
+            return out, ([dims[0]] * len(out) if primitive.multiple_results else dims[0])
+        size = trace.axis_size
+        shapes = [_unbatched_shape(v, d) for v, d in zip(vals, dims, strict=True)]
+        out_shape = next((s for s in shapes if s), ())
+        moved = []
+        for v, d, shape in zip(vals, dims, shapes, strict=True):
+            if d is not_mapped:
+                moved.append(v if not shape else bdim_at_front(v, d, size))
+            else:
+                v = moveaxis(v, d, 0)
+                if not shape and out_shape:
+                    v = broadcast_in_dim(v, (size,) + out_shape, (0,))
+                moved.append(v)
+        out = primitive.bind(*moved, **params)
+        if primitive.multiple_results:
+            return out, [0] * len(out)
+        return out, 0
+    return rule
+
+
+def _unbatched_shape(v, d):
+    shape = get_aval(v).shape
+    return shape if d is not_mapped else shape[:d] + shape[d + 1:]
 
 
 def _unary(name, numpy_fn, hlo_opcode, kinds=None, lowering=None):
@@ -88,7 +121,6 @@ def _const(x, value):
 
 def full_like(x, value):
     """An array of x's shape and dtype filled with `value`."""
-    from minijax.lax.structural import broadcast_in_dim
     aval = get_aval(x)
     return broadcast_in_dim(weak_scalar(value, aval.dtype), aval.shape, ())
 
@@ -103,18 +135,12 @@ def _ones(x):
 
 def _brcast(t, *others):
     """Broadcast a rank-0 tangent to the shape of the (non-scalar) other operands."""
-    from minijax.lax.structural import broadcast_in_dim
     if get_aval(t).shape:  # already the result's shape (scalar operands broadcast to it)
         return t
     shape = next((get_aval(o).shape for o in others if get_aval(o).shape), ())
     if shape:
         return broadcast_in_dim(t, shape, ())
     return t
-
-
-def _replace_zero(x):
-    from minijax.lax.elementwise_int import eq, select
-    return select(eq(x, _const(x, 0)), _ones(x), x)
 
 
 # --------------------------------------------------------------------------- add / sub
@@ -258,14 +284,6 @@ def _rem_impl(x, y):
 rem_p = _binary("rem", _rem_impl, "remainder", kinds="iuf")
 
 
-def _trunc(x):
-    from minijax.lax.elementwise_int import lt as _lt
-    from minijax.lax.elementwise_int import select
-    return select(_lt(x, _const(x, 0)), ceil(x), floor(x))
-
-
-ad.defjvp(rem_p, lambda t, x, y: _brcast(t, y),
-          lambda t, x, y: mul(neg(t), _trunc(div(x, y))))
 
 # --------------------------------------------------------------------------- pow
 
@@ -305,33 +323,6 @@ batching.primitive_batchers[pow_p] = elementwise_batcher(pow_p)
 register_lowering(pow_p, _pow_lower)
 
 
-def _pow_jvp_lhs(t, ans, x, y):
-    from minijax.lax.elementwise_int import eq, select
-    from minijax.lax.structural import convert_element_type
-    y_dtype = get_aval(y).dtype
-    if y_dtype.kind not in "iu":
-        # JAX's rule: y * x ** (y - 1), so d/dx x ** 0. at x = 0 is 0 * inf = NaN.
-        return mul(t, mul(y, pow(x, sub(y, _const(y, 1)))))
-    # An integer exponent 0 has the derivative 0 everywhere (x ** 0 == 1), as in JAX.
-    y = convert_element_type(y, get_aval(x).dtype)
-    shaped = _brcast(y, x)
-    jac = select(eq(shaped, _const(y, 0)), _zeros(shaped),
-                 mul(y, pow(x, sub(y, _const(y, 1)))))
-    return mul(t, jac)
-
-
-def _pow_jvp_rhs(t, ans, x, y):
-    if get_aval(y).dtype.kind in "iu":
-        return ad.Zero.from_value(ans)
-    return mul(t, mul(_log(_replace_zero(x)), ans))
-
-
-def _log(x):
-    from minijax.lax.elementwise_math import log
-    return log(x)
-
-
-ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
 
 # --------------------------------------------------------------------------- integer_pow, square
 
@@ -426,16 +417,6 @@ max_p = _binary("max", xla_maximum, "maximum")
 min_p = _binary("min", xla_minimum, "minimum")
 
 
-def _balanced_eq(x, z, y):
-    # Where x and y tie at the extremum each gets half of the tangent (as JAX).
-    from minijax.lax.elementwise_int import eq, select
-    return div(select(eq(x, z), _ones(z), _zeros(z)),
-               select(eq(y, z), full_like(z, 2), _ones(z)))
-
-
-for _prim in (max_p, min_p):
-    ad.defjvp2(_prim, lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
-               lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)))
 
 # --------------------------------------------------------------------------- sign / abs
 
@@ -473,17 +454,6 @@ def _real_dtype(dtype):
 abs_p = _typed_unary("abs", np.abs, "abs", _real_dtype, NUM)
 
 
-def _abs_jvp(t, ans, x):
-    from minijax.lax.elementwise_complex import conj, real
-    from minijax.lax.elementwise_int import ge, select
-    from minijax.lax.structural import convert_element_type
-    if get_aval(x).dtype.kind == "c":
-        denom = _replace_zero(convert_element_type(ans, get_aval(x).dtype))
-        return real(mul(t, div(conj(x), denom)))
-    return select(ge(x, _const(x, 0)), t, neg(t))
-
-
-ad.defjvp2(abs_p, _abs_jvp)
 
 # --------------------------------------------------------------------------- floor / ceil / round
 
@@ -567,7 +537,6 @@ ad.deflinear(add_any_p, lambda ct, x, y: [_ct_for(ct, x), _ct_for(ct, y)])
 
 
 def _zeros_like_aval(aval):
-    from minijax.lax.structural import broadcast_in_dim
     zero = weak_scalar(0, aval.dtype)
     zero.aval = zero.aval.update(weak_type=aval.weak_type)
     return broadcast_in_dim(zero, aval.shape, ())

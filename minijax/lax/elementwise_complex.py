@@ -18,16 +18,12 @@ from minijax.lax.elementwise import (
     _lower_as,
     _real_dtype,
     _typed_unary,
+    elementwise_batcher,
     neg,
     out_aval,
 )
 from minijax.lax.structural import broadcast_in_dim
-from minijax.lax.utils import (
-    elementwise_batcher,
-    promote_scalars,
-    same_shape_dtype_rule,
-    standard_primitive,
-)
+from minijax.lax.utils import promote_scalars, same_shape_dtype_rule, standard_primitive
 
 # --------------------------------------------------------------------------- complex parts
 

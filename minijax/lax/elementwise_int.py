@@ -11,16 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
-from minijax.compiler.evaluator_elementwise import maximum as xla_maximum
-from minijax.compiler.evaluator_elementwise import minimum as xla_minimum
+from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
+from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
-from minijax.lax.elementwise import _ct_for, _unary, out_aval
+from minijax.lax.elementwise import _brcast, _ct_for, _unary, _zeros, elementwise_batcher, out_aval
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim
 from minijax.lax.utils import (
-    bdim_at_front,
-    elementwise_batcher,
     promote_scalars,
     same_shape_dtype_rule,
     shapes_text,
@@ -333,7 +332,6 @@ def _select_n_transpose(ct, which, *cases):
     out = [None]
     if type(ct) is ad.Zero:
         return out + [None] * len(cases)
-    from minijax.lax.elementwise import _zeros
     zeros = _zeros(ct)
     for i, case in enumerate(cases):
         if ad.is_undefined_primal(case):
@@ -347,7 +345,6 @@ def _select_n_transpose(ct, which, *cases):
 
 def _full_batched(x, d, size, full_shape):
     """x with the batch dim first and the full (unbatched) shape behind it."""
-    from minijax.lax.structural import broadcast_in_dim
     x = bdim_at_front(x, d, size)
     if get_aval(x).shape[1:] != tuple(full_shape):
         x = broadcast_in_dim(x, (size,) + tuple(full_shape), (0,))
@@ -416,7 +413,6 @@ def _clamp_batch(trace, vals, dims):
 
 
 def _clamp_jvp(primals, tangents):
-    from minijax.lax.elementwise import _brcast, _zeros
     lo, x, hi = primals
     out = clamp_p.bind(lo, x, hi)
     t_out = ad.Zero.from_value(out)

@@ -21,8 +21,8 @@ from minijax.interpreters import ad, batching
 from minijax.lax.elementwise import mul
 from minijax.lax.elementwise_complex import conj, real
 from minijax.lax.slicing import pad
-from minijax.lax.structural import broadcast_in_dim, convert_element_type, full
-from minijax.lax.utils import moveaxis, standard_primitive
+from minijax.lax.structural import broadcast_in_dim, convert_element_type, full, moveaxis
+from minijax.lax.utils import standard_primitive
 
 __all__ = ["FftType", "fft", "fft_p"]
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import get_aval
+from minijax.lax import reductions
 from minijax.lax.elementwise import add
 from minijax.lax.slicing import index_in_dim, pad
 from minijax.lax.structural import broadcast_in_dim, convert_element_type, reshape, transpose
@@ -81,3 +82,7 @@ def float8_reduce_sum(operand, axes: tuple[int, ...]):
         v = _ordered_sum(v, dtype)
     v = reshape(v, (*kept_shape, math.prod(sizes)))
     return convert_element_type(_ordered_sum(v, dtype), dtype)
+
+
+reductions.NARROW_ACCUMULATION_SUMS.update(
+    {np.dtype(dt): float8_reduce_sum for dt in ROUNDED_ACCUMULATION})

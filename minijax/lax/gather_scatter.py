@@ -26,7 +26,9 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.elementwise import neg
+from minijax.lax.structural import bdim_at_front, moveaxis
+from minijax.lax.utils import standard_primitive
 
 
 class GatherDimensionNumbers(NamedTuple):
@@ -528,10 +530,9 @@ scatter_max_p, scatter_max = _make_scatter(
 def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
     """Scatter-subtract: updates are subtracted from the operand at the indices."""
-    from minijax.lax.elementwise import neg
     return scatter_add(operand, scatter_indices, neg(updates), dimension_numbers,
                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                        mode=mode)
 
-# The scatters' JVP and transpose rules live in gather_scatter_ad.py (registered on import).
-from minijax.lax import gather_scatter_ad as _gather_scatter_ad  # noqa: E402,F401
+# The scatters' JVP and transpose rules live in gather_scatter_ad.py, which imports this
+# module (lax/__init__.py imports it to register them).

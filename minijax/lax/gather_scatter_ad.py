@@ -17,6 +17,8 @@ from minijax import core, dtypes
 from minijax.array import Array
 from minijax.core import get_aval
 from minijax.interpreters import ad
+from minijax.lax import elementwise, elementwise_int
+from minijax.lax.elementwise import mul
 from minijax.lax.gather_scatter import (
     GatherScatterMode,
     gather_p,
@@ -70,7 +72,6 @@ ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 
 def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
                  mode):
-    from minijax import lax
     (x, i, u), (gx, _, gu) = primals, tangents
     params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
                   unique_indices=unique_indices, mode=mode)
@@ -88,14 +89,15 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
     ids_shape = [1 if d in dn.update_window_dims else n for d, n in enumerate(u_aval.shape)]
     n_ids = int(np.prod(ids_shape, dtype=np.int64))
     id_dtype = np.dtype("uint32") if n_ids < 2 ** 31 - 1 else dtypes.canonicalize_dtype("uint64")
-    ids = lax.add(reshape(iota(id_dtype, n_ids), ids_shape), Array(np.asarray(1, id_dtype)))
+    ids = elementwise.add(reshape(iota(id_dtype, n_ids), ids_shape), Array(np.asarray(1, id_dtype)))
     ids = broadcast_in_dim(ids, u_aval.shape, tuple(range(u_aval.ndim)))
     scattered = scatter_p.bind(full(get_aval(x).shape, 0, id_dtype), i, ids, **params)
-    won = lax.eq(ids, _readback(scattered, i, u_aval.shape, dn, mode, indices_are_sorted))
-    untouched = lax.eq(scattered, full(get_aval(x).shape, 0, id_dtype))
+    won = elementwise_int.eq(ids, _readback(scattered, i, u_aval.shape, dn, mode,
+                                            indices_are_sorted))
+    untouched = elementwise_int.eq(scattered, full(get_aval(x).shape, 0, id_dtype))
 
     def keep(mask, v):
-        return lax.select_n(mask, _zeros(get_aval(v)), v)
+        return elementwise_int.select_n(mask, _zeros(get_aval(v)), v)
     out = scatter_add_p.bind(keep(untouched, x), i, keep(won, u), **params)
     tangent = scatter_add_p.bind(keep(untouched, gx), i, keep(won, gu), **params)
     return out, tangent
@@ -125,7 +127,6 @@ ad.primitive_transposes[scatter_p] = _scatter_transpose
 
 
 def _scatter_mul_jvp_updates(g, x, i, u, **params):
-    from minijax.lax.elementwise import mul
     if not params["unique_indices"]:
         raise NotImplementedError("scatter_mul gradients with respect to updates are only "
                                   "implemented if unique_indices=True")
@@ -150,7 +151,6 @@ def _scatter_extremal_jvp(prim, primals, tangents, *, dimension_numbers,
                           indices_are_sorted, unique_indices, mode):
     """Tangent of scatter-min/max: the average of the tangents of all values (operand and
     updates) that equal the result at each position, as JAX does for ties."""
-    from minijax import lax
     (x, i, u), (gx, _, gu) = primals, tangents
     params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
                   unique_indices=unique_indices, mode=mode)
@@ -159,17 +159,18 @@ def _scatter_extremal_jvp(prim, primals, tangents, *, dimension_numbers,
         return out, ad.Zero.from_value(out)
     gx, gu = ad.instantiate_zeros(gx), ad.instantiate_zeros(gu)
     x_aval, u_aval = get_aval(x), get_aval(u)
-    u_won = lax.eq(u, _readback(out, i, u_aval.shape, dimension_numbers, mode,
+    u_won = elementwise_int.eq(u, _readback(out, i, u_aval.shape, dimension_numbers, mode,
                                 indices_are_sorted))
-    x_won = lax.eq(x, out)
+    x_won = elementwise_int.eq(x, out)
     zeros_x, zeros_u = _zeros(x_aval), _zeros(u_aval)
     one_x, one_u = full(x_aval.shape, 1, x_aval.dtype), full(u_aval.shape, 1, u_aval.dtype)
-    count = lax.add(lax.select_n(x_won, zeros_x, one_x),
-                    scatter_add_p.bind(zeros_x, i, lax.select_n(u_won, zeros_u, one_u),
-                                       **params))
-    total = lax.add(lax.select_n(x_won, zeros_x, gx),
-                    scatter_add_p.bind(zeros_x, i, lax.select_n(u_won, zeros_u, gu), **params))
-    return out, lax.div(total, lax.max(count, one_x))
+    select_n = elementwise_int.select_n
+    count = elementwise.add(select_n(x_won, zeros_x, one_x),
+                            scatter_add_p.bind(zeros_x, i, select_n(u_won, zeros_u, one_u),
+                                               **params))
+    total = elementwise.add(select_n(x_won, zeros_x, gx),
+                            scatter_add_p.bind(zeros_x, i, select_n(u_won, zeros_u, gu), **params))
+    return out, elementwise.div(total, elementwise.max(count, one_x))
 
 
 for _prim in (scatter_min_p, scatter_max_p):

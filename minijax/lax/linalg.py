@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes, lax
-from minijax.compiler import evaluator_linalg as host_linalg
-from minijax.compiler.evaluator_linalg import custom_call_target
+from minijax.compiler.evaluator import linalg as host_linalg
+from minijax.compiler.evaluator.linalg import custom_call_target
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
@@ -45,7 +45,8 @@ from minijax.lax.linalg_util import (
     tril,
     triu,
 )
-from minijax.lax.utils import bdim_at_front, moveaxis, standard_primitive
+from minijax.lax.structural import bdim_at_front, moveaxis
+from minijax.lax.utils import standard_primitive
 
 __all__ = ["cholesky", "eigh", "lu", "qr", "svd", "triangular_solve"]
 
@@ -78,7 +79,7 @@ def _batch_front_rule(prim):
 
 def _host_lowering(prim, numpy_impl):
     """Lower to a custom-call `minijax.linalg.<name>[params]`: the evaluator runs that
-    target with the same NumPy routine (compiler/evaluator_linalg.py, registered there)."""
+    target with the same NumPy routine (compiler/evaluator/linalg.py, registered there)."""
     def rule(ctx, *operands, **params):
         target = custom_call_target(prim.name, params)
         b = ctx.builder

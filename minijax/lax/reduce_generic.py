@@ -17,11 +17,16 @@ import operator
 import numpy as np
 
 from minijax import core, tree_util
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, Tracer, get_aval, set_current_trace
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import trace_to_jaxpr
-from minijax.lax.utils import standard_primitive
+from minijax.lax import elementwise, elementwise_int, slicing, structural
+from minijax.lax import reductions as r
+from minijax.lax.reductions import max_identity, min_identity
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim, moveaxis, reshape, transpose
+from minijax.lax.utils import is_scalar_literal, promote_scalars, standard_primitive
 
 # --------------------------------------------------------------------------- helpers
 
@@ -38,11 +43,14 @@ def concrete_value(x):
         return None
 
 
+def _lax_function(name: str):
+    """lax.<name> (a user may pass it as the reducer), or None."""
+    return getattr(elementwise, name, None) or getattr(elementwise_int, name, None)
+
+
 def monoid_name(computation, init_value):
     """'add', 'mul', 'max', 'min', 'and', 'or' or 'xor' when `computation` is a monoid
     minijax recognizes and `init_value` is a concrete value equal to its identity."""
-    from minijax import lax
-    from minijax.lax.reductions import max_identity, min_identity
     init = concrete_value(init_value)
     if init is None or init.shape != ():
         return None
@@ -53,7 +61,7 @@ def monoid_name(computation, init_value):
                   "or": ("bitwise_or", "or_", operator.or_),
                   "xor": ("bitwise_xor", "xor", operator.xor)}
     for kind, names in candidates.items():
-        fns = [getattr(lax, n, None) if isinstance(n, str) else n for n in names]
+        fns = [_lax_function(n) if isinstance(n, str) else n for n in names]
         if not any(f is not None and f is computation for f in fns):
             continue
         if kind in ("and", "or", "xor") and dtype != np.bool_:
@@ -99,7 +107,6 @@ def trace_reducer(computation, avals, name, tree=None):
 
 def apply_scalar_jaxpr(closed, args):
     """Apply a jaxpr on scalars elementwise to equally shaped arrays (or tracers)."""
-    from minijax.lax.structural import reshape
     shape = get_aval(args[0]).shape
     size = int(np.prod(shape, dtype=np.int64))
     flat = [reshape(a, (size,)) for a in args]
@@ -110,10 +117,8 @@ def apply_scalar_jaxpr(closed, args):
     results = []
     for o in outs:
         if isinstance(o, batching.BatchTracer) and o._trace is trace:
-            from minijax.lax.utils import moveaxis
             val = moveaxis(o.val, o.batch_dim, 0)
         else:
-            from minijax.lax.utils import bdim_at_front
             val = bdim_at_front(o, None, size)
         results.append(reshape(val, shape))
     return results
@@ -121,7 +126,6 @@ def apply_scalar_jaxpr(closed, args):
 
 def scalar_inits(operands, inits):
     """Python scalar init values take their operand's dtype (as lax does for scalars)."""
-    from minijax.lax.utils import is_scalar_literal, promote_scalars
     return [promote_scalars("reduce", x, i, same_kind=False)[1] if is_scalar_literal(i) else i
             for x, i in zip(operands, inits, strict=False)]
 
@@ -132,7 +136,6 @@ def scalar_inits(operands, inits):
 def reduce(operands, init_values, computation, dimensions):
     """Reduce `operands` (an array or a pytree of equally shaped arrays) over `dimensions`
     with `computation(acc, x)`, starting from `init_values` (same structure, scalars)."""
-    from minijax.lax import reductions as r
     flat_ops, tree = tree_util.tree_flatten(operands)
     flat_inits, init_tree = tree_util.tree_flatten(init_values)
     if tree != init_tree:
@@ -202,8 +205,6 @@ reduce_p = standard_primitive("reduce", _reduce_abstract_eval, _reduce_impl,
 
 def _tree_reduce(computation, dimensions, n, *args):
     """The reduction as lax operations: a pairwise tree over the flattened reduced axis."""
-    from minijax import lax
-    from minijax.lax.structural import broadcast_in_dim, reshape, transpose
     xs, inits = list(args[:n]), list(args[n:])
     shape = get_aval(xs[0]).shape
     kept = [d for d in range(len(shape)) if d not in dimensions]
@@ -217,13 +218,13 @@ def _tree_reduce(computation, dimensions, n, *args):
     rank = 1 + len(out_shape)
 
     def part(v, lo, hi):
-        return lax.slice(v, (lo,) + (0,) * (rank - 1), (hi,) + out_shape)
+        return slicing.slice(v, (lo,) + (0,) * (rank - 1), (hi,) + out_shape)
     while k > 1:
         h = k // 2
         combined = apply_scalar_jaxpr(computation, [part(v, 0, h) for v in vals]
                                       + [part(v, h, 2 * h) for v in vals])
         if k % 2:
-            combined = [lax.concatenate([c, part(v, 2 * h, k)], 0)
+            combined = [structural.concatenate([c, part(v, 2 * h, k)], 0)
                         for c, v in zip(combined, vals, strict=True)]
         vals, k = combined, h + k % 2
     firsts = [reshape(v, out_shape) for v in vals]
@@ -241,7 +242,6 @@ def _reduce_jvp(primals, tangents, *, computation, dimensions):
 
 
 def _reduce_batch(trace, vals, dims, *, computation, dimensions):
-    from minijax.lax.utils import bdim_at_front
     n = len(vals) // 2
     size = trace.axis_size
     if any(d is not batching.not_mapped for d in dims[n:]):
@@ -255,7 +255,6 @@ def _reduce_batch(trace, vals, dims, *, computation, dimensions):
 
 def lower_reducer(ctx, closed, name):
     """Lower a scalar reducer jaxpr into a new HLO computation (the reducer of a reduce)."""
-    from minijax.compiler.hlo.ir import Shape
     cb = ctx.new_computation(name)
     params = [cb.parameter(i, Shape(ctx.element_type(a.dtype), ()))
               for i, a in enumerate(closed.in_avals)]

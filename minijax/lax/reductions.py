@@ -2,7 +2,9 @@
 reduce_or, reduce_xor, argmax and argmin.
 
 Each block holds the wrapper and all rules (abstract eval, NumPy impl with XLA semantics,
-JVP, transpose for the linear reduce_sum, batching, HLO lowering). The generic
+JVP, transpose for the linear reduce_sum, batching, HLO lowering); the JVPs of reduce_max,
+reduce_min and reduce_prod, which need elementwise ops, are in reductions_jvp.py. The
+transpose of broadcast_in_dim (a reduce_sum) is registered here too. The generic
 `lax.reduce` lives in reduce_generic.py and the cumulative reductions in cumulative.py.
 """
 
@@ -11,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
-from minijax.lax import float8_sum
+from minijax.lax.structural import broadcast_in_dim, broadcast_in_dim_p, reshape
 from minijax.lax.utils import standard_primitive
 
 _KIND_NAMES = {"f": "floating", "c": "complex", "i": "signed integer",
@@ -100,12 +103,19 @@ def _identity_fill(x, axes, identity):
 # --------------------------------------------------------------------------- reduce_sum
 
 
+#: Sums for dtypes that XLA accumulates in their own narrow type (float8), keyed by np.dtype:
+#: `rule(operand, axes)`. lax/float8_sum.py fills it; it is built from elementwise ops that
+#: sit above this module.
+NARROW_ACCUMULATION_SUMS: dict = {}
+
+
 def reduce_sum(operand, axes):
     """Sum over `axes` (a sequence of dimension indices). float8 operands are summed in
     XLA's order with a float8 accumulator, as JAX does (minijax.lax.float8_sum)."""
     axes = _canonical_axes(operand, axes)
-    if get_aval(operand).dtype in float8_sum.ROUNDED_ACCUMULATION and axes:
-        return float8_sum.float8_reduce_sum(operand, axes)
+    narrow_sum = NARROW_ACCUMULATION_SUMS.get(np.dtype(get_aval(operand).dtype))
+    if narrow_sum is not None and axes:
+        return narrow_sum(operand, axes)
     return reduce_sum_p.bind(operand, axes=axes)
 
 
@@ -115,7 +125,6 @@ reduce_sum_p = standard_primitive(
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
-    from minijax.lax.structural import broadcast_in_dim
     shape = x.aval.shape
     if type(ct) is ad.Zero:
         return [ad.Zero(x.aval)]
@@ -124,6 +133,29 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    in_aval = x.aval
+    if type(ct) is ad.Zero:
+        return [ad.Zero(in_aval)]
+    new_dims = [d for d in range(len(shape)) if d not in broadcast_dimensions]
+    expanded = [d for i, d in enumerate(broadcast_dimensions)
+                if in_aval.shape[i] == 1 and shape[d] != 1]
+    summed = reduce_sum(ct, tuple(sorted(new_dims + expanded)))
+    return [reshape(summed, in_aval.shape)]
+
+
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+
+def unbroadcast_scalar(ct, operand_aval):
+    """Sum a cotangent down to a rank-0 operand that an elementwise op broadcast."""
+    ct_aval = get_aval(ct)
+    if operand_aval.ndim == 0 and ct_aval.ndim > 0:
+        return reduce_sum(ct, tuple(range(ct_aval.ndim)))
+    return ct
+
 batching.primitive_batchers[reduce_sum_p] = _reduce_batcher(reduce_sum_p)
 register_lowering(reduce_sum_p, _reduce_lowering("add", lambda d: np.zeros((), d)))
 
@@ -157,28 +189,6 @@ reduce_min_p = standard_primitive(
     _minmax_impl(np.min, min_identity))
 
 
-def _chooser_jvp(prim):
-    # The tangent is the mean of the tangents at the locations that attain the extremum,
-    # as in JAX (so ties share the derivative equally).
-    def rule(primals, tangents, *, axes):
-        from minijax import lax
-        from minijax.lax.structural import broadcast_in_dim, convert_element_type
-        (x,), (t,) = primals, tangents
-        ans = prim.bind(x, axes=axes)
-        aval = get_aval(x)
-        if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype):
-            return ans, ad.Zero.from_value(ans)
-        kept = tuple(i for i in range(aval.ndim) if i not in axes)
-        location = lax.eq(x, broadcast_in_dim(ans, aval.shape, kept))
-        location = convert_element_type(location, aval.dtype)
-        counts = reduce_sum_p.bind(location, axes=axes)
-        picked = reduce_sum_p.bind(lax.mul(t, location), axes=axes)
-        return ans, lax.div(picked, counts)
-    return rule
-
-
-ad.primitive_jvps[reduce_max_p] = _chooser_jvp(reduce_max_p)
-ad.primitive_jvps[reduce_min_p] = _chooser_jvp(reduce_min_p)
 batching.primitive_batchers[reduce_max_p] = _reduce_batcher(reduce_max_p)
 batching.primitive_batchers[reduce_min_p] = _reduce_batcher(reduce_min_p)
 
@@ -208,34 +218,7 @@ reduce_prod_p = standard_primitive(
     lambda x, *, axes: np.prod(x, axis=axes, dtype=np.asarray(x).dtype))
 
 
-def _reduce_prod_jvp(primals, tangents, *, axes):
-    # d prod(x) = sum_i t_i * prod_{j != i} x_j. The products of all other elements are
-    # exclusive prefix products times exclusive suffix products, which stay correct when
-    # some x_j are zero (unlike prod(x) / x_i).
-    from minijax import lax
-    from minijax.lax.cumulative import cumprod
-    from minijax.lax.structural import reshape, transpose
-    (x,), (t,) = primals, tangents
-    ans = reduce_prod_p.bind(x, axes=axes)
-    if type(t) is ad.Zero:
-        return ans, ad.Zero.from_value(ans)
-    aval = get_aval(x)
-    kept = [i for i in range(aval.ndim) if i not in axes]
-    n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
-    m = int(np.prod([aval.shape[k] for k in kept], dtype=np.int64))
-    if n == 0 or m == 0:
-        return ans, ad.Zero.from_value(ans)
-    perm = tuple(axes) + tuple(kept)
-    x2 = reshape(transpose(x, perm), (n, m))
-    t2 = reshape(transpose(t, perm), (n, m))
-    one = np.ones((), aval.dtype)
-    before = lax.pad(cumprod(x2, 0), one, ((1, -1, 0), (0, 0, 0)))
-    after = lax.pad(cumprod(x2, 0, reverse=True), one, ((-1, 1, 0), (0, 0, 0)))
-    tangent = reduce_sum_p.bind(lax.mul(t2, lax.mul(before, after)), axes=(0,))
-    return ans, reshape(tangent, get_aval(ans).shape)
 
-
-ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
 batching.primitive_batchers[reduce_prod_p] = _reduce_batcher(reduce_prod_p)
 register_lowering(reduce_prod_p, _reduce_lowering("multiply", lambda d: np.ones((), d)))
 
@@ -347,7 +330,6 @@ def _argminmax_lowering(direction):
         aval = ctx.avals_in[0]
         vt, it = ctx.element_type(aval.dtype), ctx.element_type(index_dtype)
         comp = _argminmax_computation(ctx, direction, aval.dtype, vt, it)
-        from minijax.compiler.hlo.ir import Shape
         index = b.iota(Shape(it, aval.shape), axes[0])
         identity = max_identity(aval.dtype) if direction == "GT" else min_identity(aval.dtype)
         out = b.reduce([x, index], [b.constant(identity), b.constant(np.zeros((), index_dtype))],
@@ -357,7 +339,6 @@ def _argminmax_lowering(direction):
 
 
 def _argminmax_computation(ctx, direction, dtype, vt, it):
-    from minijax.compiler.hlo.ir import Shape
     name = f"argm{'ax' if direction == 'GT' else 'in'}_{vt}_{it}"
     cb = ctx.new_computation(name)
     a = cb.parameter(0, Shape(vt, ()))

@@ -18,20 +18,30 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, Tracer, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
+from minijax.lax import elementwise, elementwise_int
+from minijax.lax.elementwise import sub
+from minijax.lax.gather_scatter import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    gather_batch_rule,
+    scatter_batch_rule,
+    scatter_p,
+)
+from minijax.lax.reductions import reduce_sum
 from minijax.lax.structural import (
+    bdim_at_front,
     broadcast_in_dim,
     concatenate,
+    concatenate_p,
     convert_element_type,
-    reshape,
-)
-from minijax.lax.utils import (
-    bdim_at_front,
-    canonical_axis,
-    is_scalar_literal,
+    expand_dims,
+    full,
     moveaxis,
-    promote_scalars,
-    standard_primitive,
+    reshape,
+    squeeze,
 )
+from minijax.lax.utils import canonical_axis, is_scalar_literal, promote_scalars, standard_primitive
 
 _pyslice = builtins.slice
 
@@ -162,7 +172,6 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     out = slice_in_dim(operand, index, index + 1, 1, axis)
     if keepdims:
         return out
-    from minijax.lax.structural import squeeze
     return squeeze(out, (axis,))
 
 # --------------------------------------------------------------------------- dynamic indices
@@ -207,9 +216,8 @@ def _dynamic_indices(name: str, shape, start_indices) -> list:
 def _wrap_negative(i, d, dtype):
     if np.dtype(dtype).kind == "u":
         return i
-    from minijax import lax
     zero, size = Array(np.asarray(0, dtype)), Array(np.asarray(d, dtype))
-    return lax.select_n(lax.lt(i, zero), i, lax.add(i, size))
+    return elementwise_int.select_n(elementwise_int.lt(i, zero), i, elementwise.add(i, size))
 
 
 def _check_indices(name, operand, indices):
@@ -295,11 +303,6 @@ def _dynamic_slice_batch(trace, vals, dims, *, slice_sizes):
         indices.insert(xd, _zero_scalar(dtype))
         sizes = slice_sizes[:xd] + (size,) + slice_sizes[xd:]
         return dynamic_slice_p.bind(x, *indices, slice_sizes=sizes), xd
-    from minijax.lax.gather_scatter import (
-        GatherDimensionNumbers,
-        GatherScatterMode,
-        gather_batch_rule,
-    )
     dims_all = tuple(range(len(slice_sizes)))
     dnums = GatherDimensionNumbers(offset_dims=dims_all, collapsed_slice_dims=(),
                                    start_index_map=dims_all)
@@ -335,7 +338,6 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
     out = dynamic_slice_in_dim(operand, index, 1, axis)
     if keepdims:
         return out
-    from minijax.lax.structural import squeeze
     return squeeze(out, (canonical_axis(int(axis), get_aval(operand).ndim, "index"),))
 
 # --------------------------------------------------------------------------- dynamic_update_slice
@@ -407,12 +409,6 @@ def _dus_batch(trace, vals, dims):
     if all(d is not_mapped for d in idims):
         dtype = get_aval(indices[0]).dtype if indices else np.dtype("int32")
         return dynamic_update_slice_p.bind(x, update, _zero_scalar(dtype), *indices), 0
-    from minijax.lax.gather_scatter import (
-        GatherScatterMode,
-        ScatterDimensionNumbers,
-        scatter_batch_rule,
-        scatter_p,
-    )
     ndim = len(indices)
     dnums = ScatterDimensionNumbers(update_window_dims=tuple(range(ndim)),
                                     inserted_window_dims=(),
@@ -447,7 +443,6 @@ def dynamic_update_index_in_dim(operand, update, index, axis):
     aval = get_aval(operand)
     axis = canonical_axis(int(axis), aval.ndim, "dynamic_update_index_in_dim")
     if get_aval(update).ndim == aval.ndim - 1:
-        from minijax.lax.structural import expand_dims
         update = expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
@@ -510,8 +505,6 @@ pad_p = standard_primitive("pad", _pad_abstract_eval, _pad_impl)
 
 
 def _pad_transpose(ct, x, pv, *, padding_config):
-    from minijax.lax.elementwise import sub
-    from minijax.lax.reductions import reduce_sum
     x_aval = x.aval if ad.is_undefined_primal(x) else get_aval(x)
     pv_aval = pv.aval if ad.is_undefined_primal(pv) else get_aval(pv)
     if type(ct) is ad.Zero:
@@ -534,17 +527,15 @@ def _pad_batch(trace, vals, dims, *, padding_config):
     if pd is not_mapped:
         config = padding_config[:xd] + ((0, 0, 0),) + padding_config[xd:]
         return pad_p.bind(x, pv, padding_config=config), xd
-    from minijax import lax
     x = bdim_at_front(x, xd, size)
     pv = moveaxis(pv, pd, 0)
     config = ((0, 0, 0),) + padding_config
     aval = get_aval(x)
-    from minijax.lax.structural import full
     mask = pad_p.bind(full(aval.shape, True, np.bool_), _bool_scalar(False),
                       padding_config=config)
     padded = pad_p.bind(x, _zero_scalar(aval.dtype), padding_config=config)
     out_shape = get_aval(padded).shape
-    return lax.select_n(mask, broadcast_in_dim(pv, out_shape, (0,)), padded), 0
+    return elementwise_int.select_n(mask, broadcast_in_dim(pv, out_shape, (0,)), padded), 0
 
 
 def _bool_scalar(v):
@@ -558,3 +549,23 @@ def _pad_lower(ctx, x, pv, *, padding_config):
 ad.deflinear(pad_p, _pad_transpose)
 batching.primitive_batchers[pad_p] = _pad_batch
 register_lowering(pad_p, _pad_lower)
+
+
+# concatenate's transpose slices the cotangent (concatenate is in structural.py).
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    avals = [x.aval if ad.is_undefined_primal(x) else get_aval(x) for x in xs]
+    if type(ct) is ad.Zero:
+        return [ad.Zero(a) if ad.is_undefined_primal(x) else None
+                for a, x in zip(avals, xs, strict=True)]
+    out, start = [], 0
+    for a, x in zip(avals, xs, strict=True):
+        n = a.shape[dimension]
+        out.append(slice_in_dim(ct, start, start + n, 1, dimension)
+                   if ad.is_undefined_primal(x) else None)
+        start += n
+    return out
+
+
+ad.deflinear(concatenate_p, _concatenate_transpose)

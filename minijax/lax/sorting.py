@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
-from minijax.lax.structural import broadcasted_iota, reshape
-from minijax.lax.utils import bdim_at_front, canonical_axis, standard_primitive
+from minijax.lax.structural import bdim_at_front, broadcasted_iota, reshape
+from minijax.lax.utils import canonical_axis, standard_primitive
 
 
 def order_key(x) -> list[np.ndarray]:
@@ -140,7 +141,6 @@ def _compare_total(cb, a, b, direction, dtype):
 
 def sort_comparator(ctx, avals, num_keys, descending=False):
     """An HLO comparator: lexicographic `less than` on the first num_keys operands."""
-    from minijax.compiler.hlo.ir import Shape
     cb = ctx.new_computation("sort_comparator" if not descending else "sort_comparator_desc")
     params = []
     for i, a in enumerate(avals):
@@ -228,7 +228,6 @@ def _top_k_batch(trace, vals, dims, *, k):
 
 def _top_k_lower(ctx, x, *, k):
     # XLA's topk instruction, as JAX emits it (the evaluator partitions instead of sorting).
-    from minijax.compiler.hlo.ir import Shape
     b = ctx.builder
     aval = ctx.avals_in[0]
     dims = aval.shape[:-1] + (k,)

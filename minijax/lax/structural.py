@@ -11,12 +11,40 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.array import Array
-from minijax.compiler.evaluator_elementwise import convert as xla_convert
+from minijax.compiler.evaluator.elementwise import convert as xla_convert
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.ad import is_undefined_primal
-from minijax.lax.utils import canonical_axis, is_scalar_literal, standard_primitive
+from minijax.interpreters.batching import not_mapped
+from minijax.lax.utils import (
+    canonical_axis,
+    is_scalar_literal,
+    standard_primitive,
+    weak_scalar,
+)
+
+# --------------------------------------------------------------------------- batching helpers
+
+
+def moveaxis(x, src: int, dst: int):
+    """Move axis `src` of x to position `dst` (binds lax.transpose when needed)."""
+    ndim = get_aval(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return transpose(x, tuple(perm))
+
+
+def bdim_at_front(x, bdim, size: int):
+    """x with its batch dimension first; unmapped values are broadcast to `size`."""
+    if bdim is not_mapped:
+        aval = get_aval(x)
+        return broadcast_in_dim(x, (size,) + aval.shape, tuple(range(1, aval.ndim + 1)))
+    return moveaxis(x, bdim, 0)
+
 
 # --------------------------------------------------------------------------- convert_element_type
 
@@ -89,7 +117,6 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     shape = tuple(int(d) for d in shape)
     broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
     if is_scalar_literal(operand):
-        from minijax.lax.utils import weak_scalar
         operand = weak_scalar(operand, get_aval(operand).dtype)
     aval = get_aval(operand)
     if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))):
@@ -132,21 +159,8 @@ broadcast_in_dim_p = standard_primitive(
     "broadcast_in_dim", _broadcast_in_dim_abstract_eval, _broadcast_in_dim_impl)
 
 
-def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
-    from minijax.lax.reductions import reduce_sum
-    in_aval = x.aval
-    if type(ct) is ad.Zero:
-        return [ad.Zero(in_aval)]
-    new_dims = [d for d in range(len(shape)) if d not in broadcast_dimensions]
-    expanded = [d for i, d in enumerate(broadcast_dimensions)
-                if in_aval.shape[i] == 1 and shape[d] != 1]
-    summed = reduce_sum(ct, tuple(sorted(new_dims + expanded)))
-    return [reshape(summed, in_aval.shape)]
-
-
 def _broadcast_in_dim_batch(trace, vals, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = vals, dims
-    from minijax.lax.utils import moveaxis
     x = moveaxis(x, d, 0)
     size = get_aval(x).shape[0]
     new_shape = (size,) + shape
@@ -165,7 +179,7 @@ def _broadcast_in_dim_lower(ctx, x, *, shape, broadcast_dimensions):
     return ctx.builder.broadcast(x, shape, broadcast_dimensions, metadata=ctx.metadata)
 
 
-ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+# Its transpose, a reduce_sum, is registered in reductions.py.
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
 register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lower)
 
@@ -200,7 +214,6 @@ def _reshape_transpose(ct, x, *, new_sizes):
 
 
 def _reshape_batch(trace, vals, dims, *, new_sizes):
-    from minijax.lax.utils import moveaxis
     x = moveaxis(vals[0], dims[0], 0)
     size = get_aval(x).shape[0]
     return reshape_p.bind(x, new_sizes=(size,) + new_sizes), 0
@@ -475,23 +488,7 @@ concatenate_p = standard_primitive(
     lambda *xs, dimension: np.concatenate([np.asarray(x) for x in xs], axis=dimension))
 
 
-def _concatenate_transpose(ct, *xs, dimension):
-    from minijax.lax.slicing import slice_in_dim
-    avals = [x.aval if ad.is_undefined_primal(x) else get_aval(x) for x in xs]
-    if type(ct) is ad.Zero:
-        return [ad.Zero(a) if ad.is_undefined_primal(x) else None
-                for a, x in zip(avals, xs, strict=True)]
-    out, start = [], 0
-    for a, x in zip(avals, xs, strict=True):
-        n = a.shape[dimension]
-        out.append(slice_in_dim(ct, start, start + n, 1, dimension)
-                   if ad.is_undefined_primal(x) else None)
-        start += n
-    return out
-
-
 def _concatenate_batch(trace, vals, dims, *, dimension):
-    from minijax.lax.utils import bdim_at_front
     size = trace.axis_size
     moved = [bdim_at_front(v, d, size) for v, d in zip(vals, dims, strict=True)]
     return concatenate_p.bind(*moved, dimension=dimension + 1), 0
@@ -501,6 +498,6 @@ def _concatenate_lower(ctx, *xs, dimension):
     return ctx.builder.concatenate(xs, dimension, metadata=ctx.metadata)
 
 
-ad.deflinear(concatenate_p, _concatenate_transpose)
+# Its transpose (slices) is registered in slicing.py.
 batching.primitive_batchers[concatenate_p] = _concatenate_batch
 register_lowering(concatenate_p, _concatenate_lower)

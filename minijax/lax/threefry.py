@@ -27,7 +27,9 @@ from minijax.config import config
 from minijax.core import ShapedArray, get_aval
 from minijax.dispatch import compile_when_large
 from minijax.interpreters import ad, batching
-from minijax.lax.utils import elementwise_batcher, shapes_text, standard_primitive
+from minijax.lax import elementwise, elementwise_int, slicing, structural
+from minijax.lax.elementwise import elementwise_batcher
+from minijax.lax.utils import shapes_text, standard_primitive
 
 # Rotation constants R_{2x32} of Threefry-2x32 (round r uses ROTATIONS[r % 8]) and the key
 # schedule parity constant C240 of Threefish.
@@ -131,7 +133,6 @@ register_lowering(threefry2x32_p, _threefry2x32_lowering)
 @functools.cache
 def _lax():
     """The lax operations the PRNG functions use (imported late: sibling modules)."""
-    from minijax.lax import elementwise, elementwise_int, slicing, structural
 
     class _Ops:
         reshape = staticmethod(structural.reshape)

@@ -1,5 +1,6 @@
-"""Shared helpers for defining lax primitives: shape/dtype checks, scalar handling, and
-the batching helpers that move batch dimensions (they bind lax primitives)."""
+"""Shared helpers for defining lax primitives: shape/dtype checks and scalar handling. They
+bind no primitive, so every lax module can import them (the batching helpers that move
+batch dimensions, moveaxis and bdim_at_front, live in structural.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from minijax import dtypes
 from minijax.array import Array
 from minijax.core import Primitive, ShapedArray, get_aval
 from minijax.dispatch import register_impl
-from minijax.interpreters.batching import not_mapped
 
 
 def standard_primitive(name: str, abstract_eval, numpy_impl, multiple_results=False):
@@ -109,75 +109,10 @@ def same_shape_dtype_rule(name: str, *avals, allowed_kinds: str | None = None):
     return ShapedArray(shape, first.dtype, all(a.weak_type for a in avals))
 
 
-def unbroadcast_scalar(ct, operand_aval):
-    """Sum a cotangent down to a rank-0 operand that an elementwise op broadcast."""
-    from minijax.lax.reductions import reduce_sum
-    ct_aval = get_aval(ct)
-    if operand_aval.ndim == 0 and ct_aval.ndim > 0:
-        return reduce_sum(ct, tuple(range(ct_aval.ndim)))
-    return ct
-
-
 def canonical_axis(axis: int, ndim: int, name: str) -> int:
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
     return axis % ndim if ndim else 0
-
-
-# --------------------------------------------------------------------------- batching helpers
-
-
-def moveaxis(x, src: int, dst: int):
-    """Move axis `src` of x to position `dst` (binds lax.transpose when needed)."""
-    from minijax.lax.structural import transpose
-    ndim = get_aval(x).ndim
-    src, dst = src % ndim, dst % ndim
-    if src == dst:
-        return x
-    perm = [i for i in range(ndim) if i != src]
-    perm.insert(dst, src)
-    return transpose(x, tuple(perm))
-
-
-def bdim_at_front(x, bdim, size: int):
-    """x with its batch dimension first; unmapped values are broadcast to `size`."""
-    from minijax.lax.structural import broadcast_in_dim
-    if bdim is not_mapped:
-        aval = get_aval(x)
-        return broadcast_in_dim(x, (size,) + aval.shape, tuple(range(1, aval.ndim + 1)))
-    return moveaxis(x, bdim, 0)
-
-
-def elementwise_batcher(primitive):
-    """Batching rule for n-ary elementwise primitives (equal shapes or rank-0 operands)."""
-    def rule(trace, vals, dims, **params):
-        if all(d is not not_mapped for d in dims) and len(set(dims)) == 1 and len(
-                {get_aval(v).ndim for v in vals}) == 1:
-            out = primitive.bind(*vals, **params)
-            return out, ([dims[0]] * len(out) if primitive.multiple_results else dims[0])
-        size = trace.axis_size
-        shapes = [_unbatched_shape(v, d) for v, d in zip(vals, dims, strict=True)]
-        out_shape = next((s for s in shapes if s), ())
-        moved = []
-        for v, d, shape in zip(vals, dims, shapes, strict=True):
-            if d is not_mapped:
-                moved.append(v if not shape else bdim_at_front(v, d, size))
-            else:
-                v = moveaxis(v, d, 0)
-                if not shape and out_shape:
-                    from minijax.lax.structural import broadcast_in_dim
-                    v = broadcast_in_dim(v, (size,) + out_shape, (0,))
-                moved.append(v)
-        out = primitive.bind(*moved, **params)
-        if primitive.multiple_results:
-            return out, [0] * len(out)
-        return out, 0
-    return rule
-
-
-def _unbatched_shape(v, d):
-    shape = get_aval(v).shape
-    return shape if d is not_mapped else shape[:d] + shape[d + 1:]
 
 
 def broadcast_shapes(*shapes) -> tuple:

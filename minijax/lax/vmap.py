@@ -16,7 +16,7 @@ from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names
 from minijax.core import get_aval, set_current_trace
 from minijax.dtypes import float0
 from minijax.interpreters import batching
-from minijax.lax.utils import bdim_at_front, moveaxis
+from minijax.lax.structural import bdim_at_front, moveaxis
 from minijax.traceback_util import api_boundary
 
 

@@ -11,118 +11,40 @@ and min JVPs gather the tangent at the selected location of each window
 
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from minijax import dtypes, tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax import slicing
 from minijax.lax.conv_util import (
-    conv_out_spatial,
-    dilate,
-    dilate_dim,
-    pad_crop,
-    padtype_to_pads,
     vjp_lhs_padding,
-    window_views,
 )
 from minijax.lax.reduce_generic import (
     apply_scalar_jaxpr,
     lower_reducer,
     monoid_name,
     scalar_inits,
+    trace_reducer,
 )
 from minijax.lax.reductions import max_identity, min_identity
-from minijax.lax.utils import bdim_at_front, standard_primitive
-
-_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
-           "window_dilation")
-
-
-def window_params(name, shape, window_dimensions, window_strides, padding, base_dilation,
-                  window_dilation):
-    """Canonical window parameters (tuples of ints; string padding resolved)."""
-    n = len(shape)
-
-    def ints(what, values, minimum):
-        values = tuple(operator.index(v) for v in values)
-        if len(values) != n:
-            raise TypeError(f"{name}: {what} must have one entry per operand dimension "
-                            f"({n}, operand shape {tuple(shape)}), got {values}")
-        if any(v < minimum for v in values):
-            raise ValueError(f"{name}: {what} must be >= {minimum}, got {values}")
-        return values
-    window_dimensions = ints("window_dimensions", window_dimensions, 0)
-    window_strides = ints("window_strides", window_strides, 1)
-    base_dilation = ints("base_dilation", base_dilation or (1,) * n, 1)
-    window_dilation = ints("window_dilation", window_dilation or (1,) * n, 1)
-    if isinstance(padding, str):
-        padding = padtype_to_pads(
-            [dilate_dim(d, b) for d, b in zip(shape, base_dilation, strict=True)],
-            [dilate_dim(w, r) for w, r in zip(window_dimensions, window_dilation, strict=True)],
-            window_strides, padding)
-    padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
-    if len(padding) != n:
-        raise TypeError(f"{name}: padding must have one (low, high) pair per operand "
-                        f"dimension ({n}), got {padding}")
-    return dict(window_dimensions=window_dimensions, window_strides=window_strides,
-                padding=padding, base_dilation=base_dilation, window_dilation=window_dilation)
-
-
-def window_out_shape(shape, p):
-    """The output shape of a window reduction with parameters p."""
-    return conv_out_spatial(shape, p["window_dimensions"], p["window_strides"], p["padding"],
-                            p["base_dilation"], p["window_dilation"])
-
-
-def window_fold(xs, identities, combine, p):
-    """Fold `combine(accs, views)` over the window offsets of the (dilated, padded) xs."""
-    shape = xs[0].shape
-    out = window_out_shape(shape, p)
-    accs = [np.full(out, i, x.dtype) for x, i in zip(xs, identities, strict=True)]
-    if 0 in out:
-        return accs
-    padded = [pad_crop(dilate(x, p["base_dilation"], 0, i), p["padding"], 0, i)
-              for x, i in zip(xs, identities, strict=True)]
-    per_x = [window_views(x, p["window_dimensions"], p["window_strides"],
-                          p["window_dilation"], out, 0) for x in padded]
-    for views in zip(*per_x, strict=True):
-        accs = combine(accs, list(views))
-    return accs
-
-
-def _check_window(name, x, p):
-    if len(p["window_dimensions"]) != x.ndim:
-        raise TypeError(f"{name}: window of rank {len(p['window_dimensions'])} does not match "
-                        f"operand {x.str_short()}")
-
-
-def window_batch_params(p, d):
-    """Window parameters with a trivial window dimension inserted at position d."""
-    def ins(t, v):
-        t = list(t)
-        t.insert(d, v)
-        return tuple(t)
-    return dict(window_dimensions=ins(p["window_dimensions"], 1),
-                window_strides=ins(p["window_strides"], 1), padding=ins(p["padding"], (0, 0)),
-                base_dilation=ins(p["base_dilation"], 1),
-                window_dilation=ins(p["window_dilation"], 1))
-
-
-def hlo_window(p):
-    """The HLO `window={...}` attribute of window parameters."""
-    return {"size": p["window_dimensions"], "stride": p["window_strides"], "pad": p["padding"],
-            "lhs_dilate": p["base_dilation"], "rhs_dilate": p["window_dilation"]}
-
-
-# --------------------------------------------------------------------------- monoid windows
+from minijax.lax.structural import bdim_at_front, broadcast_in_dim
+from minijax.lax.utils import standard_primitive
+from minijax.lax.window_util import (
+    check_window,
+    hlo_window,
+    window_batch_params,
+    window_fold,
+    window_out_shape,
+    window_params,
+)
+from minijax.lax.windowed_select import select_and_gather_add_p
 
 
 def _monoid_window(name, ufunc, identity_fn, kinds):
     def abstract_eval(x, **p):
-        _check_window(name, x, p)
+        check_window(name, x, p)
         if dtypes.kind(x.dtype) not in kinds:
             raise TypeError(f"{name} does not accept dtype {x.dtype} ({x.str_short()})")
         return ShapedArray(window_out_shape(x.shape, p), x.dtype, x.weak_type)
@@ -197,7 +119,6 @@ ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
 
 def _chooser_jvp(prim, select_prim):
     def rule(primals, tangents, **p):
-        from minijax.lax.windowed_select import select_and_gather_add_p
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, **p)
         if type(t) is ad.Zero or dtypes.kind(get_aval(x).dtype) not in "fc":
@@ -229,7 +150,6 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                 "min": reduce_window_min_p}.get(monoid_name(computation, flat_inits[0]))
         if prim is not None:
             return tree_util.tree_unflatten(tree, [prim.bind(flat_ops[0], **p)])
-    from minijax.lax.reduce_generic import trace_reducer
     closed = trace_reducer(computation, [get_aval(x) for x in flat_inits], "reduce_window",
                            tree)
     outs = reduce_window_p.bind(*flat_ops, *flat_inits, computation=closed, **p)
@@ -240,7 +160,7 @@ def _reduce_window_abstract_eval(*avals, computation, **p):
     n = len(avals) // 2
     ops, inits = avals[:n], avals[n:]
     for a in ops:
-        _check_window("reduce_window", a, p)
+        check_window("reduce_window", a, p)
         if a.shape != ops[0].shape:
             raise TypeError("reduce_window: all operands must have the same shape, got "
                             + ", ".join(o.str_short() for o in ops))
@@ -271,8 +191,6 @@ def _window_decomposition(computation, n, p, *args):
     """The generic window reduction in lax operations (pad with the init values, one strided
     slice per window offset, the reducer applied elementwise): differentiable and
     transposable, so its JVP serves as the primitive's."""
-    from minijax import lax
-    from minijax.lax.structural import broadcast_in_dim
     xs, inits = list(args[:n]), list(args[n:])
     shape = get_aval(xs[0]).shape
     out = window_out_shape(shape, p)
@@ -281,12 +199,12 @@ def _window_decomposition(computation, n, p, *args):
         return accs
     config = [(lo, hi, b - 1) for (lo, hi), b in zip(p["padding"], p["base_dilation"],
                                                      strict=True)]
-    padded = [lax.pad(x, i, config) for x, i in zip(xs, inits, strict=True)]
+    padded = [slicing.pad(x, i, config) for x, i in zip(xs, inits, strict=True)]
     for offset in np.ndindex(*p["window_dimensions"]):
         starts = [o * d for o, d in zip(offset, p["window_dilation"], strict=True)]
         limits = [st + (m - 1) * s + 1 for st, m, s in zip(starts, out, p["window_strides"],
                                                             strict=True)]
-        views = [lax.slice(x, starts, limits, p["window_strides"]) for x in padded]
+        views = [slicing.slice(x, starts, limits, p["window_strides"]) for x in padded]
         accs = apply_scalar_jaxpr(computation, accs + views)
     return accs
 
@@ -326,6 +244,3 @@ def _reduce_window_lower(ctx, *args, computation, **p):
 ad.primitive_jvps[reduce_window_p] = _reduce_window_jvp
 batching.primitive_batchers[reduce_window_p] = _reduce_window_batch
 register_lowering(reduce_window_p, _reduce_window_lower)
-
-# The max/min window JVPs use select_and_gather_add, whose module imports this one.
-from minijax.lax import windowed_select  # noqa: E402, F401

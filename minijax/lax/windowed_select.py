@@ -14,13 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.conv_util import dilate, pad_crop, window_views
 from minijax.lax.reductions import max_identity, min_identity
-from minijax.lax.utils import bdim_at_front, standard_primitive
-from minijax.lax.windowed import hlo_window, window_batch_params, window_out_shape
+from minijax.lax.structural import bdim_at_front
+from minijax.lax.utils import standard_primitive
+from minijax.lax.window_util import hlo_window, window_batch_params, window_out_shape
 
 
 def _selected_positions(operand, select_prim, p):
@@ -120,7 +122,6 @@ def _select_computation(ctx, select_prim, et):
 
 def _sga_lower(ctx, tangents, operand, *, select_prim, **p):
     # A variadic reduce-window over (operand, tangent) pairs keeping the selected pair.
-    from minijax.compiler.hlo.ir import Shape
     b = ctx.builder
     vdtype, tdtype = ctx.avals_in[1].dtype, ctx.avals_in[0].dtype
     vt, tt = ctx.element_type(vdtype), ctx.element_type(tdtype)

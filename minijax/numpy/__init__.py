@@ -7,6 +7,7 @@ on tracers (minijax/numpy/array_methods.py).
 
 from minijax.array_types import ArrayType as ndarray  # JAX: jnp.ndarray is jax.Array
 from minijax.numpy import array_methods as _array_methods
+from minijax.numpy._missing import missing_attribute as _missing_attribute
 from minijax.numpy.array_api import __array_namespace_info__, from_dlpack, unstack
 from minijax.numpy.at import scatter_update as _scatter_update
 from minijax.numpy.creation import (
@@ -29,7 +30,6 @@ from minijax.numpy.creation import (
     meshgrid,
     ones,
     ones_like,
-    trace,
     tri,
     tril,
     triu,
@@ -150,11 +150,14 @@ from minijax.numpy.pad import pad
 from minijax.numpy.products import dot, inner, matmul, outer, tensordot, vdot, vecdot
 from minijax.numpy.reductions import (
     all,
+    allclose,
     amax,
     amin,
     any,
     argmax,
     argmin,
+    array_equal,
+    array_equiv,
     count_nonzero,
     cumprod,
     cumsum,
@@ -171,6 +174,7 @@ from minijax.numpy.reductions import (
     ptp,
     std,
     sum,
+    trace,
     var,
 )
 from minijax.numpy.statistics import (
@@ -271,9 +275,6 @@ from minijax.numpy.ufuncs import (
     trunc,
 )
 from minijax.numpy.ufuncs_logic import (
-    allclose,
-    array_equal,
-    array_equiv,
     bitwise_and,
     bitwise_invert,
     bitwise_left_shift,
@@ -338,5 +339,4 @@ del _extras, _extras_index, _extras_poly, _functional, _host_io
 
 def __getattr__(name):
     """Unknown names: NotImplementedError with an alternative for common NumPy functions."""
-    from minijax.numpy._missing import missing_attribute
-    return missing_attribute(name)
+    return _missing_attribute(name)

@@ -24,6 +24,7 @@ from minijax.numpy import (
     ufuncs_logic,
     util,
 )
+from minijax.numpy.creation import _user_dtype
 
 
 def _array_namespace(self, api_version=None):
@@ -105,7 +106,6 @@ def _transpose(self, *args):
 
 def _astype(self, dtype, copy=False, device=None):
     """Convert to `dtype` (canonicalized; 64-bit requests warn without x64)."""
-    from minijax.numpy.creation import _user_dtype
     return util.convert(self, _user_dtype(dtype), False)
 
 
@@ -190,7 +190,7 @@ _METHODS = {
     "swapaxes": manipulation.swapaxes, "clip": _clip, "round": _round,
     "dot": products.dot, "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate,
     "nonzero": _nonzero, "sort": _sort, "argsort": _argsort, "take": indexing.take,
-    "repeat": _repeat, "diagonal": creation.diagonal, "trace": creation.trace,
+    "repeat": _repeat, "diagonal": creation.diagonal, "trace": reductions.trace,
     "__getitem__": _getitem, "__iter__": _iter, "__round__": _python_round,
     "__pow__": _pow, "__rpow__": _rpow,
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.absolute,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from minijax import lax
 from minijax.core import get_aval
-from minijax.numpy import indexing, util
+from minijax.numpy import indexing, ufuncs, util
+from minijax.numpy.creation import asarray, ones_like
+from minijax.numpy.ufuncs import divide, negative, power
 from minijax.numpy.util import to_array
 
 
@@ -61,7 +63,6 @@ class _IndexUpdateRef:
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False,
                  mode=None):
         """x[idx] -= values."""
-        from minijax.numpy.ufuncs import negative
         return self.add(negative(values), indices_are_sorted=indices_are_sorted,
                         unique_indices=unique_indices, mode=mode)
 
@@ -75,8 +76,6 @@ class _IndexUpdateRef:
 
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """x[idx] /= values."""
-        from minijax.numpy.creation import ones_like
-        from minijax.numpy.ufuncs import divide
         x = to_array(self.array)
         denom = scatter_update(ones_like(x), self.index, values, "mul", indices_are_sorted,
                                unique_indices, mode)
@@ -84,8 +83,6 @@ class _IndexUpdateRef:
 
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """x[idx] **= values."""
-        from minijax.numpy.creation import ones_like
-        from minijax.numpy.ufuncs import power
         x = to_array(self.array)
         exps = scatter_update(ones_like(x), self.index, values, "mul", indices_are_sorted,
                               unique_indices, mode)
@@ -113,7 +110,6 @@ _SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul",
 
 
 def _combine(op, x, values):
-    from minijax.numpy import ufuncs
     fn = {"set": lambda a, b: b, "add": ufuncs.add, "mul": ufuncs.multiply,
           "min": ufuncs.minimum, "max": ufuncs.maximum}[op]
     return fn(x, values)
@@ -127,7 +123,6 @@ def scatter_update(x, index, values, op, indices_are_sorted=False, unique_indice
     x = to_array(x)
     x_aval = get_aval(x)
     if isinstance(values, (list, tuple)):
-        from minijax.numpy.creation import asarray
         values = asarray(values)
     values = util.convert(values, x_aval.dtype, x_aval.weak_type)
     entries = indexing._expand_index(x_aval.shape, index)

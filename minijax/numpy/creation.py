@@ -12,8 +12,8 @@ import numpy as np
 from minijax import dtypes, lax
 from minijax.array import Array
 from minijax.core import Tracer, get_aval
-from minijax.errors import JaxRuntimeError
-from minijax.numpy import util
+from minijax.errors import ConcretizationTypeError, JaxRuntimeError, concretization_message
+from minijax.numpy import ufuncs, util
 from minijax.numpy.array_api import put_on
 from minijax.numpy.util import canonicalize_axis, check_arraylike, to_array
 
@@ -213,7 +213,6 @@ def _static_scalar(x, name):
     if isinstance(x, Tracer):
         value = x.to_concrete_value()
         if value is None:
-            from minijax.errors import ConcretizationTypeError, concretization_message
             raise ConcretizationTypeError(concretization_message(
                 f"jnp.{name} requires concrete (static) arguments", x,
                 "Pass Python numbers, or build the array with lax.iota / jnp.linspace."))
@@ -301,7 +300,6 @@ def _move_first_axis(out, axis):
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """Samples evenly spaced on a log scale: base ** linspace(start, stop)."""
-    from minijax.numpy import ufuncs
     req = _user_dtype(dtype)
     lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     out = ufuncs.power(util.convert(base, get_aval(lin).dtype), lin)
@@ -310,7 +308,6 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Samples evenly spaced on a log scale between start and stop (same sign)."""
-    from minijax.numpy import ufuncs
     req = _user_dtype(dtype)
     start, stop = util.promote_dtypes_inexact(start, stop)
     sign = ufuncs.sign(start)
@@ -440,12 +437,6 @@ def diag(v, k=0):
     cols = util.iota(dtypes.int32, (n, n), 1)
     mask = lax.eq(lax.add(rows, util.full_like_scalar(k, rows)), cols)
     return lax.select_n(mask, util.broadcast_to(util.full_like_scalar(0, v), (n, n)), mat)
-
-
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
-    """Sum along a diagonal."""
-    from minijax.numpy.reductions import sum as _sum
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):

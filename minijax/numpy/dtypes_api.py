@@ -9,6 +9,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.numpy import util
+from minijax.numpy.creation import array
 
 
 class _ScalarMeta(type):
@@ -42,7 +43,6 @@ class _ScalarMeta(type):
         return f"<class 'minijax.numpy.{cls.__name__}'>"
 
     def __call__(cls, x=0):
-        from minijax.numpy.creation import array
         return array(x, dtype=cls.dtype)
 
 

@@ -16,6 +16,7 @@ from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError
 from minijax.numpy import util
+from minijax.numpy.creation import _user_dtype
 from minijax.numpy.dtypes_api import bool_
 from minijax.numpy.util import check_arraylike, to_array
 
@@ -31,7 +32,6 @@ bool = bool_  # noqa: A001  (jnp.bool, as in JAX)
 def astype(x, dtype, /, *, copy=False, device=None):
     """x converted to `dtype` (jnp.astype; `copy` has no effect: arrays are immutable)."""
     check_arraylike("astype", x)
-    from minijax.numpy.creation import _user_dtype
     return util.convert(x, _user_dtype(dtype), False)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import minijax.numpy as jnp
 from minijax.lax.vmap import vmap
 from minijax.numpy import util
+from minijax.numpy.creation import _shape, _user_dtype
 from minijax.numpy.util import check_arraylike, to_array
 
 __all__ = ["apply_along_axis", "apply_over_axes", "fromfunction", "vectorize"]
@@ -55,7 +56,6 @@ def apply_over_axes(func, a, axes):
 def fromfunction(function, shape, *, dtype=float, **kwargs):
     """function(*indices) evaluated over a grid of `shape` (vmapped over each index, as
     in JAX: `function` is traced with scalar index arguments)."""
-    from minijax.numpy.creation import _shape, _user_dtype
     shape = _shape(shape)
     dtype = _user_dtype(dtype)
     n = len(shape)

@@ -16,9 +16,15 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import Tracer, get_aval
-from minijax.errors import NonConcreteBooleanIndexError
+from minijax.errors import (
+    ConcretizationTypeError,
+    NonConcreteBooleanIndexError,
+    concretization_message,
+)
 from minijax.numpy import util
+from minijax.numpy.ufuncs import remainder
 from minijax.numpy.util import to_array
+from minijax.source_info import user_frame_info
 
 _NONE = "none"
 _SLICE = "slice"
@@ -35,7 +41,6 @@ def _is_int_scalar(i) -> bool:
 
 
 def _mask_error(mask):
-    from minijax.source_info import user_frame_info
     where = user_frame_info(2)
     return NonConcreteBooleanIndexError(
         f"Array boolean indices must be concrete; got {mask.short_repr()} at {where}.\n"
@@ -474,7 +479,6 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     if mode == "raise":
         raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
     if mode == "wrap":
-        from minijax.numpy.ufuncs import remainder
         indices = remainder(indices, n) if n else indices
         mode = "promise_in_bounds"
     elif mode == "clip":
@@ -557,7 +561,6 @@ def nonzero(a, *, size=None, fill_value=None):
             out.append(util.convert(padded, idx_dt))
         return tuple(out)
     if size is None:
-        from minijax.errors import ConcretizationTypeError, concretization_message
         raise ConcretizationTypeError(concretization_message(
             "The size argument of jnp.nonzero must be statically specified to use "
             "jnp.nonzero within JAX transformations", a,

@@ -10,7 +10,11 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import Tracer, get_aval
+from minijax.errors import ConcretizationTypeError, concretization_message
 from minijax.numpy import util
+from minijax.numpy.creation import _user_dtype
+from minijax.numpy.indexing import take
+from minijax.numpy.ufuncs import remainder
 from minijax.numpy.util import (
     broadcast_shapes,
     broadcast_to,
@@ -221,7 +225,6 @@ def concatenate(arrays, axis=0, dtype=None):
         arrays = [ravel(a) for a in arrays]
         axis = 0
     if dtype is not None:
-        from minijax.numpy.creation import _user_dtype
         arrays = [util.convert(a, _user_dtype(dtype)) for a in arrays]
     else:
         arrays = util.promote_dtypes(*arrays) if len(arrays) > 1 else arrays
@@ -405,10 +408,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
             raise ValueError("repeats may not contain negative values.")
         if total_repeat_length is None:
             idx = np.repeat(np.arange(n), counts)
-            from minijax.numpy.indexing import take
             return take(a, util.convert(idx, dtypes.default_int_dtype()), axis=ax)
     if total_repeat_length is None:
-        from minijax.errors import ConcretizationTypeError, concretization_message
         raise ConcretizationTypeError(concretization_message(
             "jnp.repeat with traced `repeats` needs a static output size", repeats,
             "Pass total_repeat_length=... to jnp.repeat, or make `repeats` static."))
@@ -431,7 +432,6 @@ def _fit_length(out, ax, length):
 
 def _repeat_traced(a, repeats, ax, n, total):
     """Block index per output position via a scatter of block starts and a cumsum."""
-    from minijax.numpy.indexing import take
     idx_dt = dtypes.default_int_dtype()
     reps = broadcast_to(util.convert(repeats, idx_dt), (n,))
     ends = lax.cumsum(reps, axis=0)
@@ -516,7 +516,6 @@ def _roll_dynamic(a, shift, ax):
     n = shape[ax]
     if n == 0:
         return a
-    from minijax.numpy.ufuncs import remainder
     idx_dt = dtypes.default_int_dtype()
     s = remainder(util.convert(shift, idx_dt), n)
     doubled = lax.concatenate([a, a], ax)

@@ -7,10 +7,12 @@ import operator
 
 import numpy as np
 
-from minijax import lax
+from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.lax.dot_conv import check_no_out_sharding
 from minijax.numpy import util
+from minijax.numpy.manipulation import moveaxis
+from minijax.numpy.ufuncs import conjugate, multiply
 from minijax.numpy.util import check_arraylike
 
 
@@ -27,7 +29,6 @@ def _promote(name, a, b):
     check_arraylike(name, a, b)
     a, b = util.promote_dtypes(a, b)
     if get_aval(a).dtype.kind == "b":
-        from minijax import dtypes
         a = util.convert(a, dtypes.default_int_dtype())
         b = util.convert(b, dtypes.default_int_dtype())
         return a, b, True
@@ -81,7 +82,6 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     a, b, was_bool = _promote("dot", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
-        from minijax.numpy.ufuncs import multiply
         return multiply(a, b)
     cb = 0 if len(sb) == 1 else len(sb) - 2
     if sa[-1] != sb[cb]:
@@ -94,7 +94,6 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays, conjugating the first."""
-    from minijax.numpy.ufuncs import conjugate
     check_arraylike("vdot", a, b)
     a, b = util.to_array(a), util.to_array(b)
     a = lax.reshape(conjugate(a), (get_aval(a).size,))
@@ -107,7 +106,6 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b, was_bool = _promote("inner", a, b)
     sa, sb = get_aval(a).shape, get_aval(b).shape
     if not sa or not sb:
-        from minijax.numpy.ufuncs import multiply
         return multiply(a, b)
     if sa[-1] != sb[-1]:
         raise TypeError(f"inner: last dimensions must match, got shapes {sa} and {sb}")
@@ -118,7 +116,6 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 def outer(a, b, out=None):
     """Outer product of the flattened inputs."""
-    from minijax.numpy.ufuncs import multiply
     check_arraylike("outer", a, b)
     a, b = util.to_array(a), util.to_array(b)
     a = lax.reshape(a, (get_aval(a).size, 1))
@@ -128,12 +125,10 @@ def outer(a, b, out=None):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """Conjugated dot product of vectors along `axis` (batch dimensions broadcast)."""
-    from minijax.numpy.ufuncs import conjugate
     x1, x2, was_bool = _promote("vecdot", x1, x2)
     s1, s2 = get_aval(x1).shape, get_aval(x2).shape
     ax1 = util.canonicalize_axis(axis, len(s1))
     ax2 = util.canonicalize_axis(axis, len(s2))
-    from minijax.numpy.manipulation import moveaxis
     x1, x2 = moveaxis(conjugate(x1), ax1, -1), moveaxis(x2, ax2, -1)
     s1, s2 = get_aval(x1).shape, get_aval(x2).shape
     batch = util.broadcast_shapes(s1[:-1], s2[:-1])

@@ -10,13 +10,15 @@ import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import get_aval
-from minijax.numpy import util
-from minijax.numpy.ufuncs import _c, _select
+from minijax.numpy import ufuncs, util
+from minijax.numpy.creation import _user_dtype as ud
+from minijax.numpy.creation import diagonal
+from minijax.numpy.ufuncs import _c, _select, maximum, subtract
+from minijax.numpy.ufuncs_logic import equal, isclose, isnan, logical_and, logical_or
 from minijax.numpy.util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
 
 
 def _user_dtype(dtype):
-    from minijax.numpy.creation import _user_dtype as ud
     return ud(dtype)
 
 
@@ -109,7 +111,6 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
     out = _lax_reducer(name, dt)(a, axes) if axes else a
     if initial is not None:
         init = util.convert(initial, dt, get_aval(out).weak_type)
-        from minijax.numpy import ufuncs
         combine = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
                    "min": ufuncs.minimum}[name]
         out = util.convert(combine(out, init), dt, get_aval(out).weak_type)
@@ -185,7 +186,6 @@ def _no_out(out, name):
 
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (max - min) over the axes."""
-    from minijax.numpy.ufuncs import subtract
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
@@ -256,7 +256,6 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     count = _count(aval, axes, where, real_dt)
     if keepdims and where is not None:
         count = _keepdims(count, axes, aval.ndim)
-    from minijax.numpy.ufuncs import maximum, subtract
     denom = util.convert(maximum(subtract(count, util.convert(ddof, real_dt)), 0), real_dt,
                          get_aval(total).weak_type)
     out = lax.div(*util.broadcast_arrays_for_op(total, denom))
@@ -311,7 +310,6 @@ def argmin(a, axis=None, out=None, keepdims=None):
 
 def nanargmax(a, axis=None, out=None, keepdims=None):
     """argmax ignoring NaNs."""
-    from minijax.numpy.ufuncs_logic import isnan
     a = to_array(a)
     if dtypes.kind(get_aval(a).dtype) not in "fc":
         return argmax(a, axis, keepdims=keepdims)
@@ -320,7 +318,6 @@ def nanargmax(a, axis=None, out=None, keepdims=None):
 
 def nanargmin(a, axis=None, out=None, keepdims=None):
     """argmin ignoring NaNs."""
-    from minijax.numpy.ufuncs_logic import isnan
     a = to_array(a)
     if dtypes.kind(get_aval(a).dtype) not in "fc":
         return argmin(a, axis, keepdims=keepdims)
@@ -351,7 +348,6 @@ def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False
         dt = aval.dtype
     a = util.convert(a, dt, False)
     if nan_fill is not None and dtypes.kind(dt) in "fc":
-        from minijax.numpy.ufuncs_logic import isnan
         a = _select(isnan(a), _c(nan_fill, a), a)
     if get_aval(a).shape[ax] == 0:
         return a
@@ -413,3 +409,37 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = Fals
     return _with_initial("cumulative_prod", out, x, axis, 1, include_initial)
 
 _ = builtins
+
+
+# ------------------------------------------------- whole-array comparisons and trace
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every pair is close (see isclose)."""
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """True if both arrays have the same shape and elements."""
+    a1, a2 = to_array(a1), to_array(a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return util.convert(False, dtypes.bool_)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all(eq)
+
+
+def array_equiv(a1, a2):
+    """True if the arrays are equal after broadcasting."""
+    a1, a2 = to_array(a1), to_array(a2)
+    try:
+        util.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
+    except ValueError:
+        return util.convert(False, dtypes.bool_)
+    return all(equal(a1, a2))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """Sum along a diagonal."""
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)

@@ -10,6 +10,7 @@ import numpy as np
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.numpy import util
+from minijax.numpy.sorting_searching import searchsorted
 from minijax.numpy.util import check_arraylike, to_array
 
 __all__ = ["convolve", "corrcoef", "correlate", "cov", "diff", "ediff1d", "interp", "polyval",
@@ -159,7 +160,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         xp, fp = xp[order], fp[order]
         xp = jnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
         fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
-    from minijax.numpy.sorting_searching import searchsorted
     n = xp.shape[0]
     if n == 1:
         out = jnp.broadcast_to(fp[0], x.shape)

@@ -9,12 +9,13 @@ from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.numpy import reductions as red
 from minijax.numpy import util
-from minijax.numpy.ufuncs import _c, _select
+from minijax.numpy.indexing import take_along_axis
+from minijax.numpy.ufuncs import _c, _round_even, _select
+from minijax.numpy.ufuncs_logic import isnan, logical_and, logical_not
 from minijax.numpy.util import canonicalize_axes, check_arraylike, to_array
 
 
 def _isnan(a):
-    from minijax.numpy.ufuncs_logic import isnan
     return isnan(a)
 
 
@@ -61,7 +62,6 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 
 def _valid_mask(a, where):
-    from minijax.numpy.ufuncs_logic import logical_and, logical_not
     valid = logical_not(_isnan(a))
     if where is not None:
         valid = logical_and(valid, where)
@@ -144,7 +144,6 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     upper = lax.max(lax.sub(cb, _c(1, qb)), _c(0, qb))
     low, high = lax.min(low, upper), lax.min(high, upper)
     if method == "nearest":
-        from minijax.numpy.ufuncs import _round_even
         low = high = lax.min(_round_even(pos), upper)
     idx_dt = dtypes.default_int_dtype()
     lo_v = _take_last(sorted_a, util.convert(low, idx_dt), q_shape, batch)
@@ -182,7 +181,6 @@ def _not(mask):
 
 def _take_last(sorted_a, idx, q_shape, batch):
     """sorted_a[..., idx] with idx of shape q_shape + batch -> q_shape + batch."""
-    from minijax.numpy.indexing import take_along_axis
     nq = len(q_shape)
     nb = len(batch)
     # Move q dims behind the batch dims, add the sorted axis, gather, move back.

@@ -8,7 +8,8 @@ import numpy as np
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.numpy import util
-from minijax.numpy.ufuncs import _c, _kind, _select
+from minijax.numpy.indexing import nonzero
+from minijax.numpy.ufuncs import _c, _kind, _select, imag
 from minijax.numpy.util import check_arraylike, promote_args, to_array
 
 
@@ -170,13 +171,11 @@ def isneginf(x, /):
 
 def isreal(x):
     """True where the imaginary part is zero."""
-    from minijax.numpy.ufuncs import imag
     return equal(imag(x), 0)
 
 
 def iscomplex(x):
     """True where the imaginary part is nonzero."""
-    from minijax.numpy.ufuncs import imag
     return not_equal(imag(x), 0)
 
 
@@ -198,35 +197,6 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     else:
         out = logical_and(out, logical_not(logical_or(isnan(a), isnan(b))))
     return out
-
-
-def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """True if every pair is close (see isclose)."""
-    from minijax.numpy.reductions import all as _all
-    return _all(isclose(a, b, rtol, atol, equal_nan))
-
-
-def array_equal(a1, a2, equal_nan=False):
-    """True if both arrays have the same shape and elements."""
-    from minijax.numpy.reductions import all as _all
-    a1, a2 = to_array(a1), to_array(a2)
-    if get_aval(a1).shape != get_aval(a2).shape:
-        return util.convert(False, dtypes.bool_)
-    eq = equal(a1, a2)
-    if equal_nan:
-        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
-    return _all(eq)
-
-
-def array_equiv(a1, a2):
-    """True if the arrays are equal after broadcasting."""
-    from minijax.numpy.reductions import all as _all
-    a1, a2 = to_array(a1), to_array(a2)
-    try:
-        util.broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape)
-    except ValueError:
-        return util.convert(False, dtypes.bool_)
-    return _all(equal(a1, a2))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -255,7 +225,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """Elements of x where condition holds, else of y; with one argument, nonzero()."""
     if x is None and y is None:
-        from minijax.numpy.indexing import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "

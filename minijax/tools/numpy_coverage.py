@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 
+import minijax.numpy as jnp
+from minijax.numpy._missing import ALTERNATIVES
 from minijax.tools.api_coverage import public_names
 
 # Names that belong to NumPy's host-side machinery rather than to an array API.
@@ -44,8 +46,6 @@ def numpy_names() -> list[str]:
 
 def coverage() -> list[tuple[str, str]]:
     """(name, status) for every public NumPy name."""
-    import minijax.numpy as jnp
-    from minijax.numpy._missing import ALTERNATIVES
     rows = []
     for name in numpy_names():
         if hasattr(jnp, name):

@@ -68,6 +68,7 @@ from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
 from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.ir import Computation, Shape
+from minijax.compiler.hlo.printer import module_to_text
 from minijax.config import config, debug_level
 
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
@@ -427,7 +428,6 @@ class CpuExecutable(Executable):
 
     def as_text(self) -> str:
         """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""
-        from minijax.compiler.hlo.printer import module_to_text
         return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(
             "//   " + n for n in self._notes) + "\n"
 
@@ -463,7 +463,6 @@ class CpuBackend(Backend):
             # digest of this exact module when there is one (printing it costs more).
             digest = module.cache_digest
             if digest is None:
-                from minijax.compiler.hlo.printer import module_to_text
                 digest = module_to_text(module)
             plan_key = get_jit().key(f"plan-v1|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
             plan = get_jit().read_plan(plan_key)

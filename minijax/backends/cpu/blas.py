@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.backends.cpu.thread_pool import get_pool
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
 
@@ -248,6 +249,7 @@ class _Entries:
     a process with a warm cache directory neither builds nor compiles the IR."""
 
     def __init__(self, blas: Blas):
+        # Lazy: llvmlite loads only when a gemm driver is built (finding BLAS needs none).
         from minijax.backends.cpu import fastcall
         from minijax.backends.cpu.kernel import _DATA_OFFSET, _KernelFn
         from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
@@ -350,7 +352,6 @@ class GemmCall:
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None,
                  strides=None):
-        from minijax.backends.cpu.thread_pool import get_pool
         batch, m, n, k, ta, tb = form
         dtype = np.dtype(dtype)
         size = dtype.itemsize

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from minijax import dtypes as dtypes_mod
+from minijax.backends.cpu import blas as cpu_blas
 from minijax.backends.cpu.memory import host_memory
 
 
@@ -59,7 +60,6 @@ def dot_step(instr, ops, s):
 def _gemm_step(instr, ops, s):
     """The dot as a direct gemm call, or None (no BLAS found, an integer or mixed dtype, or
     operands that are not one matrix product as stored)."""
-    from minijax.backends.cpu import blas as cpu_blas
     dtype = instr.shape.dtype
     if (dtype not in (np.float32, np.float64) or any(
             o.shape.dtype != dtype for o in instr.operands)):
@@ -145,7 +145,6 @@ def _im2col_contract(x, w, ksize, stride, rdil, spans, out, gemms, groups=1, bat
     else:                       # group g: columns g*inner.. of the copy
         a_view = cols.reshape(rows, ng, inner).transpose(1, 0, 2)
         lda, sa = ng * inner, inner
-    from minijax.backends.cpu import blas as cpu_blas
     blas = cpu_blas.find_blas()
     if blas is None or rows * og * inner == 0:
         for g in range(ng):

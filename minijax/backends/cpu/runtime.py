@@ -32,6 +32,7 @@ import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
 from minijax import trace_events
+from minijax.backends.cpu.thread_pool import get_pool
 from minijax.config import config
 
 _MAGIC = b"MINIJAX-OBJ-2\n"
@@ -92,7 +93,6 @@ class Jit:
     @staticmethod
     def parallelism() -> int:
         """How many parts a module is split into for compilation (the thread pool's size)."""
-        from minijax.backends.cpu.thread_pool import get_pool
         return get_pool().num_threads
 
     def _tuning(self, level: int = 3):
@@ -158,7 +158,6 @@ class Jit:
     def _emit_objects(self, parts: list[tuple[str, int]]) -> list[bytes]:
         if len(parts) == 1:
             return [self.emit_object(*parts[0])]
-        from minijax.backends.cpu.thread_pool import get_pool
         objs: list = [None] * len(parts)
 
         def work(_, start, end):

@@ -41,6 +41,7 @@ from minijax.compiler.codegen.gpu.ops import OP_KERNEL_OPCODES, emit_op_kernel, 
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
 from minijax.compiler.evaluator import evaluate_instruction, flatten_value
 from minijax.compiler.hlo.ir import Computation, Instruction
+from minijax.compiler.hlo.printer import module_to_text
 
 _KERNEL_OPCODES = frozenset((ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = frozenset({"parameter", "constant", "tuple", "get-tuple-element", *MOVES})
@@ -363,12 +364,12 @@ class GpuExecutable(Executable):
 
     def as_text(self) -> str:
         """The module's HLO and, per instruction, the kernels/GEMM/host step it runs as."""
-        from minijax.compiler.hlo.printer import module_to_text
         return module_to_text(self.module) + "\n// GPU steps:\n" + "\n".join(
             "//   " + n for n in self.notes)
 
     def ptx(self) -> str:
         """The PTX of the module's kernels for the runtime's architecture."""
+        # Lazy: llvmlite.binding and ptxas load only when PTX text is asked for.
         from minijax.compiler.codegen.gpu.ptx import compile_ptx
         return compile_ptx(self.ir_text, self.runtime.arch) if self.kernels else ""
 

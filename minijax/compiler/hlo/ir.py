@@ -334,5 +334,6 @@ class Module:
         return callees_first([self.entry])
 
     def __str__(self) -> str:
+        # printer.py is built on this module; printing is delegated to it.
         from minijax.compiler.hlo.printer import module_to_text
         return module_to_text(self)

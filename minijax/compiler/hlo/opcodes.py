@@ -95,7 +95,7 @@ _ROWS = [
     ("after-all", None, "structural", "control", "s"),
     ("add-dependency", 2, "structural", "first-operand"),
     ("optimization-barrier", 1, "structural", _E),
-    # random numbers, collectives (compiler/evaluator_collectives.py), linalg, numerics,
+    # random numbers, collectives (compiler/evaluator/collectives.py), linalg, numerics,
     # custom calls
     ("rng", None, "random", "explicit", "s"), ("rng-bit-generator", 1, "random", "explicit", "s"),
     ("all-reduce", None, "collective", "operands", "s"),

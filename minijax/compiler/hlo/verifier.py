@@ -11,6 +11,7 @@ instruction and the computation.
 from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module
+from minijax.compiler.hlo.printer import shape_to_text
 from minijax.compiler.hlo.shape_inference import (
     HloShapeError,
     check_explicit_shape,
@@ -92,7 +93,6 @@ def _check_shape(comp: Computation, instr: Instruction) -> None:
     except HloShapeError as e:
         _fail(comp, instr, str(e))
     if inferred is not None and not _shapes_match(instr, inferred):
-        from minijax.compiler.hlo.printer import shape_to_text
         _fail(comp, instr, f"shape {shape_to_text(instr.shape, False)} differs from the "
                            f"inferred {shape_to_text(inferred, False)}")
 
@@ -104,7 +104,6 @@ def _expect_params(comp, instr, key, callee, shapes, types=True) -> None:
                            f"{len(shapes)} expected")
     for p, s in zip(params, shapes):
         if not same_shape(p.shape, s if types else s.with_type(p.shape.element_type)):
-            from minijax.compiler.hlo.printer import shape_to_text
             _fail(comp, instr, f"{key}={callee.name} parameter {p.parameter_number} has shape "
                                f"{shape_to_text(p.shape, False)}, expected "
                                f"{shape_to_text(s, False)}")

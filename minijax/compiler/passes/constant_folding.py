@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.compiler.evaluator import evaluate_instruction
 from minijax.compiler.hlo.ir import Instruction, Module
 from minijax.compiler.passes.base import Pass
 from minijax.compiler.passes.opcodes import SIDE_EFFECTING
@@ -79,7 +80,6 @@ class ConstantFolding(Pass):
 
 def _fold(instr: Instruction, names: NameUniquer) -> Instruction | None:
     """A constant with `instr`'s value, or None if the evaluator cannot compute it."""
-    from minijax.compiler.evaluator import evaluate_instruction  # only when something folds
     try:
         value = evaluate_instruction(instr, [op.literal for op in instr.operands])
     except Exception:  # the evaluator cannot do it: keep the op, never fail

@@ -29,6 +29,14 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
+from minijax.compiler.codegen.cpu.blocks import (
+    BLOCK,
+    block_bounds,
+    block_partial,
+    block_type,
+    reducer_kind,
+)
+from minijax.compiler.codegen.cpu.row_loops import emit_row_fused
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     ElementalEmitter,
@@ -43,7 +51,6 @@ from minijax.compiler.codegen.kernel_plan import (
     root_output_offsets,
 )
 from minijax.compiler.codegen.llvm_types import (
-    F32,
     F64,
     I64,
     INT_TYPES,
@@ -57,14 +64,12 @@ from minijax.compiler.codegen.llvm_types import (
 from minijax.compiler.hlo.ir import Computation, Shape
 from minijax.compiler.hlo.row_plan import plan_for
 
-BLOCK = 2048
 #: Full reductions of at least this many elements split into FULL_CHUNKS partials.
 FULL_REDUCE_MIN = 1 << 20
 #: Fixed partial count (independent of the thread count, so results are reproducible).
 FULL_CHUNKS = 64
 #: Bytes per partial slot in a full reduction's scratch buffer (any accumulator fits).
 SLOT_BYTES = 16
-_FULL_KINDS = ("add", "multiply", "maximum", "minimum", "and", "or", "xor")
 FLAT_OPS = ELEMENTWISE | {"parameter", "constant", "tuple", "reshape", "bitcast"}
 
 
@@ -78,27 +83,6 @@ class KernelSpec:
     work: int              # elements touched per outer iteration (for threading decisions)
     num_params: int
     output_shapes: list
-
-
-def block_bounds(b: ir.IRBuilder, blk, length: int):
-    """[lo, hi) of block `blk` of BLOCK elements within [0, length)."""
-    lo = b.mul(blk, const(I64, BLOCK))
-    hi = b.add(lo, const(I64, BLOCK))
-    return lo, b.select(b.icmp_signed("<", hi, const(I64, length)), hi, const(I64, length))
-
-
-def block_type(et: str) -> ir.Type:
-    """The type of a block's partial float sum: the element's type, float for f16 (whose
-    11 bits would lose the sum after 2048 terms)."""
-    return F32 if et == "f16" else value_type(et)
-
-
-def block_partial(b: ir.IRBuilder, alloca, reduce):
-    """A fresh slot, set to -0.0, for one block's float sum (float for 16-bit types)."""
-    ty = block_type(reduce.shape.element_type)
-    p = alloca(ty)
-    b.store(ir.Constant(ty, -0.0), p)
-    return p
 
 
 def _is_flat(comp: Computation) -> bool:
@@ -117,19 +101,6 @@ def _is_flat(comp: Computation) -> bool:
 def _delinearize(b, value, dims):
     """Row-major multi-index (list of i64) of `value` within `dims`."""
     return Index(Shape("s64", tuple(dims)), linear=value).get_multi(b)
-
-
-def reducer_kind(r):
-    """'add'/'multiply'/... if reduce r's to_apply is one binary op of its two parameters."""
-    body = r.called["to_apply"]
-    root = body.root
-    if len(r.operands) != 2 or len(root.operands) != 2:
-        return None
-    if {op.opcode for op in root.operands} != {"parameter"}:
-        return None
-    if {op.parameter_number for op in root.operands} != {0, 1}:
-        return None
-    return root.opcode if root.opcode in _FULL_KINDS else None
 
 
 def _full_reduce_roots(comp: Computation):
@@ -242,7 +213,6 @@ class KernelEmitter:
         self.extras = []
         plan = plan_for(self.comp)
         if plan is not None:
-            from minijax.compiler.codegen.cpu.row_loops import emit_row_fused
             spec = emit_row_fused(self, plan)
             self.b.ret_void()
             return spec

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from minijax.compiler.codegen.cpu.loops import (
-    BLOCK,
-    block_bounds,
-    block_partial,
-    emit_counted_loop,
-    reducer_kind,
-)
+from minijax.compiler.codegen.cpu.blocks import BLOCK, block_bounds, block_partial, reducer_kind
 from minijax.compiler.codegen.elemental import ELEMENTWISE, Index
 from minijax.compiler.codegen.float16 import float_convert
-from minijax.compiler.codegen.llvm_types import F64, I64, const, is_float, value_type
+from minijax.compiler.codegen.llvm_types import (
+    F64,
+    I64,
+    const,
+    emit_counted_loop,
+    is_float,
+    value_type,
+)
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.hlo.opcodes import select
 

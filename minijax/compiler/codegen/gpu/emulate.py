@@ -32,6 +32,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from minijax.compiler.codegen.gpu import nvvm
+from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel
 
 _SREG_ARGS = {
     "llvm.nvvm.read.ptx.sreg.tid.x": "%emu.tid",
@@ -344,7 +345,6 @@ def run_computation(comp, args: list, max_blocks: int | None = 3, name: str = "k
     """Emit `comp` (a fused computation) as GPU kernels, run them emulated on `args`
     (numpy arrays, one per parameter) and return the outputs. Each launch's grid is cut to
     `max_blocks` blocks (None: the real grid), which the grid-stride loops must absorb."""
-    from minijax.compiler.codegen.gpu.kernels import emit_gpu_kernel
 
     module = nvvm.new_module(name)
     kernel = emit_gpu_kernel(module, name, comp)

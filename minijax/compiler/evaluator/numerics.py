@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler import evaluator_elementwise as ew
+from minijax.compiler.evaluator import elementwise as ew
 from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES, element_type_of
 
 __all__ = ["OPCODES", "NARROW_DTYPES", "involves_narrow", "widen", "narrow_bit_opcode",

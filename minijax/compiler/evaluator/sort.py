@@ -4,7 +4,7 @@ Comparators JAX and our lowering emit are lexicographic chains of per-key compar
 `or(lt(T(k0), T(k0')), and(eq(T(k0), T(k0')), <rest of the chain>))`, where T is any elementwise
 expression of one parameter (e.g. the NaN canonicalization `select(x != x, nan, x)`). Those
 are recognized structurally: T runs once over each whole key operand, the keys become
-unsigned integers (evaluator_sort_keys.py) and one np.sort orders them: sorted keys decoded
+unsigned integers (evaluator/sort_keys.py) and one np.sort orders them: sorted keys decoded
 back to values, or keys packed with the element index for a stable permutation. Any other
 comparator sorts with a vectorized bottom-up merge sort whose merges binary-search the
 partner run, calling the comparator on whole arrays of pairs: O(n log^2 n) comparisons in
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_sort_keys import (
+from minijax.compiler.evaluator import core as ev
+from minijax.compiler.evaluator.sort_keys import (
     differing,
     is_iota,
     pack_keys,
@@ -145,8 +146,6 @@ def _nan_replacement(expr, param: int):
 
 def _transform(expr, param: int, value: np.ndarray) -> np.ndarray:
     """Evaluate the scalar expression `expr` of one parameter elementwise over `value`."""
-    from minijax.compiler import evaluator as ev  # the evaluator imports this module
-
     nan = _nan_replacement(expr, param)
     if nan is not None and value.dtype == nan.dtype:
         mask = np.isnan(value, out=scratch("nan", value.shape, np.bool_))
@@ -287,8 +286,6 @@ def merge_sort_permutation(moved, comp, ctx):
 
 def sort_opcode(instr, ops, ctx):
     """XLA sort along `dimensions[0]`; every operand is permuted like the keys."""
-    from minijax.compiler import evaluator as ev  # the evaluator imports this module
-
     dims = instr.attrs.get("dimensions", (0,))
     dim = int(dims[0] if isinstance(dims, (tuple, list)) else dims)
     moved = [np.moveaxis(np.asarray(o), dim, -1) for o in ops]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_ops import combine_into, pad_array
-from minijax.compiler.evaluator_take import fast_gather, fast_scatter
+from minijax.compiler.evaluator.ops import combine_into, pad_array
+from minijax.compiler.evaluator.take import fast_gather, fast_scatter
 
 
 def _compute_dtype(out_dtype: np.dtype) -> np.dtype:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator_sort import sort_opcode, topk_opcode
+from minijax.compiler.evaluator.sort import sort_opcode, topk_opcode
 
 # Reducers whose computation is one binary op of its two parameters run as numpy ufuncs.
 _UFUNCS = {

@@ -1,19 +1,9 @@
-"""NumPy reference interpreter for HLO: the golden answer in every differential test.
+"""The HLO interpreter: evaluation of computations, value coercion, the opcode table and the
+structural opcodes (constant, tuple, call, while, conditional, custom-call, ...).
 
-Public entry points:
-  evaluate_module(module, args) -> list[np.ndarray]   entry result, tuple root flattened
-  evaluate_computation(comp, args) -> value            an array, or a (nested) tuple of arrays
-  evaluate_instruction(instr, operand_values) -> value one instruction (constant folding)
-  register_custom_call(target, fn)                     give custom-call targets a meaning
-
-Values are numpy arrays (0-d for scalars) or Python tuples of values. Every result is cast to
-its instruction's dtype and dims, so float32 programs stay float32; bf16 values live in
-float32 storage and are rounded to bfloat16 after every instruction (callers see ml_dtypes
-bfloat16 arrays).
-
-Scalar computations applied elementwise (reducers, comparators, scatter combiners, map
-bodies) are evaluated "batched": once over whole arrays, with numpy broadcasting, instead of
-once per element. Computations that cannot run batched fall back to a per-element loop.
+The opcode families live in sibling modules that import this one (sort needs the batched
+context) and export their own OPCODES tables; api.py imports them all and registers them
+here, so this module never imports a family that imports it. See the package docstring.
 """
 
 from __future__ import annotations
@@ -23,13 +13,13 @@ from collections.abc import Callable
 import numpy as np
 
 from minijax.backends.spmd import CollectiveAbortedError, CollectiveTimeoutError
-from minijax.compiler import evaluator_elementwise as ew
-from minijax.compiler import evaluator_linalg
-from minijax.compiler import evaluator_numerics as numerics
+from minijax.compiler.evaluator import elementwise as ew
+from minijax.compiler.evaluator import linalg, numerics
 from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES, Computation, Instruction, Module, Shape
 
-__all__ = ["EvaluatorError", "evaluate_module", "evaluate_computation", "evaluate_instruction",
-           "register_custom_call", "flatten_value"]
+__all__ = ["EvaluatorError", "OPCODES", "evaluate_module", "evaluate_computation",
+           "evaluate_instruction", "register_custom_call", "register_opcodes", "has_implementation",
+           "flatten_value"]
 
 
 class EvaluatorError(RuntimeError):
@@ -46,7 +36,7 @@ _CUSTOM_CALLS: dict[str, Callable] = {
 
 # Target families registered by prefix (`minijax.linalg.cholesky[...]`): prefix -> fn.
 _CUSTOM_CALL_PREFIXES: dict[str, Callable] = {
-    evaluator_linalg.PREFIX: evaluator_linalg.evaluate_custom_call,
+    linalg.PREFIX: linalg.evaluate_custom_call,
 }
 
 
@@ -237,7 +227,7 @@ def _describe(instr: Instruction, operands: list) -> str:
 
 
 def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
-    impl = _OPCODES.get(instr.opcode)
+    impl = OPCODES.get(instr.opcode)
     if impl is None:
         raise EvaluatorError(f"the HLO evaluator has no implementation of opcode "
                              f"'{instr.opcode}' (instruction {instr.name})")
@@ -449,7 +439,7 @@ def _after_all(instr, ops, ctx):
     return ()
 
 
-_OPCODES: dict[str, Callable] = {
+OPCODES: dict[str, Callable] = {
     "parameter": _parameter,
     "constant": _constant,
     "compare": _compare,
@@ -470,8 +460,8 @@ _OPCODES: dict[str, Callable] = {
     "add-dependency": _identity,
     "after-all": _after_all,
 }
-_OPCODES.update({name: _unary(fn) for name, fn in ew.UNARY.items()})
-_OPCODES.update({name: _binary(fn) for name, fn in ew.BINARY.items()})
+OPCODES.update({name: _unary(fn) for name, fn in ew.UNARY.items()})
+OPCODES.update({name: _binary(fn) for name, fn in ew.BINARY.items()})
 
 
 def _copy(instr, ops, ctx):
@@ -481,20 +471,14 @@ def _copy(instr, ops, ctx):
     return fresh(ops[0])
 
 
-_OPCODES["copy"] = _copy
+OPCODES["copy"] = _copy
 
 
-def _register_structural() -> None:
-    from minijax.compiler import evaluator_collectives, evaluator_indexing, evaluator_ops
-    _OPCODES.update(evaluator_collectives.OPCODES)
-    _OPCODES.update(evaluator_ops.OPCODES)
-    _OPCODES.update(evaluator_indexing.OPCODES)
-    _OPCODES.update(numerics.OPCODES)
-
-
-_register_structural()
+def register_opcodes(table: dict[str, Callable]) -> None:
+    """Add an opcode family's implementations (opcode -> fn(instr, operands, ctx))."""
+    OPCODES.update(table)
 
 
 def has_implementation(opcode: str) -> bool:
     """Whether the evaluator runs `opcode` (opcode table names or their aliases)."""
-    return opcode in _OPCODES
+    return opcode in OPCODES
