@@ -398,7 +398,10 @@ class GemmCall:
             return (ctypes.c_void_p * 4)(prm.ctypes.data, a.ctypes.data, b.ctypes.data,
                                          out.ctypes.data)
 
-        if fast is not None and mnk < GIL_GEMM_MNK and (small or threads_single):
+        #: Whether `call` keeps the GIL (tiny products through the builtin entry).
+        self.holds_gil = fast is not None and mnk < GIL_GEMM_MNK and bool(
+            small or threads_single)
+        if self.holds_gil:
             def call(a, b, out):
                 fast(whole, a, b, out)
         elif not splittable:
