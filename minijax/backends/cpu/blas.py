@@ -443,32 +443,40 @@ _held = {"count": 0, "saved": 0}
 _held_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=4)
+def _thread_controls(blas: Blas):
+    """(get_num_threads, set_num_threads) of the BLAS as ctypes functions (made once)."""
+    return (ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads),
+            ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads))
+
+
 def hold_one_blas_thread() -> None:
     """While held (by any thread), BLAS runs every call on one thread: the devices of a
     multi-device program each have their own share of the cores, and the thread count of
     OpenBLAS is one setting for the whole process (saving and restoring it around each call
     from several threads at once would race). `release_blas_threads` undoes it."""
     blas = find_blas()
-    if blas is None or not blas.set_threads:
+    if blas is None or not blas.set_threads or not blas.get_threads:
         return
+    get, set_ = _thread_controls(blas)
     with _held_lock:
         if _held["count"] == 0:
-            prev = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads)()
+            prev = get()
             _held["saved"] = prev
             if prev > 1:
-                ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads)(1)
+                set_(1)
         _held["count"] += 1
 
 
 def release_blas_threads() -> None:
     """The last holder gives BLAS back the thread count it had before."""
     blas = find_blas()
-    if blas is None or not blas.set_threads:
+    if blas is None or not blas.set_threads or not blas.get_threads:
         return
     with _held_lock:
         _held["count"] -= 1
         if _held["count"] == 0 and _held["saved"] > 1:
-            ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads)(_held["saved"])
+            _thread_controls(blas)[1](_held["saved"])
 
 
 def _dot_options_changed(_value) -> None:
