@@ -114,7 +114,8 @@ def main(argv=None) -> list:
         have_jax = False
     have_mpi = _mpiexec() is not None
     rows, base, mpi_base = [], None, None
-    print(f"data-parallel MLP step (64-256-10, batch {batch}), median of {repeat}")
+    print(f"data-parallel MLP step (64-256-10, batch {batch}), median of {repeat}, "
+          f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'configuration':<34}{'step':>10}{'examples/s':>13}{'vs 1 dev':>10}{'loss':>10}")
     for label, kind, env in CONFIGS:
         if kind == "jax" and not have_jax:
@@ -135,6 +136,7 @@ def main(argv=None) -> list:
         print(f"{label:<34}{seconds * 1e3:>8.2f}ms{batch / seconds:>13.0f}"
               f"{ref / seconds:>9.2f}x{loss:>10.4f}")
         rows.append((label, seconds, loss))
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return rows
 
 
