@@ -158,7 +158,7 @@ def _check_vma(closed, in_specs, out_specs, mesh) -> None:
         vary = frozenset().union(*[read(v) for v in eqn.invars])
         names = eqn.params.get("axis_name", ())
         names = names if isinstance(names, tuple) else (names,)
-        if eqn.primitive in _INVARIANT:
+        if eqn.primitive in _INVARIANT and eqn.params.get("axis_index_groups") is None:
             vary = vary - set(names)
         elif eqn.primitive in _VARYING:
             vary = vary | set(names)

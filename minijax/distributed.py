@@ -21,10 +21,11 @@ Without a launcher (no MPI environment), `initialize()` with no arguments or wit
 from __future__ import annotations
 
 import importlib.util
+import os
 
 from minijax.backends import get_backend, transport
 from minijax.backends.base import Device
-from minijax.config import started_by_mpi_launcher
+from minijax.config import config, started_by_mpi_launcher
 
 __all__ = ["global_devices", "initialize", "is_initialized", "shutdown"]
 
@@ -84,12 +85,27 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                 "initialize a backend. This includes any computation, but also calls to "
                 "minijax.devices, minijax.device_put, and others.")
         transport.install(run)
+        _share_cores(run)
         _exchange_devices(run, local_device_ids)
     except BaseException:
         transport.uninstall()
         run.shutdown()
         raise
     run.set_timeout(None)  # collectives from now on: minijax_collective_timeout
+
+
+def _share_cores(run) -> None:
+    """Processes on one machine split its cores: without MINIJAX_NUM_THREADS, each one's
+    thread pool gets cores / (processes on this machine) threads (at least one), as the
+    devices of one process each get their share; otherwise `mpiexec -n 2` on 2 cores would
+    run 4 threads that wait on each other."""
+    if run.local_process_count <= 1 or config._values["minijax_num_threads"]:
+        return
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    config.update("minijax_num_threads", max(1, cores // run.local_process_count))
 
 
 def _exchange_devices(run, local_device_ids) -> None:

@@ -287,7 +287,7 @@ def test_argument_errors():
     vm = minijax.vmap
     with pytest.raises(TypeError, match="psum: positional axes"):
         lax.psum(x, 0)
-    with pytest.raises(NotImplementedError, match="axis_index_groups is not supported"):
+    with pytest.raises(NotImplementedError, match="axis_index_groups not supported in vmap"):
         vm(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2]]), axis_name="i")(x)
     with pytest.raises(NotImplementedError, match=r"all_gather over several axis names"):
         vm(lambda v: lax.all_gather(v, ("i", "i")), axis_name="i")(x)

@@ -41,8 +41,8 @@ def run_mpi(script: str, procs: int, timeout: int = 120, **env) -> subprocess.Co
         full.pop(name, None)
     # One thread per process (the machine's cores are shared by the processes), and a
     # deadline that turns a broken collective into a failure rather than a long wait.
-    full.update(PYTHONPATH=str(ROOT), MINIJAX_NUM_THREADS="1", MINIJAX_COLLECTIVE_TIMEOUT="30",
-                **env)
+    full.update({"PYTHONPATH": str(ROOT), "MINIJAX_NUM_THREADS": "1",
+                 "MINIJAX_COLLECTIVE_TIMEOUT": "30", **env})
     return subprocess.run([MPIEXEC, "-n", str(procs), sys.executable, str(SCRIPTS / script)],
                           env=full, capture_output=True, text=True, cwd=str(ROOT),
                           timeout=timeout)
@@ -81,3 +81,10 @@ def test_pmap_collectives_cross_processes():
     pmin, axis_index, all_gather, ppermute, psum_scatter, all_to_all, a pmean of grads."""
     out = run_mpi("pmap_collectives.py", 2, MINIJAX_NUM_CPU_DEVICES="2")
     _check(out, ["PMAP OK 0", "PMAP OK 1"])
+
+
+def test_processes_split_the_cores_and_step_the_same_bits():
+    """Without MINIJAX_NUM_THREADS each of the 2 processes gets half the cores (the script
+    checks the pool size), and the data-parallel step is bit-identical everywhere."""
+    out = run_mpi("core_share.py", 2, MINIJAX_NUM_THREADS="")
+    _check(out, ["CORES OK 0", "CORES OK 1"])

@@ -91,6 +91,39 @@ def _single_name(axis_name, what: str):
     return names
 
 
+def _groups(axis_index_groups, names, what: str):
+    """`axis_index_groups` as a tuple of tuples of axis indices (None: the whole axis),
+    checked as JAX does: one axis name, every index in exactly one group, equal sizes."""
+    if axis_index_groups is None:
+        return None
+    if len(names) != 1:
+        raise NotImplementedError(f"{what}: axis_index_groups with several axis names "
+                                  f"{names} is not supported; name one axis.")
+    try:
+        trace = batching.find_axis_trace(names[0])
+    except NameError:
+        trace = None
+    if trace is not None:
+        _no_vmap_groups(trace, names, axis_index_groups)
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    size = _one_axis_size(names[0])
+    if sorted(i for g in groups for i in g) != list(range(size)):
+        raise ValueError(f"{what}: axis_index_groups must cover all indices exactly once "
+                         f"(axis {names[0]!r} has size {size}, got {axis_index_groups})")
+    if len({len(g) for g in groups}) != 1:
+        raise ValueError(f"{what}: axis_index_groups must all be the same size, got "
+                         f"{axis_index_groups}")
+    return groups
+
+
+def _no_vmap_groups(trace, axis_name, axis_index_groups):
+    if axis_index_groups is not None and trace.axis_name in axis_name:
+        raise NotImplementedError(
+            "axis_index_groups not supported in vmap collectives (JAX's limit too); the "
+            "collective runs under vmap here, as pmap does inside an outer jit/grad/vmap. "
+            "Call the pmap at top level, or reduce the groups with reshapes and jnp.sum.")
+
+
 def _no_groups(axis_index_groups, what: str):
     if axis_index_groups is not None:
         raise NotImplementedError(f"{what}: axis_index_groups is not supported in minijax "
@@ -137,31 +170,32 @@ def psum(x, axis_name, *, axis_index_groups=None):
     is multiplied by the axis size.
     """
     names = _axis_names(axis_name, "psum")
-    _no_groups(axis_index_groups, "psum")
     _axis_size(names)
+    groups = _groups(axis_index_groups, names, "psum")
 
     def one(leaf):
         leaf = _as_array(leaf)
         aval = _numeric_check("psum", leaf)
         if aval.dtype == np.bool_:
             leaf = convert_element_type(leaf, np.int32)
-        return psum_p.bind(leaf, axis_name=names)
+        return psum_p.bind(leaf, axis_name=names, axis_index_groups=groups)
     return tree_util.tree_map(one, x)
 
 
 psum_p = standard_primitive("psum", _same_aval, _unbound_impl("psum"))
 
 
-def _psum_transpose(ct, x, *, axis_name):
+def _psum_transpose(ct, x, *, axis_name, axis_index_groups=None):
     if type(ct) is ad.Zero:
         return [ad.Zero(x.aval)]
-    return [psum_p.bind(ct, axis_name=axis_name)]
+    return [psum_p.bind(ct, axis_name=axis_name, axis_index_groups=axis_index_groups)]
 
 
-def _psum_batcher(trace, vals, dims, *, axis_name):
+def _psum_batcher(trace, vals, dims, *, axis_name, axis_index_groups=None):
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
-        return psum_p.bind(x, axis_name=axis_name), d
+        return psum_p.bind(x, axis_name=axis_name, axis_index_groups=axis_index_groups), d
+    _no_vmap_groups(trace, axis_name, axis_index_groups)
     if d is not_mapped:
         out = mul(x, weak_scalar(trace.axis_size, get_aval(x).dtype))
     else:
@@ -179,8 +213,10 @@ batching.primitive_batchers[psum_p] = _psum_batcher
 def pmean(x, axis_name, *, axis_index_groups=None):
     """Mean of `x` (a pytree) over the named mapped axis; integers give floats, as in JAX."""
     names = _axis_names(axis_name, "pmean")
-    _no_groups(axis_index_groups, "pmean")
     n = _axis_size(names)
+    groups = _groups(axis_index_groups, names, "pmean")
+    if groups is not None:
+        n = len(groups[0])      # the mean over each group
 
     def one(total):
         dtype = get_aval(total).dtype
@@ -188,7 +224,7 @@ def pmean(x, axis_name, *, axis_index_groups=None):
             total = convert_element_type(total, dtypes.default_float_dtype())
             dtype = get_aval(total).dtype
         return div(total, weak_scalar(n, dtype))
-    return tree_util.tree_map(one, psum(x, names))
+    return tree_util.tree_map(one, psum(x, names, axis_index_groups=groups))
 
 
 # --------------------------------------------------------------------------- pmax / pmin
@@ -206,13 +242,13 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 
 def _pminmax(prim, what, x, axis_name, axis_index_groups):
     names = _axis_names(axis_name, what)
-    _no_groups(axis_index_groups, what)
     _axis_size(names)
+    groups = _groups(axis_index_groups, names, what)
 
     def one(leaf):
         leaf = _as_array(leaf)
         _numeric_check(what, leaf)
-        return prim.bind(leaf, axis_name=names)
+        return prim.bind(leaf, axis_name=names, axis_index_groups=groups)
     return tree_util.tree_map(one, x)
 
 
@@ -221,10 +257,11 @@ pmin_p = standard_primitive("pmin", _same_aval, _unbound_impl("pmin"))
 
 
 def _pminmax_batcher(prim, reducer):
-    def rule(trace, vals, dims, *, axis_name):
+    def rule(trace, vals, dims, *, axis_name, axis_index_groups=None):
         (x,), (d,) = vals, dims
         if trace.axis_name not in axis_name:
-            return prim.bind(x, axis_name=axis_name), d
+            return prim.bind(x, axis_name=axis_name, axis_index_groups=axis_index_groups), d
+        _no_vmap_groups(trace, axis_name, axis_index_groups)
         out = x if d is not_mapped else reducer(x, (d,))
         rest = _rest_names(trace, axis_name)
         if rest:
@@ -236,12 +273,13 @@ def _pminmax_batcher(prim, reducer):
 def _pminmax_jvp(prim):
     # Ties share the tangent equally (the mean over the elements attaining the extremum),
     # matching reduce_max's convention.
-    def rule(primals, tangents, *, axis_name):
+    def rule(primals, tangents, *, axis_name, axis_index_groups=None):
         (x,), (t,) = primals, tangents
-        ans = prim.bind(x, axis_name=axis_name)
+        groups = {"axis_name": axis_name, "axis_index_groups": axis_index_groups}
+        ans = prim.bind(x, **groups)
         mask = convert_element_type(eq(x, ans), get_aval(t).dtype)
-        num = psum_p.bind(mul(t, mask), axis_name=axis_name)
-        den = psum_p.bind(mask, axis_name=axis_name)
+        num = psum_p.bind(mul(t, mask), **groups)
+        den = psum_p.bind(mask, **groups)
         return ans, div(num, den)
     return rule
 

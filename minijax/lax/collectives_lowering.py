@@ -30,19 +30,25 @@ def _env(what: str, names):
     return env
 
 
-def _group_attrs(env, names, **extra) -> dict:
-    attrs = {"channel_id": "1", "replica_groups": groups_text(env.groups(names))}
+def _group_attrs(env, names, axis_index_groups=None, **extra) -> dict:
+    groups = env.groups(names)
+    if axis_index_groups is not None:
+        # Each group of the axis split by axis index: member i of an axis group is the
+        # participant at index i along the (single) named axis.
+        groups = [tuple(g[i] for i in sub) for g in groups for sub in axis_index_groups]
+    attrs = {"channel_id": "1", "replica_groups": groups_text(groups)}
     attrs.update(extra)
     attrs["use_global_device_ids"] = "true"
     return attrs
 
 
 def _all_reduce(opcode):
-    def rule(ctx, x, *, axis_name):
+    def rule(ctx, x, *, axis_name, axis_index_groups=None):
         env = _env(ctx.metadata.get("op_name", opcode), axis_name)
         et = x.shape.element_type
         comp = ctx.scalar_computation(f"region_{opcode}", opcode, et)
-        return ctx.builder.add_instruction("all-reduce", [x], _group_attrs(env, axis_name),
+        return ctx.builder.add_instruction("all-reduce", [x],
+                                           _group_attrs(env, axis_name, axis_index_groups),
                                            {"to_apply": comp}, shape=x.shape,
                                            metadata=ctx.metadata)
     return rule

@@ -42,6 +42,7 @@ import numpy as np
 from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu import fastcall
+from minijax.backends.cpu.blas import hold_one_blas_thread, release_blas_threads
 from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
@@ -127,7 +128,8 @@ class _Compiler(ProgramPlanner):
             count = spec.num_params + len(spec.output_shapes) + (1 if kernel.full else 0)
             self._emit_pyobject_entry(name, count)
             kernel.symbol = name + "_py"
-            if kernel.threads == 1 and fastcall.SUPPORTED and not kernel.full:
+            if kernel.threads == 1 and kernel.holds_gil_ok and fastcall.SUPPORTED \
+                    and not kernel.full:
                 kernel.fast_symbol = fastcall.emit_fastcall_entry(self.ir, name, count,
                                                                   spec.outer, _DATA_OFFSET)
         self.kernels.append(kernel)
@@ -509,10 +511,14 @@ class CpuBackend(Backend):
     def run_on_device(self, device: Device, count: int, fn):
         """Call `fn()` as device `device` of `count` devices running at once: its kernels
         use that device's share of the thread pool (see thread_pool.device_share)."""
-        set_device_share(device_share(device.id % count, count) if count > 1 else None)
+        if count == 1:
+            return fn()
+        set_device_share(device_share(device.id % count, count))
+        hold_one_blas_thread()
         try:
             return fn()
         finally:
+            release_blas_threads()
             set_device_share(None)
 
 

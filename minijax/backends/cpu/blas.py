@@ -22,6 +22,7 @@ import functools
 import glob
 import math
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +40,10 @@ CANDIDATES = (
     ("scipy_cblas_sgemm", "scipy_cblas_dgemm", 32,
      "scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
 )
-#: gemms with batch*M*N*K below this run on one BLAS thread, through the fastcall entry.
+#: gemms with batch*M*N*K below this run on one BLAS thread.
 SMALL_GEMM_MNK = 1 << 22
+#: ... and below this through the fastcall entry (the GIL held: a few microseconds at most).
+GIL_GEMM_MNK = 1 << 17
 # Larger ones are split over minijax's thread pool (option minijax_dot_split=False /
 # MINIJAX_DOT_SPLIT=0: BLAS's own threads).
 
@@ -342,12 +345,17 @@ class GemmCall:
     with `strides` = (lda, ldb, ldc, a, b and c batch strides) in elements, arrays read and
     written through those strides from their first element).
 
-    Small products run on the calling thread with one BLAS thread. Larger ones are cut
-    into one piece per thread-pool thread (along batch, M or N), each piece a
+    Tiny products (below GIL_GEMM_MNK) are called through the builtin entry, the GIL held;
+    the others through ctypes, the GIL released, so that several devices' programs (or the
+    user's threads) run their gemms at the same time. Small ones (below SMALL_GEMM_MNK) run
+    on the calling thread with one BLAS thread. Larger ones are cut into one piece per
+    thread of the pool the *calling thread* uses (thread_pool.get_pool(): inside a
+    multi-device program that is its device's share), along batch, M or N, each piece a
     single-threaded gemm: the pool's caller takes pieces that no helper has started, so on
     a busy machine this degrades to one thread instead of OpenBLAS's own threads waiting
-    on each other. Without a thread-count control in the BLAS, larger products are one
-    call on BLAS's own threads.
+    on each other; a one-thread pool runs the gemm whole with one BLAS thread. Without a
+    thread-count control in the BLAS (or with minijax_dot_split off), larger products are
+    one call on BLAS's own threads.
     """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None,
@@ -355,7 +363,8 @@ class GemmCall:
         batch, m, n, k, ta, tb = form
         dtype = np.dtype(dtype)
         size = dtype.itemsize
-        small = batch * m * n * k < SMALL_GEMM_MNK
+        mnk = batch * m * n * k
+        small = mnk < SMALL_GEMM_MNK
         single = small if threads_single is None else threads_single
         if strides is None:
             lda, ldb = (m if ta else k), (k if tb else n)
@@ -363,51 +372,112 @@ class GemmCall:
         # Leading dimensions and per-batch-element strides, in elements: a grouped
         # convolution's groups are interleaved column blocks of one matrix.
         lda, ldb, ldc, sa, sb, sc = strides
-        split, length, pieces = 0, batch, 1
-        pool = None
-        if not small and blas.set_threads and config._values["minijax_dot_split"]:
-            pool = get_pool()
-            split, length, pieces = _split(batch, m, n, pool.num_threads)
-            if pieces == 1:
-                pool = None
-        steps = {0: (0, 0, 0), 1: ((size if ta else lda * size), 0, ldc * size),
-                 2: (0, (ldb * size if tb else size), size)}[split]
-        self.params = params = np.array([
-            blas.sgemm if dtype == np.float32 else blas.dgemm, blas.set_threads,
-            blas.get_threads, int(single and pool is None), batch, m, n, k, int(ta), int(tb),
-            lda, ldb, ldc, sa * size, sb * size, sc * size, split, length, pieces,
-            *steps], dtype=np.int64)
+        head = [blas.sgemm if dtype == np.float32 else blas.dgemm, blas.set_threads,
+                blas.get_threads]
+        body = [batch, m, n, k, int(ta), int(tb), lda, ldb, ldc, sa * size, sb * size,
+                sc * size]
+
+        def params(one_thread: bool, split: int, length: int, pieces: int):
+            steps = {0: (0, 0, 0), 1: ((size if ta else lda * size), 0, ldc * size),
+                     2: (0, (ldb * size if tb else size), size)}[split]
+            return np.array([*head, int(one_thread), *body, split, length, pieces, *steps],
+                            dtype=np.int64)
+
+        splittable = not small and bool(blas.set_threads) and \
+            config._values["minijax_dot_split"]
+        # The whole product in one call: one BLAS thread when small, when asked, or when
+        # the calling thread's pool has a single thread (a device's share).
+        whole = params(single, 0, batch, 1)
+        whole_one = params(True, 0, batch, 1) if splittable else whole
+        self.params = whole
         fn, py, fast = _entries(blas).by_dtype[dtype]
-        if pool is not None:
-            kernel = py if py is not None else fn
+        kernel = py if py is not None else fn
+
+        def ptrs_of(prm, a, b, out):
+            if py is not None:
+                return (ctypes.c_void_p * 4)(id(prm), id(a), id(b), id(out))
+            return (ctypes.c_void_p * 4)(prm.ctypes.data, a.ctypes.data, b.ctypes.data,
+                                         out.ctypes.data)
+
+        #: Whether `call` keeps the GIL (tiny products through the builtin entry).
+        self.holds_gil = fast is not None and mnk < GIL_GEMM_MNK and bool(
+            small or threads_single)
+        if self.holds_gil:
+            def call(a, b, out):
+                fast(whole, a, b, out)
+        elif not splittable:
+            def call(a, b, out):
+                kernel(ptrs_of(whole, a, b, out), 0, 1)
+        else:
+            plans: dict[int, tuple] = {}
             setn = ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads)
             getn = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads)
-            parallel_for = pool.parallel_for
+
+            def plan(threads: int):
+                split, length, pieces = _split(batch, m, n, threads)
+                got = plans[threads] = (params(False, split, length, pieces), pieces)
+                return got
 
             def call(a, b, out):
-                ptrs = ((ctypes.c_void_p * 4)(id(params), id(a), id(b), id(out))
-                        if py is not None else (ctypes.c_void_p * 4)(
-                            params.ctypes.data, a.ctypes.data, b.ctypes.data,
-                            out.ctypes.data))
+                pool = get_pool()
+                threads = pool.num_threads
+                if threads == 1:
+                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
+                    return
+                prm, pieces = plans.get(threads) or plan(threads)
+                if pieces == 1:
+                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
+                    return
+                ptrs = ptrs_of(prm, a, b, out)
                 prev = getn()
                 if prev > 1:
                     setn(1)
                 try:
-                    parallel_for(kernel, ptrs, pieces, pieces)
+                    pool.parallel_for(kernel, ptrs, pieces, pieces)
                 finally:
                     if prev > 1:
                         setn(prev)
-        elif fast is not None and small:
-            def call(a, b, out):
-                fast(params, a, b, out)
-        elif py is not None:
-            def call(a, b, out):
-                py((ctypes.c_void_p * 4)(id(params), id(a), id(b), id(out)), 0, 1)
-        else:
-            def call(a, b, out):
-                fn((ctypes.c_void_p * 4)(params.ctypes.data, a.ctypes.data, b.ctypes.data,
-                                         out.ctypes.data), 0, 1)
         self.call = call
+
+
+_held = {"count": 0, "saved": 0}
+_held_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=4)
+def _thread_controls(blas: Blas):
+    """(get_num_threads, set_num_threads) of the BLAS as ctypes functions (made once)."""
+    return (ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads),
+            ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads))
+
+
+def hold_one_blas_thread() -> None:
+    """While held (by any thread), BLAS runs every call on one thread: the devices of a
+    multi-device program each have their own share of the cores, and the thread count of
+    OpenBLAS is one setting for the whole process (saving and restoring it around each call
+    from several threads at once would race). `release_blas_threads` undoes it."""
+    blas = find_blas()
+    if blas is None or not blas.set_threads or not blas.get_threads:
+        return
+    get, set_ = _thread_controls(blas)
+    with _held_lock:
+        if _held["count"] == 0:
+            prev = get()
+            _held["saved"] = prev
+            if prev > 1:
+                set_(1)
+        _held["count"] += 1
+
+
+def release_blas_threads() -> None:
+    """The last holder gives BLAS back the thread count it had before."""
+    blas = find_blas()
+    if blas is None or not blas.set_threads or not blas.get_threads:
+        return
+    with _held_lock:
+        _held["count"] -= 1
+        if _held["count"] == 0 and _held["saved"] > 1:
+            _thread_controls(blas)[1](_held["saved"])
 
 
 def _dot_options_changed(_value) -> None:

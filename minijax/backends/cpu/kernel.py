@@ -13,6 +13,10 @@ from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
 
 #: Kernels whose elements-times-work is at least this run on several threads.
 PARALLEL_THRESHOLD = 1 << 20
+#: Kernels below this are called as builtins holding the GIL (~0.1 us a call); larger ones
+#: through ctypes, which releases it (~2 us), so that the devices of a multi-device program
+#: (and the user's other threads) run their kernels at the same time.
+GIL_HOLD_MAX = 1 << 16
 
 _KernelFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -48,6 +52,7 @@ class _Kernel:
         self.out_bytes = out_bytes
         total = spec.outer * spec.work
         self.threads = 1
+        self.holds_gil_ok = total < GIL_HOLD_MAX
         if spec.outer >= 2 and total >= PARALLEL_THRESHOLD:
             self.threads = get_pool().num_threads
         # Full reductions take a scratch buffer of partials after the outputs and a final
@@ -76,4 +81,4 @@ class _Kernel:
             self.fn(ptrs, 0, self.spec.outer)
 
 
-__all__ = ["PARALLEL_THRESHOLD"]
+__all__ = ["GIL_HOLD_MAX", "PARALLEL_THRESHOLD"]

@@ -93,6 +93,8 @@ class ProcessTransport:
 
     #: Name of the implementation ("mpi", "single").
     name = ""
+    #: How many processes of the run share this process's machine (node).
+    local_process_count = 1
 
     def __init__(self, process_index: int, process_count: int, timeout: float | None = None):
         self.process_index = process_index

@@ -68,6 +68,9 @@ class MpiTransport(ProcessTransport):
         world = MPI.COMM_WORLD if comm is None else comm
         self.comm = world.Dup()
         super().__init__(self.comm.Get_rank(), self.comm.Get_size(), timeout)
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        self.local_process_count = node.Get_size()
+        node.Free()
         self._sequence = 0
         self._lock = threading.Lock()
         self._broken: str | None = None

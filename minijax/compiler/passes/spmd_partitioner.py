@@ -19,9 +19,12 @@ instruction gets a dims spec (per dimension, the mesh axes splitting it):
   (weight columns split) and contracting-dim-split products all need no resharding of
   their operands;
 - every other instruction runs replicated: its operands are gathered whole first.
-Resharding gathers dimensions whose split changes (`all-gather` over their axes) and
-slices dimensions that become split (`dynamic-slice` at this device's block offset, read
-from a table by `partition-id`).
+Resharding moves a split from one dimension to another that is whole with one
+`all-to-all` (each device sends the others only the blocks they will own), gathers
+dimensions whose split otherwise changes (`all-gather` over their axes) and slices
+dimensions that become split (`dynamic-slice` at this device's block offset, read from a
+table by `partition-id`); a broadcast resharded to a split is built from its operand's
+block (never materialized whole and sliced).
 """
 
 from __future__ import annotations
@@ -129,13 +132,51 @@ class SpmdPartitioner(Pass):
     def _pid_s32(self, b):
         return b.convert(self._pid(b), "s32")
 
+    def _all_to_all(self, b, x, src, dst, axes):
+        """x split over `axes` along dim `src` (whole along `dst`) -> whole along `src`,
+        split over `axes` along `dst`: one all-to-all, each device sending every other
+        device of its group the block it will own (1/k of x each), instead of gathering
+        all of x and slicing."""
+        k = self._parts(axes)
+        dims = list(x.shape.dims)
+        # [.., src/k, .., dst, ..] -> [.., src/k, .., k, dst/k, ..] with k moved in front of
+        # src: all-to-all over that dim sends chunk j to group member j (block j of dst).
+        split = dims[:dst] + [k, dims[dst] // k] + dims[dst + 1:]
+        y = b.reshape(x, tuple(split))
+        kpos = dst  # position of the k dim in `split`
+        s_pos = src if src < dst else src + 1  # position of src in `split`
+        perm = [d for d in range(len(split)) if d != kpos]
+        perm.insert(perm.index(s_pos), kpos)
+        y = b.transpose(y, tuple(perm))
+        y = b.add_instruction(
+            "all-to-all", [y], {"channel_id": "1", "replica_groups": self._groups(axes),
+                                "dimensions": (perm.index(kpos),),
+                                "use_global_device_ids": "true"}, shape=y.shape)
+        # After it, the k dim holds the block of src that member j had: merge (k, src/k).
+        out = list(dims)
+        out[src] *= k
+        out[dst] //= k
+        return b.reshape(y, tuple(out))
+
     def _reshard(self, b, x, cur, want):
         if cur == want:
             return x
-        if x.opcode == "broadcast" and x.operands[0].shape.rank == 0:
-            # A broadcast scalar is the same everywhere: build the block directly.
-            return b.broadcast(x.operands[0], self._local(self._global(x.shape, cur), want).dims,
-                               ())
+        if x.opcode == "broadcast" and all(
+                not cur[d] for d in range(len(cur)) if d not in x.attrs["dimensions"]):
+            # Broadcast the operand's block instead of slicing a whole broadcast result.
+            dims = x.attrs["dimensions"]
+            op = self._reshard(b, x.operands[0], tuple(cur[d] for d in dims),
+                               tuple(want[d] for d in dims))
+            return b.broadcast(op, self._local(self._global(x.shape, cur), want).dims, dims)
+        cur = list(cur)
+        for d, c in enumerate(cur):
+            # A split that moves to a dimension that is whole: all-to-all.
+            if not c or c == want[d]:
+                continue
+            to = next((e for e, w in enumerate(want) if w == c and not cur[e]), None)
+            if to is not None:
+                x = self._all_to_all(b, x, d, to, c)
+                cur[d], cur[to] = (), c
         for d, (c, w) in enumerate(zip(cur, want, strict=True)):
             if c and c != w:
                 x = self._all_gather(b, x, d, c)
@@ -164,6 +205,8 @@ class SpmdPartitioner(Pass):
                                                               ((),) * len(s))
 
         for instr in old.instructions:
+            if instr is old.root and instr.opcode == "tuple":
+                continue  # the outputs are resharded below, each to its own spec
             out, s = self._partition(b, instr, get, replicated, spec, module)
             new[id(instr)], spec[id(instr)] = out, s
         root = old.root
