@@ -17,9 +17,13 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   convolution runs as an im2col copy + one gemm per feature/batch group (cpu/library.py);
 - reduce-window and select-and-scatter are generated kernels like fusions (each output
   element a gather over its window(s), codegen/windows.py);
-- while/conditional/call run their computations as nested programs (a Python loop over the
-  iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
-  the body's slots);
+- a while loop whose condition and body are single-threaded kernels, small float gemms,
+  views and tuple plumbing runs as one native loop (cpu/native_loops.py): one LLVM
+  function calls the kernels and BLAS per iteration and swaps the carry buffers, with no
+  Python per iteration (option minijax_native_loops);
+- other while/conditional/call run their computations as nested programs (a Python loop
+  over the iterations, no per-iteration compilation; a tuple loop state is unpacked
+  straight into the body's slots);
 - everything else runs the evaluator's per-instruction function (EVALUATOR_THUNK_OPCODES
   lists those opcodes; element types the emitter does not support, e.g. complex numbers, and
   integer convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
@@ -42,6 +46,7 @@ import numpy as np
 from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu import fastcall
+from minijax.backends.cpu.blas import find_blas
 from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
@@ -52,12 +57,14 @@ from minijax.backends.cpu.kernel import (
 from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.memory import host_memory
+from minijax.backends.cpu.native_loops import NativeWhile, plan_native_while, state_shapes
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
+from minijax.compiler.codegen.cpu.native_loop import GemmCall, KernelCall, emit_loop
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
@@ -91,6 +98,7 @@ class _Compiler(ProgramPlanner):
         self.debug = debug
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
+        self.loops: list[NativeWhile] = []
         self.replay = replay
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
@@ -119,9 +127,11 @@ class _Compiler(ProgramPlanner):
         if twin is not None:
             kernel = _Kernel(spec, twin.symbol, label)
             kernel.fast_symbol = twin.fast_symbol
+            kernel.raw = twin.raw
             self.kernels.append(kernel)
             return kernel
         kernel = _Kernel(spec, name, label)
+        kernel.raw = name  # `name.body` is its loop nest (native loops call it)
         if _DATA_OFFSET is not None:
             count = spec.num_params + len(spec.output_shapes) + (1 if kernel.full else 0)
             self._emit_pyobject_entry(name, count)
@@ -318,10 +328,34 @@ class _Compiler(ProgramPlanner):
             out.append((buf.slot, ba.slots[buf.slot].size) if ok else None)
         return out if any(out) else None
 
+    def while_step(self, prog, instr, ops, s) -> bool:
+        """A while loop as one native loop (native_loops.py) when its body allows."""
+        if self.debug >= 2 or not config._values["minijax_native_loops"]:
+            return False
+        plan, info, kernels = plan_native_while(self, instr)
+        if plan is None:
+            prog.notes.append(f"{instr.name}: while on the Python driver ({info})")
+            return False
+        symbol = f"{SYMBOL_PLACEHOLDER}loop{len(self.loops)}"
+        if self.replay is None:
+            bits = find_blas().int_bits if plan.uses_gemm else 64
+            emit_loop(self.ir, symbol, plan, bits, _DATA_OFFSET)
+        elems, tuple_state = state_shapes(instr)
+        step = NativeWhile(plan, info, elems, tuple_state, ops[0], s, symbol)
+        self.loops.append(step)
+        prog.kernel_count += len(kernels)
+        calls = plan.cond + plan.body
+        prog.notes.append(
+            f"{instr.name}: while as one native loop {symbol.replace(SYMBOL_PLACEHOLDER, '')} "
+            f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
+            f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration)")
+        prog.steps.append(step)
+        return True
+
     # ------------------------------------------------------------------ JIT
     def plan(self) -> dict:
         """What a later process needs to rebuild this program without emitting IR."""
-        return {"ir_key": self.ir_key, "kernels": [
+        return {"ir_key": self.ir_key, "loops": len(self.loops), "kernels": [
             {"name": k.spec.name, "mode": k.spec.mode, "outer": k.spec.outer,
              "work": k.spec.work, "num_params": k.spec.num_params,
              "outs": [[s.element_type, list(s.dims)] for s in k.spec.output_shapes],
@@ -330,9 +364,11 @@ class _Compiler(ProgramPlanner):
     def finish(self) -> str:
         """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
         symbols = list(dict.fromkeys([k.symbol for k in self.kernels] + [
-            k.fast_symbol for k in self.kernels if k.fast_symbol]))
+            k.fast_symbol for k in self.kernels if k.fast_symbol] + [
+            loop.symbol for loop in self.loops]))
         if self.replay is not None:
-            if len(self.kernels) != len(self.replay["kernels"]):
+            if (len(self.kernels) != len(self.replay["kernels"])
+                    or len(self.loops) != self.replay.get("loops", 0)):
                 raise RuntimeError("compile plan does not match the module")
             addrs = get_jit().load_key(self.replay["ir_key"], symbols) if symbols else {}
             if addrs is None:
@@ -345,7 +381,7 @@ class _Compiler(ProgramPlanner):
         self.ir_key = get_jit().key(parts)
         if self.debug >= 4:
             print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)
-        if self.kernels:
+        if symbols:
             self._bind(get_jit().compile(parts, symbols, key=self.ir_key))
         return text
 
@@ -355,6 +391,8 @@ class _Compiler(ProgramPlanner):
             if k.fast_symbol:
                 k.fast, k._keepalive = fastcall.make_builtin(
                     addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
+        for loop in self.loops:
+            loop.bind(addrs[loop.symbol])
 
 
 class CpuExecutable(Executable):
@@ -465,7 +503,7 @@ class CpuBackend(Backend):
             if digest is None:
                 from minijax.compiler.hlo.printer import module_to_text
                 digest = module_to_text(module)
-            plan_key = get_jit().key(f"plan-v1|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
+            plan_key = get_jit().key(f"plan-v2|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
             plan = get_jit().read_plan(plan_key)
             if plan is not None:
                 try:
