@@ -251,7 +251,7 @@ class _LoopEmitter:
         if batch == 1:
             call(a, bb, c)
             return
-        for e in emit_counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), "batch"):
+        with emit_counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), "batch") as e:
             call(*(b.gep(p, [b.mul(e, ir.Constant(I64, step))])
                    for p, step in ((a, m * k * size), (bb, k * n * size), (c, m * n * size))))
 
