@@ -284,6 +284,84 @@ def test_option_off_uses_the_python_driver_with_equal_results():
         np.testing.assert_array_equal(a, b)
 
 
+def _dus_loop(it, reread):
+    """A loop writing a [2,3] block into a [4,5,6] element at (i-1, 2*i-3, 5-i) (starts
+    clamped as XLA does), with `it` start indices; `reread` also reads the element
+    elsewhere in the body (then it cannot be updated in place)."""
+    extra = ("  s = f32[] reduce(big, z), dimensions={0,1,2}, to_apply=sum\n"
+             "  sb = f32[1,2,3] broadcast(s), dimensions={}\n"
+             "  u2 = f32[1,2,3] add(u, sb)\n") if reread else "  u2 = f32[1,2,3] add(u, u)\n"
+    return f"""HloModule dus
+sum {{
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}}
+cond {{
+  p = ({it}[], f32[4,5,6], f32[1,2,3]) parameter(0)
+  i = {it}[] get-tuple-element(p), index=0
+  n = {it}[] constant(6)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}}
+body {{
+  p = ({it}[], f32[4,5,6], f32[1,2,3]) parameter(0)
+  i = {it}[] get-tuple-element(p), index=0
+  big = f32[4,5,6] get-tuple-element(p), index=1
+  u = f32[1,2,3] get-tuple-element(p), index=2
+  z = f32[] constant(0)
+  one = {it}[] constant(1)
+  two = {it}[] constant(2)
+  three = {it}[] constant(3)
+  five = {it}[] constant(5)
+  a = {it}[] subtract(i, one)
+  t = {it}[] multiply(i, two)
+  b = {it}[] subtract(t, three)
+  c = {it}[] subtract(five, i)
+{extra}  upd = f32[4,5,6] dynamic-update-slice(big, u2, a, b, c)
+  j = {it}[] add(i, one)
+  ROOT r = ({it}[], f32[4,5,6], f32[1,2,3]) tuple(j, upd, u)
+}}
+ENTRY main {{
+  i0 = {it}[] parameter(0)
+  big = f32[4,5,6] parameter(1)
+  u = f32[1,2,3] parameter(2)
+  init = ({it}[], f32[4,5,6], f32[1,2,3]) tuple(i0, big, u)
+  ROOT loop = ({it}[], f32[4,5,6], f32[1,2,3]) while(init), condition=cond, body=body
+}}
+"""
+
+
+@pytest.mark.parametrize("reread", [False, True])
+@pytest.mark.parametrize("it,i0", [("s32", 0), ("s32", -3), ("s64", 2), ("u32", 0),
+                                   ("s32", 9)])
+def test_dynamic_update_slice_of_the_state_in_place_with_clamped_starts(it, i0, reread):
+    dtype = {"s32": np.int32, "s64": np.int64, "u32": np.uint32}[it]
+    rng = np.random.default_rng(7)
+    big = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    u = rng.standard_normal((1, 2, 3)).astype(np.float32)
+    keep = big.copy()
+    got, want, plan = _run_both(_dus_loop(it, reread), [dtype(i0), big, u])
+    lines = _loop_plan_lines(plan)
+    assert any(NATIVE in ln for ln in lines), lines
+    assert any("updated in place" in ln for ln in lines) != reread, lines
+    want = want[0] if isinstance(want[0], (list, tuple)) else want
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)   # reread: sums in another order
+    # NumPy reference: XLA clamps each start into [0, dim - update dim].
+    ref, i = big.copy(), int(i0)
+    while i < 6:
+        starts = [min(max(s, 0), d - k) for s, d, k in
+                  zip((i - 1, 2 * i - 3, 5 - i), (4, 5, 6), (1, 2, 3))]
+        if dtype == np.uint32:  # unsigned starts wrap around below zero
+            starts = [min(s % 2 ** 32, d - k) for s, d, k in
+                      zip((i - 1, 2 * i - 3, 5 - i), (4, 5, 6), (1, 2, 3))]
+        sl = tuple(slice(s, s + k) for s, k in zip(starts, (1, 2, 3)))
+        ref[sl] = u + (ref.sum(dtype=np.float32) if reread else u)
+        i += 1
+    np.testing.assert_allclose(got[1], ref, rtol=1e-5)
+    np.testing.assert_array_equal(big, keep)   # the input was not written
+
+
 # ----------------------------------------------------------------------------- jit level
 
 

@@ -337,10 +337,10 @@ class _Compiler(ProgramPlanner):
             prog.notes.append(f"{instr.name}: while on the Python driver ({info})")
             return False
         symbol = f"{SYMBOL_PLACEHOLDER}loop{len(self.loops)}"
-        if self.replay is None:
-            bits = find_blas().int_bits if plan.uses_gemm else 64
-            emit_loop(self.ir, symbol, plan, bits, _DATA_OFFSET)
+        bits = find_blas().int_bits if plan.uses_gemm else 64
         elems, tuple_state = state_shapes(instr)
+        if self.replay is None:
+            emit_loop(self.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems])
         step = NativeWhile(plan, info, elems, tuple_state, ops[0], s, symbol)
         self.loops.append(step)
         prog.kernel_count += len(kernels)
@@ -348,7 +348,9 @@ class _Compiler(ProgramPlanner):
         prog.notes.append(
             f"{instr.name}: while as one native loop {symbol.replace(SYMBOL_PLACEHOLDER, '')} "
             f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
-            f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration)")
+            f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
+            + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
+               else "") + ")")
         prog.steps.append(step)
         return True
 

@@ -35,6 +35,7 @@ from minijax.compiler.codegen.cpu.native_loop import (
     Layout,
     LoopPlan,
     Ref,
+    UpdateSlice,
 )
 from minijax.compiler.codegen.elemental import unsupported_reason
 from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
@@ -66,6 +67,7 @@ class _Planner:
         self.plan = LoopPlan(n=len(self.elems), carried=[])
         self.kernels: list = []
         self._written: dict = {}
+        self.inplace: dict = {}
 
     # ------------------------------------------------------------------ buffers
     def _temp(self, nbytes: int) -> Ref:
@@ -99,7 +101,12 @@ class _Planner:
         plan = self.plan
         invariant = [self.tuple_state and r.opcode == "get-tuple-element" and r.operands[0]
                      is param and r.attrs["index"] == i for i, r in enumerate(roots)]
-        plan.carried = [i for i, inv in enumerate(invariant) if not inv]
+        self.inplace = self._inplace_updates(body, param, roots, invariant)
+        plan.carried = [i for i, inv in enumerate(invariant)
+                        if not inv and i not in self.inplace.values()]
+        for i in self.inplace.values():
+            plan.inplace[i] = plan.carry_bytes
+            plan.carry_bytes += _align(max(self.elems[i].nbytes, 1))
         for i in plan.carried:
             nbytes = _align(max(self.elems[i].nbytes, 1))
             plan.carry_offsets[i] = (plan.carry_bytes, plan.carry_bytes + nbytes)
@@ -127,6 +134,34 @@ class _Planner:
         plan.num_consts = len(self.consts)
         plan.uses_gemm = any(isinstance(op, GemmCall) for op in plan.cond + plan.body)
         return plan
+
+    def _inplace_updates(self, body, param, roots, invariant) -> dict:
+        """{id(dynamic-update-slice): i} for root operands i that update state element i
+        and are its only reader in the body: they run in place on one buffer (a scan's
+        stacked outputs) instead of copying the element every iteration."""
+        if not self.tuple_state:
+            return {}
+        users: dict[int, list] = {}
+        for instr in body.instructions:
+            for o in instr.operands:
+                users.setdefault(id(o), []).append(instr)
+        found = {}
+        for i, r in enumerate(roots):
+            if invariant[i] or r.opcode != "dynamic-update-slice" or sum(
+                    x is r for x in roots) != 1 or users.get(id(r), []) != [body.root]:
+                continue
+            base = r.operands[0]
+            if not (base.opcode == "get-tuple-element" and base.operands[0] is param
+                    and base.attrs["index"] == i and _row_major(r.shape)
+                    and _row_major(r.operands[1].shape)
+                    and r.operands[1].shape.dtype == r.shape.dtype):
+                continue
+            readers = [u for g in body.instructions if g.opcode == "get-tuple-element"
+                       and g.operands[0] is param and g.attrs["index"] == i
+                       for u in users.get(id(g), [])]
+            if all(u is r for u in readers) and all(o is not base for o in r.operands[1:]):
+                found[id(r)] = i
+        return found
 
     @staticmethod
     def _leaf_key(r):
@@ -183,6 +218,15 @@ class _Planner:
             return operands[0]
         if op in MOVES and op != "after-all":
             return operands[0]
+        k = self.inplace.get(id(instr))
+        if k is not None:
+            if any(len(v) != 1 for v in operands):
+                raise _Unsupported(f"{instr.name}: tuple operand")
+            ops.append(UpdateSlice(
+                k, operands[1][0], [v[0] for v in operands[2:]],
+                [o.shape.element_type for o in instr.operands[2:]], instr.shape.dims,
+                instr.operands[1].shape.dims, np.dtype(instr.shape.dtype).itemsize))
+            return [Ref("tgt", k)]
         if op == "fusion":
             return self._fused(instr, instr.called["calls"], instr.operands, values, ops,
                                direct)
@@ -290,6 +334,9 @@ class NativeWhile:
         # Views of the carry block per state element: (offset of A, offset of B, dims, dtype).
         self._views = {i: (plan.carry_offsets[i], self.elems[i].dims, self.elems[i].dtype,
                            self.elems[i].nbytes) for i in plan.carried}
+        # Elements updated in place live in their one buffer whatever the trip count.
+        self._inplace = [(plan.inplace[i], self.elems[i].dims, self.elems[i].dtype,
+                          self.elems[i].nbytes, i) for i in plan.inplace]
 
     def _temps(self):
         temps = getattr(self._tls, "temps", None)
@@ -321,6 +368,8 @@ class NativeWhile:
             for i, (offs, dims, dtype, nbytes) in self._views.items():
                 off = offs[which]
                 out[i] = carry[off:off + nbytes].view(dtype).reshape(dims)
+        for off, dims, dtype, nbytes, i in self._inplace:
+            out[i] = carry[off:off + nbytes].view(dtype).reshape(dims)
         env[self.s] = out if self.tuple_state else out[0]
 
 

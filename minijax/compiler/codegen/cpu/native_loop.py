@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS
-from minijax.compiler.codegen.llvm_types import F32, F64, I8, I32, I64, emit_counted_loop
+from minijax.compiler.codegen.llvm_types import (
+    F32,
+    F64,
+    I8,
+    I32,
+    I64,
+    emit_counted_loop,
+    is_signed,
+    storage_type,
+)
 
 _I8P = I8.as_pointer()
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -74,12 +83,27 @@ class CopyCall:
 
 
 @dataclass
+class UpdateSlice:
+    """dynamic-update-slice of state element `dst`'s buffer in place (row-major): the
+    update's rows are copied to the clamped start indices read from `starts`."""
+
+    dst: int
+    update: Ref
+    starts: list           # Refs of the scalar start indices
+    start_types: list      # their element types ("s32", "u64", ...)
+    dims: tuple            # the operand's dims
+    update_dims: tuple
+    itemsize: int
+
+
+@dataclass
 class LoopPlan:
     """A natively runnable while loop (see the module docstring)."""
 
     n: int                                   # state elements
     carried: list                            # indices with A/B buffers
     carry_offsets: dict = field(default_factory=dict)   # i -> (offset of A, offset of B)
+    inplace: dict = field(default_factory=dict)   # i -> offset of its one buffer
     carry_bytes: int = 0
     temp_bytes: int = 0
     num_consts: int = 0
@@ -103,8 +127,8 @@ class Layout:
 
 class _LoopEmitter:
     def __init__(self, module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
-                 data_offset: int | None):
-        self.module, self.plan = module, plan
+                 data_offset: int | None, sizes: list):
+        self.module, self.plan, self.sizes = module, plan, sizes
         self.layout = Layout(plan.n)
         self.ity = I64 if blas_int_bits == 64 else I32
         self.data_offset = data_offset
@@ -144,6 +168,13 @@ class _LoopEmitter:
         bufs = {i: tuple(b.gep(carry, [ir.Constant(I64, off)], inbounds=True)
                          for off in plan.carry_offsets[i]) for i in plan.carried}
         restore = self._single_blas_thread() if plan.uses_gemm else None
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [_I8P, _I8P, I64])
+        own = {}
+        for i, off in plan.inplace.items():
+            # Updated in place: one buffer, holding a copy of the input from the start.
+            own[i] = b.gep(carry, [ir.Constant(I64, off)], inbounds=True)
+            b.call(memcpy, [own[i], inputs[i], ir.Constant(I64, self.sizes[i]),
+                            ir.Constant(ir.IntType(1), 0)])
         entry = b.block
         header = self.fn.append_basic_block("cond")
         body = self.fn.append_basic_block("body")
@@ -154,10 +185,12 @@ class _LoopEmitter:
         trips.add_incoming(ir.Constant(I64, 0), entry)
         phis = {}
         self.cur = list(inputs)
+        for i, p in own.items():
+            self.cur[i] = p
         for i in plan.carried:
             phis[i] = self.cur[i] = b.phi(_I8P, name=f"cur{i}")
             phis[i].add_incoming(inputs[i], entry)
-        self.tgt = {}
+        self.tgt = dict(own)
         for op in plan.cond:
             self._op(op)
         pred = b.load(self._ptr(plan.pred))
@@ -208,10 +241,10 @@ class _LoopEmitter:
             self._kernel(op)
         elif isinstance(op, GemmCall):
             self._gemm(op)
+        elif isinstance(op, UpdateSlice):
+            self._update_slice(op)
         else:
-            memcpy = self.module.declare_intrinsic("llvm.memcpy", [_I8P, _I8P, I64])
-            self.b.call(memcpy, [self.tgt[op.dst], self._ptr(op.src),
-                                 ir.Constant(I64, op.nbytes), ir.Constant(ir.IntType(1), 0)])
+            self._memcpy(self.tgt[op.dst], self._ptr(op.src), op.nbytes)
 
     def _kernel(self, op: KernelCall) -> None:
         b = self.b
@@ -256,11 +289,59 @@ class _LoopEmitter:
                    for p, step in ((a, m * k * size), (bb, k * n * size), (c, m * n * size))))
 
 
+    def _update_slice(self, op: UpdateSlice) -> None:
+        b = self.b
+        dims, upd = op.dims, op.update_dims
+        starts = []
+        for ref, et, n, u in zip(op.starts, op.start_types, dims, upd):
+            ty = storage_type(et)
+            v = b.load(b.bitcast(self._ptr(ref), ty.as_pointer()))
+            if ty.width < 64:
+                v = b.sext(v, I64) if is_signed(et) else b.zext(v, I64)
+            # XLA clamps the start into [0, dim - update dim].
+            hi = ir.Constant(I64, n - u)
+            if is_signed(et):
+                v = b.select(b.icmp_signed("<", v, ir.Constant(I64, 0)), ir.Constant(I64, 0), v)
+                v = b.select(b.icmp_signed(">", v, hi), hi, v)
+            else:
+                v = b.select(b.icmp_unsigned(">", v, hi), hi, v)
+            starts.append(v)
+        rank = len(dims)
+        if rank == 0 or 0 in upd:
+            if rank == 0:
+                self._memcpy(self.tgt[op.dst], self._ptr(op.update), op.itemsize)
+            return
+        strides = [1] * rank
+        for d in range(rank - 2, -1, -1):
+            strides[d] = strides[d + 1] * dims[d + 1]
+        row_bytes = upd[-1] * op.itemsize
+        rows = 1
+        for u in upd[:-1]:
+            rows *= u
+        dst, src = self.tgt[op.dst], self._ptr(op.update)
+        with emit_counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows), "dus") as r:
+            # The update row r's multi-index (all dims but the last) -> destination offset.
+            off = b.mul(starts[-1], ir.Constant(I64, strides[-1]))
+            rest = r
+            for d in range(rank - 2, -1, -1):
+                idx = b.urem(rest, ir.Constant(I64, upd[d])) if d else rest
+                rest = b.udiv(rest, ir.Constant(I64, upd[d])) if d else rest
+                off = b.add(off, b.mul(b.add(idx, starts[d]), ir.Constant(I64, strides[d])))
+            to = b.gep(dst, [b.mul(off, ir.Constant(I64, op.itemsize))], inbounds=True)
+            frm = b.gep(src, [b.mul(r, ir.Constant(I64, row_bytes))], inbounds=True)
+            self._memcpy(to, frm, row_bytes)
+
+    def _memcpy(self, dst, src, nbytes: int) -> None:
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [_I8P, _I8P, I64])
+        self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
+
+
 def emit_loop(module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
-              data_offset: int | None) -> None:
+              data_offset: int | None, sizes: list) -> None:
     """Emit `void name(i8 **table)` running `plan` into `module` (which defines the
-    kernels' `.body` functions the plan calls)."""
-    _LoopEmitter(module, name, plan, blas_int_bits, data_offset).emit()
+    kernels' `.body` functions the plan calls); `sizes` are the state elements' bytes."""
+    _LoopEmitter(module, name, plan, blas_int_bits, data_offset, sizes).emit()
 
 
-__all__ = ["CopyCall", "GemmCall", "KernelCall", "Layout", "LoopPlan", "Ref", "emit_loop"]
+__all__ = ["CopyCall", "GemmCall", "KernelCall", "Layout", "LoopPlan", "Ref", "UpdateSlice",
+           "emit_loop"]
