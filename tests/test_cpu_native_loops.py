@@ -478,25 +478,57 @@ def test_while_loop_with_data_dependent_condition(limit):
     np.testing.assert_array_equal(np.asarray(other), x)
 
 
-def test_nested_loops_inner_native_outer_driver():
-    x = np.linspace(-1, 1, 6).astype(np.float32)
+@settings(max_examples=8, deadline=None)
+@given(outer_n=st.integers(0, 4), inner_n=st.integers(0, 3), size=st.sampled_from([1, 6]))
+def test_nested_loops_run_as_one_native_loop(outer_n, inner_n, size):
+    """An inner fori_loop (trip count from the data, zero trips too) with an invariant
+    input and a carried counter, inside a scan with stacked outputs."""
+    x = np.linspace(-1, 1, size).astype(np.float32)
+    xs = np.arange(outer_n * size, dtype=np.float32).reshape(outer_n, size) / 10
 
     @minijax.jit
-    def f(x):
-        def outer(i, v):
-            w = lax.fori_loop(0, 3, lambda j, u: lax.add(lax.mul(u, 0.5), 1.0), v)
-            return lax.sub(w, lax.convert_element_type(i, np.float32))
-        return lax.fori_loop(0, 4, outer, x)
+    def f(x, xs, m):
+        def outer(v, row):
+            def inner(j, s):
+                u, k = s
+                return lax.add(lax.mul(u, 0.5), row), lax.add(k, 2)
+            w, k = lax.fori_loop(0, m, inner, (v, np.int32(0)))
+            w = lax.sub(w, lax.convert_element_type(k, np.float32))
+            return w, lax.mul(w, 2.0)
+        return lax.scan(outer, x, xs)
 
-    lines = _loop_plan_lines(_jit_plan(f, x))
-    assert any(NATIVE in ln for ln in lines), lines            # the inner loop
-    assert any("Python driver" in ln for ln in lines), lines    # the outer one
-    want = x.copy()
-    for i in range(4):
-        for _ in range(3):
-            want = want * np.float32(0.5) + np.float32(1)
-        want = want - np.float32(i)
-    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+    m = np.int32(inner_n)
+    lines = _loop_plan_lines(_jit_plan(f, x, xs, m))
+    if outer_n >= 2:  # (shorter scans are unrolled before they reach the backend)
+        assert len(lines) == 1 and NATIVE in lines[0] and "1 nested loops" in lines[0], lines
+    v_got, ys_got = f(x, xs, m)
+    v, ys = x.copy(), []
+    for t in range(outer_n):
+        for _ in range(inner_n):
+            v = v * np.float32(0.5) + xs[t]
+        v = v - np.float32(2 * inner_n)
+        ys.append(v * 2)
+    np.testing.assert_allclose(np.asarray(v_got), v, rtol=1e-6, atol=1e-6)
+    want_ys = np.stack(ys) if ys else np.zeros((0, size), np.float32)
+    np.testing.assert_allclose(np.asarray(ys_got), want_ys, rtol=1e-6, atol=1e-6)
+
+
+def test_nested_loop_with_an_unsupported_body_keeps_both_on_the_driver():
+    v = np.array([3.0, -1.0, 2.0, 0.5], np.float32)
+
+    @minijax.jit
+    def f(v):
+        def outer(i, v):
+            return lax.fori_loop(0, 2, lambda j, u: lax.neg(lax.sort(u)), v)
+        return lax.fori_loop(0, 3, outer, v)
+
+    lines = _loop_plan_lines(_jit_plan(f, v))
+    assert not any(NATIVE in ln for ln in lines), lines
+    assert any("Python driver" in ln and "sort" in ln for ln in lines), lines
+    want = v.copy()
+    for _ in range(6):
+        want = -np.sort(want)
+    np.testing.assert_array_equal(np.asarray(f(v)), want)
 
 
 def test_concurrent_calls_from_threads():

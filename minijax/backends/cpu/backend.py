@@ -64,7 +64,7 @@ from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
-from minijax.compiler.codegen.cpu.native_loop import GemmCall, KernelCall, emit_loop
+from minijax.compiler.codegen.cpu.native_loop import GemmCall, KernelCall, NestedLoop, emit_loop
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
@@ -350,7 +350,9 @@ class _Compiler(ProgramPlanner):
             f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
             f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
             + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
-               else "") + ")")
+               else "")
+            + (f", {nested} nested loops" if (nested := sum(
+                isinstance(c, NestedLoop) for c in calls)) else "") + ")")
         prog.steps.append(step)
         return True
 

@@ -34,6 +34,7 @@ from minijax.compiler.codegen.cpu.native_loop import (
     KernelCall,
     Layout,
     LoopPlan,
+    NestedLoop,
     Ref,
     UpdateSlice,
 )
@@ -57,23 +58,37 @@ def _align(n: int) -> int:
 class _Planner:
     """Builds the LoopPlan of one while instruction."""
 
-    def __init__(self, compiler, instr):
+    def __init__(self, compiler, instr, root: _Planner | None = None):
         self.compiler = compiler
         self.instr = instr
         shape = instr.shape
         self.tuple_state = shape.is_tuple
         self.elems = list(shape.tuple_shapes) if shape.is_tuple else [shape]
-        self.consts: list = []
         self.plan = LoopPlan(n=len(self.elems), carried=[])
-        self.kernels: list = []
+        # A nested loop shares the outermost loop's constants, kernels and temps block
+        # (its own A/B buffers are carved out of that block too).
+        self.root = root if root is not None else self
+        self.consts: list = self.root.consts if root is not None else []
+        self.kernels: list = self.root.kernels if root is not None else []
         self._written: dict = {}
         self.inplace: dict = {}
 
     # ------------------------------------------------------------------ buffers
     def _temp(self, nbytes: int) -> Ref:
-        off = self.plan.temp_bytes
-        self.plan.temp_bytes = off + _align(max(nbytes, 1))
+        top = self.root.plan
+        off = top.temp_bytes
+        top.temp_bytes = off + _align(max(nbytes, 1))
         return Ref("temp", off)
+
+    def _carry(self, nbytes: int) -> int:
+        """Offset of a new state buffer: in the carry block (the outermost loop) or in the
+        temps block (a nested loop)."""
+        if self.root is not self:
+            return self._temp(nbytes).index
+        plan = self.plan
+        off = plan.carry_bytes
+        plan.carry_bytes += _align(max(nbytes, 1))
+        return off
 
     def _const(self, instr) -> Ref:
         if instr.shape.is_tuple:
@@ -105,12 +120,10 @@ class _Planner:
         plan.carried = [i for i, inv in enumerate(invariant)
                         if not inv and i not in self.inplace.values()]
         for i in self.inplace.values():
-            plan.inplace[i] = plan.carry_bytes
-            plan.carry_bytes += _align(max(self.elems[i].nbytes, 1))
+            plan.inplace[i] = self._carry(self.elems[i].nbytes)
         for i in plan.carried:
-            nbytes = _align(max(self.elems[i].nbytes, 1))
-            plan.carry_offsets[i] = (plan.carry_bytes, plan.carry_bytes + nbytes)
-            plan.carry_bytes += 2 * nbytes
+            plan.carry_offsets[i] = (self._carry(self.elems[i].nbytes),
+                                     self._carry(self.elems[i].nbytes))
         # Body values computed straight into a target: (producer, leaf) -> state element.
         keys = [self._leaf_key(r) for r in roots]
         direct = {}
@@ -132,7 +145,7 @@ class _Planner:
                 raise _Unsupported("a tuple-shaped loop state element")
             plan.body.append(CopyCall(i, ref[0], self.elems[i].nbytes))
         plan.num_consts = len(self.consts)
-        plan.uses_gemm = any(isinstance(op, GemmCall) for op in plan.cond + plan.body)
+        plan.uses_gemm = _uses_gemm(plan)
         return plan
 
     def _inplace_updates(self, body, param, roots, invariant) -> dict:
@@ -165,7 +178,7 @@ class _Planner:
 
     @staticmethod
     def _leaf_key(r):
-        if r.opcode == "get-tuple-element" and r.operands[0].opcode == "fusion":
+        if r.opcode == "get-tuple-element" and r.operands[0].opcode in ("fusion", "while"):
             return (id(r.operands[0]), r.attrs["index"])
         if r.shape.is_tuple:
             return None
@@ -236,6 +249,8 @@ class _Planner:
             return self._fused(instr, comp, kernel_operands, values, ops, direct)
         if op == "dot":
             return self._dot(instr, operands, ops, direct)
+        if op == "while":
+            return self._while(instr, operands, ops, direct)
         raise _Unsupported(f"{instr.name}: {op} has no native implementation")
 
     def _fused(self, instr, comp, operands, values, ops, direct) -> list:
@@ -262,6 +277,30 @@ class _Planner:
             first += n_out
         return outs
 
+    def _while(self, instr, operands, ops, direct) -> list:
+        inner = _Planner(self.compiler, instr, root=self.root)
+        plan = inner.run()
+        src = operands[0]
+        if len(src) != plan.n:
+            raise _Unsupported(f"{instr.name}: nested tuple loop state")
+        sizes = [e.nbytes for e in inner.elems]
+        outs, result = [], []
+        for i in range(plan.n):
+            if i not in plan.carried and i not in plan.inplace:
+                result.append(src[i])      # passed through: the input itself
+                continue
+            key = (id(instr), i) if instr.shape.is_tuple else (id(instr), 0)
+            j = direct.get(key)
+            if j is not None:
+                self._written[key] = True
+                dst = Ref("tgt", j)
+            else:
+                dst = self._temp(sizes[i])
+            outs.append((i, dst))
+            result.append(dst)
+        ops.append(NestedLoop(plan, src, outs, sizes))
+        return result
+
     def _dot(self, instr, operands, ops, direct) -> list:
         dtype = instr.shape.dtype
         if dtype not in (np.float32, np.float64) or any(
@@ -281,6 +320,11 @@ class _Planner:
         ops.append(GemmCall("f32" if dtype == np.float32 else "f64", form, operands[0][0],
                             operands[1][0], out[0]))
         return out
+
+
+def _uses_gemm(plan: LoopPlan) -> bool:
+    return any(isinstance(op, GemmCall) or (isinstance(op, NestedLoop) and _uses_gemm(op.plan))
+               for op in plan.cond + plan.body)
 
 
 def plan_native_while(compiler, instr):

@@ -113,6 +113,18 @@ class LoopPlan:
     uses_gemm: bool = False
 
 
+@dataclass
+class NestedLoop:
+    """A while loop inside a loop body: `plan`'s offsets are in the temps block; `inputs`
+    are the enclosing scope's refs of its initial state; after it, state element i is
+    copied to `dst` for each (i, dst) in `outputs` (its invariant elements need none)."""
+
+    plan: LoopPlan
+    inputs: list
+    outputs: list
+    sizes: list
+
+
 class Layout:
     """Indices of the table entries of a loop with `n` state elements."""
 
@@ -165,16 +177,27 @@ class _LoopEmitter:
         carry = self._array(lay.carry)
         self.temps = self._array(lay.temps)
         self.consts = [self._entry(lay.consts + k) for k in range(plan.num_consts)]
+        restore = self._single_blas_thread() if plan.uses_gemm else None
+        _, trips = self._loop(plan, inputs, carry, self.sizes)
+        if restore is not None:
+            restore()
+        b.store(b.inttoptr(trips, _I8P), b.gep(self.table, [ir.Constant(I64, lay.trips)],
+                                               inbounds=True))
+        b.ret_void()
+
+    def _loop(self, plan: LoopPlan, inputs: list, carry, sizes: list):
+        """Emit `plan`'s loop over state buffers `inputs`, its A/B (and in-place) buffers
+        at its offsets from `carry`; returns (final state pointers, trip count) with the
+        builder after the loop."""
+        b = self.b
+        outer_scope = getattr(self, "cur", None), getattr(self, "tgt", None)
         bufs = {i: tuple(b.gep(carry, [ir.Constant(I64, off)], inbounds=True)
                          for off in plan.carry_offsets[i]) for i in plan.carried}
-        restore = self._single_blas_thread() if plan.uses_gemm else None
-        memcpy = self.module.declare_intrinsic("llvm.memcpy", [_I8P, _I8P, I64])
         own = {}
         for i, off in plan.inplace.items():
             # Updated in place: one buffer, holding a copy of the input from the start.
             own[i] = b.gep(carry, [ir.Constant(I64, off)], inbounds=True)
-            b.call(memcpy, [own[i], inputs[i], ir.Constant(I64, self.sizes[i]),
-                            ir.Constant(ir.IntType(1), 0)])
+            self._memcpy(own[i], inputs[i], sizes[i])
         entry = b.block
         header = self.fn.append_basic_block("cond")
         body = self.fn.append_basic_block("body")
@@ -207,11 +230,17 @@ class _LoopEmitter:
             phis[i].add_incoming(self.tgt[i], latch)
         b.branch(header)
         b.position_at_end(done)
-        if restore is not None:
-            restore()
-        b.store(b.inttoptr(trips, _I8P), b.gep(self.table, [ir.Constant(I64, lay.trips)],
-                                               inbounds=True))
-        b.ret_void()
+        final = list(self.cur)
+        self.cur, self.tgt = outer_scope
+        return final, trips
+
+    def _nested(self, op: NestedLoop) -> None:
+        """An inner while loop: its buffers sit in the temps block; its carried results
+        are copied to their places in the enclosing scope after it."""
+        inputs = [self._ptr(r) for r in op.inputs]
+        final, _ = self._loop(op.plan, inputs, self.temps, op.sizes)
+        for i, dst in op.outputs:
+            self._memcpy(self._ptr(dst), final[i], op.sizes[i])
 
     def _single_blas_thread(self):
         """Run the loop's gemms on one BLAS thread (they are small); returns the emitter
@@ -243,6 +272,8 @@ class _LoopEmitter:
             self._gemm(op)
         elif isinstance(op, UpdateSlice):
             self._update_slice(op)
+        elif isinstance(op, NestedLoop):
+            self._nested(op)
         else:
             self._memcpy(self.tgt[op.dst], self._ptr(op.src), op.nbytes)
 
@@ -343,5 +374,5 @@ def emit_loop(module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
     _LoopEmitter(module, name, plan, blas_int_bits, data_offset, sizes).emit()
 
 
-__all__ = ["CopyCall", "GemmCall", "KernelCall", "Layout", "LoopPlan", "Ref", "UpdateSlice",
-           "emit_loop"]
+__all__ = ["CopyCall", "GemmCall", "KernelCall", "Layout", "LoopPlan", "NestedLoop", "Ref",
+           "UpdateSlice", "emit_loop"]
