@@ -99,6 +99,7 @@ class _Compiler(ProgramPlanner):
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
         self.loops: list[NativeWhile] = []
+        self._instr_kernels: dict[int, list[_Kernel]] = {}
         self.replay = replay
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
@@ -280,8 +281,7 @@ class _Compiler(ProgramPlanner):
         """Add kernel steps for fused computation `comp`; False if it cannot be generated."""
         if unsupported_reason(comp) is not None:
             return False
-        parts = split_roots(comp) or [comp]
-        kernels = [(self._new_kernel(part, label), None) for part in parts]
+        kernels = [(k, None) for k in self.kernels_for(instr, comp, label)]
         in_slots = [prog.slot[id(op)] for op in operands]
         tuple_out = instr.shape.is_tuple
         reuse = self._reusable_slots(prog, instr, operands)
@@ -291,6 +291,15 @@ class _Compiler(ProgramPlanner):
                           + ", ".join(k.symbol.replace(SYMBOL_PLACEHOLDER, '') for k, _ in
                                       kernels) + f" ({label})")
         return True
+
+    def kernels_for(self, instr, comp: Computation, label: str) -> list[_Kernel]:
+        """The kernels of fused computation `comp` of `instr`, generated once per
+        instruction (a native loop's planning and the Python driver share them)."""
+        kernels = self._instr_kernels.get(id(instr))
+        if kernels is None:
+            kernels = self._instr_kernels[id(instr)] = [
+                self._new_kernel(part, label) for part in split_roots(comp) or [comp]]
+        return kernels
 
     def _reusable_slots(self, prog, instr, operands):
         """Per flat output of instr's kernels: the pool slot to write into, or None.

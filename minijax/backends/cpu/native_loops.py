@@ -39,7 +39,7 @@ from minijax.compiler.codegen.cpu.native_loop import (
     UpdateSlice,
 )
 from minijax.compiler.codegen.elemental import unsupported_reason
-from minijax.compiler.codegen.kernel_plan import split_roots, wrap_instruction
+from minijax.compiler.codegen.kernel_plan import wrap_instruction
 from minijax.config import config
 
 ALIGN = 64
@@ -265,8 +265,7 @@ class _Planner:
             ins.append(v[0])
         outs = self._outputs(instr, direct)
         first = 0
-        for part in split_roots(comp) or [comp]:
-            kernel = self.compiler._new_kernel(part, f"fusion {instr.name}")
+        for kernel in self.compiler.kernels_for(instr, comp, f"fusion {instr.name}"):
             self.kernels.append(kernel)
             if kernel.threads != 1:
                 raise _Unsupported(f"{instr.name}: kernel large enough for the thread pool")
