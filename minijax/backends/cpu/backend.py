@@ -57,6 +57,7 @@ from minijax.backends.cpu.kernel import (
 from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.memory import host_memory
+from minijax.backends.cpu.native_entry import NativeEntry, plan_native_entry
 from minijax.backends.cpu.native_loops import NativeWhile, plan_native_while, state_shapes
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.cpu.thread_pool import device_share, set_device_share
@@ -64,7 +65,13 @@ from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
-from minijax.compiler.codegen.cpu.native_loop import GemmCall, KernelCall, NestedLoop, emit_loop
+from minijax.compiler.codegen.cpu.native_loop import (
+    GemmCall,
+    KernelCall,
+    NestedLoop,
+    emit_entry,
+    emit_loop,
+)
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
@@ -100,6 +107,7 @@ class _Compiler(ProgramPlanner):
         self.kernels: list[_Kernel] = []
         self.loops: list[NativeWhile] = []
         self._instr_kernels: dict[int, list[_Kernel]] = {}
+        self.entry: NativeEntry | None = None
         self.replay = replay
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
@@ -365,10 +373,30 @@ class _Compiler(ProgramPlanner):
         prog.steps.append(step)
         return True
 
+    def plan_entry(self) -> None:
+        """The entry computation as one native call too, when it is small and every
+        instruction allows it (native_entry.py)."""
+        if (self.debug >= 2 or not config._values["minijax_native_loops"]
+                or _DATA_OFFSET is None or not fastcall.SUPPORTED):
+            return
+        plan, why = plan_native_entry(self, self.module.entry)
+        if plan is None:
+            return
+        entry = NativeEntry(plan, f"{SYMBOL_PLACEHOLDER}entry")
+        if self.replay is None:
+            bits = find_blas().int_bits if plan.uses_gemm else 64
+            n_out = len(plan.outs)
+            emit_entry(self.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
+                       plan.uses_gemm, bits)
+            fastcall.emit_fastcall_entry(self.ir, entry.symbol, plan.n_in + n_out + 2, 1,
+                                         _DATA_OFFSET)
+        self.entry = entry
+
     # ------------------------------------------------------------------ JIT
     def plan(self) -> dict:
         """What a later process needs to rebuild this program without emitting IR."""
-        return {"ir_key": self.ir_key, "loops": len(self.loops), "kernels": [
+        return {"ir_key": self.ir_key, "loops": len(self.loops),
+                "entry": self.entry is not None, "kernels": [
             {"name": k.spec.name, "mode": k.spec.mode, "outer": k.spec.outer,
              "work": k.spec.work, "num_params": k.spec.num_params,
              "outs": [[s.element_type, list(s.dims)] for s in k.spec.output_shapes],
@@ -378,10 +406,12 @@ class _Compiler(ProgramPlanner):
         """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
         symbols = list(dict.fromkeys([k.symbol for k in self.kernels] + [
             k.fast_symbol for k in self.kernels if k.fast_symbol] + [
-            loop.symbol for loop in self.loops]))
+            loop.symbol for loop in self.loops] + (
+            [self.entry.fast_symbol] if self.entry is not None else [])))
         if self.replay is not None:
             if (len(self.kernels) != len(self.replay["kernels"])
-                    or len(self.loops) != self.replay.get("loops", 0)):
+                    or len(self.loops) != self.replay.get("loops", 0)
+                    or (self.entry is not None) != self.replay.get("entry", False)):
                 raise RuntimeError("compile plan does not match the module")
             addrs = get_jit().load_key(self.replay["ir_key"], symbols) if symbols else {}
             if addrs is None:
@@ -406,6 +436,10 @@ class _Compiler(ProgramPlanner):
                     addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
         for loop in self.loops:
             loop.bind(addrs[loop.symbol])
+        if self.entry is not None:
+            sym = self.entry.fast_symbol
+            self.entry.bind(*fastcall.make_builtin(addrs[sym],
+                                                   sym.replace(SYMBOL_PLACEHOLDER, "")))
 
 
 class CpuExecutable(Executable):
@@ -417,6 +451,7 @@ class CpuExecutable(Executable):
         self._ir_text = ir_text
         self.kernel_count = program.kernel_count
         self.kernels = compiler.kernels
+        self._native = compiler.entry
         self._notes = [n for p in compiler.programs.values() for n in p.notes]
         params = module.entry.parameters
         self._arg_dtypes = [p.shape.dtype for p in params]
@@ -445,6 +480,8 @@ class CpuExecutable(Executable):
                             f"got {len(args)}")
         asarray = np.asarray
         args = [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
+        if self._native is not None and not trace_events.ACTIVE:
+            return self._native(args)
         out_slots = self._out_slots
         if out_slots is None or trace_events.ACTIVE:
             out = self.program.run(args) if not trace_events.ACTIVE else run_profiled(
@@ -479,8 +516,10 @@ class CpuExecutable(Executable):
     def as_text(self) -> str:
         """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""
         from minijax.compiler.hlo.printer import module_to_text
+        notes = self._notes + (["entry: one native call (native_entry.py)"]
+                               if self._native is not None else [])
         return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(
-            "//   " + n for n in self._notes) + "\n"
+            "//   " + n for n in notes) + "\n"
 
     def llvm_ir(self) -> str:
         """The generated LLVM IR (before optimization)."""
@@ -522,12 +561,14 @@ class CpuBackend(Backend):
                 try:
                     compiler = _Compiler(module, debug, replay=plan)
                     program = compiler.program(module.entry)
+                    compiler.plan_entry()
                     text = compiler.finish()
                     return CpuExecutable(module, program, text, compiler)
                 except (RuntimeError, KeyError, IndexError, TypeError, ValueError):
                     pass  # stale or corrupt plan: compile normally (and rewrite it)
         compiler = _Compiler(module, debug)
         program = compiler.program(module.entry)
+        compiler.plan_entry()
         text = compiler.finish()
         if plan_key is not None and compiler.ir_key is not None:
             get_jit().write_plan(plan_key, compiler.plan())

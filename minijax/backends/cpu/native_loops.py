@@ -72,6 +72,7 @@ class _Planner:
         self.kernels: list = self.root.kernels if root is not None else []
         self._written: dict = {}
         self.inplace: dict = {}
+        self.allow_loops = True
 
     # ------------------------------------------------------------------ buffers
     def _temp(self, nbytes: int) -> Ref:
@@ -184,16 +185,18 @@ class _Planner:
             return None
         return (id(r), 0)
 
-    def _computation(self, comp, ops: list, direct: dict, skip=None) -> dict:
+    def _computation(self, comp, ops: list, direct: dict, skip=None, params=None) -> dict:
+        """Plan `comp`'s instructions into `ops`; {id(instr): refs of its leaves}.
+        `params` maps parameters to refs (default: the loop state as `cur`)."""
         self._written = {}
-        values: dict[int, list] = {}
-        param = comp.parameters[0]
+        if params is None:
+            params = {id(comp.parameters[0]): [Ref("cur", i) for i in range(len(self.elems))]}
+        values: dict[int, list] = dict(params)
         for instr in comp.instructions:
-            if instr is skip:
+            if instr is skip or id(instr) in params:
                 continue
-            if instr is param:
-                values[id(instr)] = [Ref("cur", i) for i in range(len(self.elems))]
-                continue
+            if instr.opcode == "parameter":
+                raise _Unsupported(f"{instr.name}: unexpected parameter")
             values[id(instr)] = self._instruction(instr, values, ops, direct)
         return values
 
@@ -249,7 +252,7 @@ class _Planner:
             return self._fused(instr, comp, kernel_operands, values, ops, direct)
         if op == "dot":
             return self._dot(instr, operands, ops, direct)
-        if op == "while":
+        if op == "while" and self.allow_loops:
             return self._while(instr, operands, ops, direct)
         raise _Unsupported(f"{instr.name}: {op} has no native implementation")
 

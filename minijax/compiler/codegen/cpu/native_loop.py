@@ -374,5 +374,61 @@ def emit_loop(module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
     _LoopEmitter(module, name, plan, blas_int_bits, data_offset, sizes).emit()
 
 
-__all__ = ["CopyCall", "GemmCall", "KernelCall", "Layout", "LoopPlan", "NestedLoop", "Ref",
-           "UpdateSlice", "emit_loop"]
+
+
+class EntryLayout:
+    """Entries of an entry program's statics table: constants, then the BLAS pointers."""
+
+    def __init__(self, num_consts: int):
+        self.consts = 0
+        self.sgemm, self.dgemm, self.set_threads, self.get_threads = range(
+            num_consts, num_consts + 4)
+
+    def size(self, num_consts: int) -> int:
+        return num_consts + 4
+
+
+class _EntryEmitter(_LoopEmitter):
+    """Straight-line ops as `void name(i8 **bufs, i64, i64)` (the kernel ABI): bufs holds
+    the inputs, the outputs, the temps block and the statics table (EntryLayout)."""
+
+    def __init__(self, module, name, ops, n_in, n_out, num_consts, uses_gemm, blas_int_bits):
+        self.module, self.plan, self.sizes = module, None, []
+        self.ops, self.n_in, self.n_out = ops, n_in, n_out
+        self.num_consts, self.uses_gemm = num_consts, uses_gemm
+        self.layout = EntryLayout(num_consts)
+        self.ity = I64 if blas_int_bits == 64 else I32
+        self.data_offset = None
+        self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_I8P.as_pointer(), I64,
+                                                                      I64]), name)
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+
+    def emit(self) -> None:
+        b, bufs = self.b, self.fn.args[0]
+
+        def arg(k):
+            return b.load(b.gep(bufs, [ir.Constant(I64, k)], inbounds=True))
+
+        n_in, n_out = self.n_in, self.n_out
+        self.cur = [arg(k) for k in range(n_in)]
+        self.tgt = {i: arg(n_in + i) for i in range(n_out)}
+        self.temps = arg(n_in + n_out)
+        self.table = b.bitcast(arg(n_in + n_out + 1), _I8P.as_pointer())
+        self.consts = [self._entry(k) for k in range(self.num_consts)]
+        restore = self._single_blas_thread() if self.uses_gemm else None
+        for op in self.ops:
+            self._op(op)
+        if restore is not None:
+            restore()
+        b.ret_void()
+
+
+def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
+               num_consts: int, uses_gemm: bool, blas_int_bits: int) -> None:
+    """Emit straight-line `ops` (no loops) as kernel-ABI function `name` (_EntryEmitter)."""
+    _EntryEmitter(module, name, ops, n_in, n_out, num_consts, uses_gemm,
+                  blas_int_bits).emit()
+
+
+__all__ = ["CopyCall", "EntryLayout", "GemmCall", "KernelCall", "Layout", "LoopPlan",
+           "NestedLoop", "Ref", "UpdateSlice", "emit_entry", "emit_loop"]
