@@ -20,7 +20,8 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
 - a while loop whose condition and body are single-threaded kernels, small float gemms,
   views and tuple plumbing runs as one native loop (cpu/native_loops.py): one LLVM
   function calls the kernels and BLAS per iteration and swaps the carry buffers, with no
-  Python per iteration (option minijax_native_loops);
+  Python per iteration (option minijax_native_loops); a small entry computation of such
+  steps runs as one native call (cpu/native_entry.py);
 - other while/conditional/call run their computations as nested programs (a Python loop
   over the iterations, no per-iteration compilation; a tuple loop state is unpacked
   straight into the body's slots);
