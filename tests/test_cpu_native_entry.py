@@ -154,3 +154,16 @@ def test_zero_argument_program_and_empty_arrays():
     a, b = f()
     np.testing.assert_array_equal(np.asarray(a), np.arange(5.0, dtype=np.float32) * 2)
     assert np.asarray(b).shape == (0, 3)
+
+
+def test_disk_cache_replay_rebuilds_the_native_entry(tmp_path):
+    old = config._values["minijax_cache_dir"]
+    config.update("minijax_cache_dir", str(tmp_path))
+    try:
+        first = _compile(PLUMBING)
+        second = _compile(PLUMBING)      # from the stored plan and object file
+    finally:
+        config.update("minijax_cache_dir", old)
+    assert NATIVE in second.as_text() and second.llvm_ir() == ""
+    for a, b in zip(first.execute(_args(5)), second.execute(_args(5))):
+        np.testing.assert_array_equal(a, b)
