@@ -2,12 +2,14 @@
 
 `plan_native_while(compiler, instr)` reads a while instruction's condition and body and,
 when every instruction in them is a generated kernel running on one thread, a small float
-gemm, a view or plain tuple plumbing, returns a `LoopPlan` (codegen/cpu/native_loop.py
-emits its function into the module's LLVM module) and the kernels it calls; otherwise it
-returns the reason, and the shared planner's Python driver runs the loop. Loops whose
-kernels or gemms are large enough for the thread pool stay on that driver (the per-iteration
-Python cost is small there, and the pool splits each kernel); so do bodies with evaluator
-thunks, host callbacks, collectives, conditionals, nested while loops and custom calls.
+gemm, a view, plain tuple plumbing or another such while loop (emitted inline), returns a
+`LoopPlan` (codegen/cpu/native_loop.py emits its function into the module's LLVM module)
+and the kernels it calls; otherwise it returns the reason, and the shared planner's Python
+driver runs the loop. Loops whose kernels or gemms are large enough for the thread pool
+stay on that driver (the per-iteration Python cost is small there, and the pool splits each
+kernel); so do bodies with evaluator thunks, host callbacks, collectives, conditionals and
+custom calls. A state element whose only update is one dynamic-update-slice of itself (a
+scan's stacked outputs) is updated in place on one buffer instead of being copied.
 
 `NativeWhile` is the step: per call it takes one block from the host cache for the carried
 elements' A/B buffers, reuses a per-thread temps block, calls the native loop through
