@@ -11,7 +11,9 @@ temp pool). The planner walks the instructions once and decides, for each, what 
 - row-major reshapes/bitcasts: `view_step` (a view, no copy, where the backend can);
 - library calls (dot, convolution): `library_step`;
 - while / conditional / call: nested programs driven by a Python loop, reading loop
-  predicates with `read_scalar` (a device backend copies one scalar to the host);
+  predicates with `read_scalar` (a device backend copies one scalar to the host); a
+  backend may run a while loop some faster way first (`while_step`; the CPU backend: one
+  native loop);
 - anything else: `fallback_step` (host backends: the HLO evaluator's instruction).
 
 A backend subclasses ProgramPlanner and overrides those hooks; everything else (program
@@ -125,6 +127,11 @@ class ProgramPlanner:
         """Why `fused_kernel` declined `comp` (for the execution plan's notes)."""
         return "not supported by the backend"
 
+    def while_step(self, prog: Program, instr: Instruction, ops: list, s: int) -> bool:
+        """Add one step running while loop `instr` some faster way than the Python driver
+        (the CPU backend: one native loop); else False."""
+        return False
+
     @staticmethod
     def read_scalar(value):
         """A rank-0 buffer's value on the host (loop and branch predicates)."""
@@ -187,6 +194,8 @@ class ProgramPlanner:
             if self.fused_kernel(prog, comp, operands, instr, f"{op} {instr.name}"):
                 return
         if self.library_step(prog, instr, ops, s):
+            return
+        if op == "while" and self.while_step(prog, instr, ops, s):
             return
         if op in ("while", "conditional", "call"):
             prog.steps.append(control_step(self, instr, ops, s))

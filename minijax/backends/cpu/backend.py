@@ -17,9 +17,14 @@ thunks over a per-call list of buffers (numpy arrays, one per instruction result
   convolution runs as an im2col copy + one gemm per feature/batch group (cpu/library.py);
 - reduce-window and select-and-scatter are generated kernels like fusions (each output
   element a gather over its window(s), codegen/windows.py);
-- while/conditional/call run their computations as nested programs (a Python loop over the
-  iterations, no per-iteration compilation; a tuple loop state is unpacked straight into
-  the body's slots);
+- a while loop whose condition and body are single-threaded kernels, small float gemms,
+  views and tuple plumbing runs as one native loop (cpu/native_loops.py): one LLVM
+  function calls the kernels and BLAS per iteration and swaps the carry buffers, with no
+  Python per iteration (option minijax_native_loops); a small entry computation of such
+  steps runs as one native call (cpu/native_entry.py);
+- other while/conditional/call run their computations as nested programs (a Python loop
+  over the iterations, no per-iteration compilation; a tuple loop state is unpacked
+  straight into the body's slots);
 - everything else runs the evaluator's per-instruction function (EVALUATOR_THUNK_OPCODES
   lists those opcodes; element types the emitter does not support, e.g. complex numbers, and
   integer convolutions run there too); `CpuExecutable.as_text()` marks each thunk.
@@ -42,7 +47,7 @@ import numpy as np
 from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu import fastcall
-from minijax.backends.cpu.blas import hold_one_blas_thread, release_blas_threads
+from minijax.backends.cpu.blas import find_blas, hold_one_blas_thread, release_blas_threads
 from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
@@ -53,12 +58,21 @@ from minijax.backends.cpu.kernel import (
 from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.memory import host_memory
+from minijax.backends.cpu.native_entry import NativeEntry, plan_native_entry
+from minijax.backends.cpu.native_loops import NativeWhile, plan_native_while, state_shapes
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
+from minijax.compiler.codegen.cpu.native_loop import (
+    GemmCall,
+    KernelCall,
+    NestedLoop,
+    emit_entry,
+    emit_loop,
+)
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
@@ -93,6 +107,9 @@ class _Compiler(ProgramPlanner):
         self.debug = debug
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
+        self.loops: list[NativeWhile] = []
+        self._instr_kernels: dict[int, list[_Kernel]] = {}
+        self.entry: NativeEntry | None = None
         self.replay = replay
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
@@ -121,9 +138,11 @@ class _Compiler(ProgramPlanner):
         if twin is not None:
             kernel = _Kernel(spec, twin.symbol, label)
             kernel.fast_symbol = twin.fast_symbol
+            kernel.raw = twin.raw
             self.kernels.append(kernel)
             return kernel
         kernel = _Kernel(spec, name, label)
+        kernel.raw = name  # `name.body` is its loop nest (native loops call it)
         if _DATA_OFFSET is not None:
             count = spec.num_params + len(spec.output_shapes) + (1 if kernel.full else 0)
             self._emit_pyobject_entry(name, count)
@@ -273,8 +292,7 @@ class _Compiler(ProgramPlanner):
         """Add kernel steps for fused computation `comp`; False if it cannot be generated."""
         if unsupported_reason(comp) is not None:
             return False
-        parts = split_roots(comp) or [comp]
-        kernels = [(self._new_kernel(part, label), None) for part in parts]
+        kernels = [(k, None) for k in self.kernels_for(instr, comp, label)]
         in_slots = [prog.slot[id(op)] for op in operands]
         tuple_out = instr.shape.is_tuple
         reuse = self._reusable_slots(prog, instr, operands)
@@ -284,6 +302,15 @@ class _Compiler(ProgramPlanner):
                           + ", ".join(k.symbol.replace(SYMBOL_PLACEHOLDER, '') for k, _ in
                                       kernels) + f" ({label})")
         return True
+
+    def kernels_for(self, instr, comp: Computation, label: str) -> list[_Kernel]:
+        """The kernels of fused computation `comp` of `instr`, generated once per
+        instruction (a native loop's planning and the Python driver share them)."""
+        kernels = self._instr_kernels.get(id(instr))
+        if kernels is None:
+            kernels = self._instr_kernels[id(instr)] = [
+                self._new_kernel(part, label) for part in split_roots(comp) or [comp]]
+        return kernels
 
     def _reusable_slots(self, prog, instr, operands):
         """Per flat output of instr's kernels: the pool slot to write into, or None.
@@ -321,10 +348,58 @@ class _Compiler(ProgramPlanner):
             out.append((buf.slot, ba.slots[buf.slot].size) if ok else None)
         return out if any(out) else None
 
+    def while_step(self, prog, instr, ops, s) -> bool:
+        """A while loop as one native loop (native_loops.py) when its body allows."""
+        if self.debug >= 2 or not config._values["minijax_native_loops"]:
+            return False
+        plan, info, kernels = plan_native_while(self, instr)
+        if plan is None:
+            prog.notes.append(f"{instr.name}: while on the Python driver ({info})")
+            return False
+        symbol = f"{SYMBOL_PLACEHOLDER}loop{len(self.loops)}"
+        bits = find_blas().int_bits if plan.uses_gemm else 64
+        elems, tuple_state = state_shapes(instr)
+        if self.replay is None:
+            emit_loop(self.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems])
+        step = NativeWhile(plan, info, elems, tuple_state, ops[0], s, symbol)
+        self.loops.append(step)
+        prog.kernel_count += len(kernels)
+        calls = plan.cond + plan.body
+        prog.notes.append(
+            f"{instr.name}: while as one native loop {symbol.replace(SYMBOL_PLACEHOLDER, '')} "
+            f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
+            f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
+            + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
+               else "")
+            + (f", {nested} nested loops" if (nested := sum(
+                isinstance(c, NestedLoop) for c in calls)) else "") + ")")
+        prog.steps.append(step)
+        return True
+
+    def plan_entry(self) -> None:
+        """The entry computation as one native call too, when it is small and every
+        instruction allows it (native_entry.py)."""
+        if (self.debug >= 2 or not config._values["minijax_native_loops"]
+                or _DATA_OFFSET is None or not fastcall.SUPPORTED):
+            return
+        plan, why = plan_native_entry(self, self.module.entry)
+        if plan is None:
+            return
+        entry = NativeEntry(plan, f"{SYMBOL_PLACEHOLDER}entry")
+        if self.replay is None:
+            bits = find_blas().int_bits if plan.uses_gemm else 64
+            n_out = len(plan.outs)
+            emit_entry(self.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
+                       plan.uses_gemm, bits)
+            fastcall.emit_fastcall_entry(self.ir, entry.symbol, plan.n_in + n_out + 2, 1,
+                                         _DATA_OFFSET)
+        self.entry = entry
+
     # ------------------------------------------------------------------ JIT
     def plan(self) -> dict:
         """What a later process needs to rebuild this program without emitting IR."""
-        return {"ir_key": self.ir_key, "kernels": [
+        return {"ir_key": self.ir_key, "loops": len(self.loops),
+                "entry": self.entry is not None, "kernels": [
             {"name": k.spec.name, "mode": k.spec.mode, "outer": k.spec.outer,
              "work": k.spec.work, "num_params": k.spec.num_params,
              "outs": [[s.element_type, list(s.dims)] for s in k.spec.output_shapes],
@@ -333,9 +408,13 @@ class _Compiler(ProgramPlanner):
     def finish(self) -> str:
         """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
         symbols = list(dict.fromkeys([k.symbol for k in self.kernels] + [
-            k.fast_symbol for k in self.kernels if k.fast_symbol]))
+            k.fast_symbol for k in self.kernels if k.fast_symbol] + [
+            loop.symbol for loop in self.loops] + (
+            [self.entry.fast_symbol] if self.entry is not None else [])))
         if self.replay is not None:
-            if len(self.kernels) != len(self.replay["kernels"]):
+            if (len(self.kernels) != len(self.replay["kernels"])
+                    or len(self.loops) != self.replay.get("loops", 0)
+                    or (self.entry is not None) != self.replay.get("entry", False)):
                 raise RuntimeError("compile plan does not match the module")
             addrs = get_jit().load_key(self.replay["ir_key"], symbols) if symbols else {}
             if addrs is None:
@@ -348,7 +427,7 @@ class _Compiler(ProgramPlanner):
         self.ir_key = get_jit().key(parts)
         if self.debug >= 4:
             print(text.replace(SYMBOL_PLACEHOLDER, ""), file=sys.stderr)
-        if self.kernels:
+        if symbols:
             self._bind(get_jit().compile(parts, symbols, key=self.ir_key))
         return text
 
@@ -358,6 +437,12 @@ class _Compiler(ProgramPlanner):
             if k.fast_symbol:
                 k.fast, k._keepalive = fastcall.make_builtin(
                     addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
+        for loop in self.loops:
+            loop.bind(addrs[loop.symbol])
+        if self.entry is not None:
+            sym = self.entry.fast_symbol
+            self.entry.bind(*fastcall.make_builtin(addrs[sym],
+                                                   sym.replace(SYMBOL_PLACEHOLDER, "")))
 
 
 class CpuExecutable(Executable):
@@ -369,6 +454,7 @@ class CpuExecutable(Executable):
         self._ir_text = ir_text
         self.kernel_count = program.kernel_count
         self.kernels = compiler.kernels
+        self._native = compiler.entry
         self._notes = [n for p in compiler.programs.values() for n in p.notes]
         params = module.entry.parameters
         self._arg_dtypes = [p.shape.dtype for p in params]
@@ -397,6 +483,8 @@ class CpuExecutable(Executable):
                             f"got {len(args)}")
         asarray = np.asarray
         args = [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
+        if self._native is not None and not trace_events.ACTIVE:
+            return self._native(args)
         out_slots = self._out_slots
         if out_slots is None or trace_events.ACTIVE:
             out = self.program.run(args) if not trace_events.ACTIVE else run_profiled(
@@ -430,8 +518,10 @@ class CpuExecutable(Executable):
 
     def as_text(self) -> str:
         """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""
+        notes = self._notes + (["entry: one native call (native_entry.py)"]
+                               if self._native is not None else [])
         return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(
-            "//   " + n for n in self._notes) + "\n"
+            "//   " + n for n in notes) + "\n"
 
     def llvm_ir(self) -> str:
         """The generated LLVM IR (before optimization)."""
@@ -466,18 +556,20 @@ class CpuBackend(Backend):
             digest = module.cache_digest
             if digest is None:
                 digest = module_to_text(module)
-            plan_key = get_jit().key(f"plan-v1|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
+            plan_key = get_jit().key(f"plan-v2|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
             plan = get_jit().read_plan(plan_key)
             if plan is not None:
                 try:
                     compiler = _Compiler(module, debug, replay=plan)
                     program = compiler.program(module.entry)
+                    compiler.plan_entry()
                     text = compiler.finish()
                     return CpuExecutable(module, program, text, compiler)
                 except (RuntimeError, KeyError, IndexError, TypeError, ValueError):
                     pass  # stale or corrupt plan: compile normally (and rewrite it)
         compiler = _Compiler(module, debug)
         program = compiler.program(module.entry)
+        compiler.plan_entry()
         text = compiler.finish()
         if plan_key is not None and compiler.ir_key is not None:
             get_jit().write_plan(plan_key, compiler.plan())

@@ -1,0 +1,429 @@
+"""while loops run as one native call (no Python per iteration) where the body allows.
+
+`plan_native_while(compiler, instr)` reads a while instruction's condition and body and,
+when every instruction in them is a generated kernel running on one thread, a small float
+gemm, a view, plain tuple plumbing or another such while loop (emitted inline), returns a
+`LoopPlan` (codegen/cpu/native_loop.py emits its function into the module's LLVM module)
+and the kernels it calls; otherwise it returns the reason, and the shared planner's Python
+driver runs the loop. Loops whose kernels or gemms are large enough for the thread pool
+stay on that driver (the per-iteration Python cost is small there, and the pool splits each
+kernel); so do bodies with evaluator thunks, host callbacks, collectives, conditionals and
+custom calls. A state element whose only update is one dynamic-update-slice of itself (a
+scan's stacked outputs) is updated in place on one buffer instead of being copied.
+
+`NativeWhile` is the step: per call it takes one block from the host cache for the carried
+elements' A/B buffers, reuses a per-thread temps block, calls the native loop through
+ctypes (the GIL released) and returns the final state: each carried element is a view of
+its A or B buffer by the trip count's parity (or the input after zero trips).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from minijax.backends.cpu import blas as cpu_blas
+from minijax.backends.cpu.kernel import _DATA_OFFSET, _row_major
+from minijax.backends.cpu.memory import host_memory
+from minijax.backends.planner import MOVES
+from minijax.compiler.cache import clear_caches
+from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
+from minijax.compiler.codegen.cpu.native_loop import (
+    CopyCall,
+    GemmCall,
+    KernelCall,
+    Layout,
+    LoopPlan,
+    NestedLoop,
+    Ref,
+    UpdateSlice,
+)
+from minijax.compiler.codegen.elemental import unsupported_reason
+from minijax.compiler.codegen.kernel_plan import wrap_instruction
+from minijax.config import config
+
+ALIGN = 64
+#: Counters of how while loops were planned (tests and diagnostics).
+STATS = {"native": 0, "fallback": 0}
+
+
+class _Unsupported(Exception):
+    """The loop cannot run natively (the message says why)."""
+
+
+def _align(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+class _Planner:
+    """Builds the LoopPlan of one while instruction."""
+
+    def __init__(self, compiler, instr, root: _Planner | None = None):
+        self.compiler = compiler
+        self.instr = instr
+        shape = instr.shape
+        self.tuple_state = shape.is_tuple
+        self.elems = list(shape.tuple_shapes) if shape.is_tuple else [shape]
+        self.plan = LoopPlan(n=len(self.elems), carried=[])
+        # A nested loop shares the outermost loop's constants, kernels and temps block
+        # (its own A/B buffers are carved out of that block too).
+        self.root = root if root is not None else self
+        self.consts: list = self.root.consts if root is not None else []
+        self.kernels: list = self.root.kernels if root is not None else []
+        self._written: dict = {}
+        self.inplace: dict = {}
+        self.allow_loops = True
+
+    # ------------------------------------------------------------------ buffers
+    def _temp(self, nbytes: int) -> Ref:
+        top = self.root.plan
+        off = top.temp_bytes
+        top.temp_bytes = off + _align(max(nbytes, 1))
+        return Ref("temp", off)
+
+    def _carry(self, nbytes: int) -> int:
+        """Offset of a new state buffer: in the carry block (the outermost loop) or in the
+        temps block (a nested loop)."""
+        if self.root is not self:
+            return self._temp(nbytes).index
+        plan = self.plan
+        off = plan.carry_bytes
+        plan.carry_bytes += _align(max(nbytes, 1))
+        return off
+
+    def _const(self, instr) -> Ref:
+        if instr.shape.is_tuple:
+            raise _Unsupported("tuple constant")
+        self.consts.append(self.compiler.constant(instr))
+        return Ref("const", len(self.consts) - 1)
+
+    # ------------------------------------------------------------------ planning
+    def run(self) -> LoopPlan:
+        if any(e.is_tuple for e in self.elems):
+            raise _Unsupported("nested tuple loop state")
+        if any(e.element_type == "token" for e in self.elems):
+            raise _Unsupported("token in the loop state")
+        cond, body = self.instr.called["condition"], self.instr.called["body"]
+        root = body.root
+        param = body.parameters[0] if len(body.parameters) == 1 else None
+        if param is None or len(cond.parameters) != 1:
+            raise _Unsupported("condition/body do not take one parameter")
+        if self.tuple_state:
+            if root.opcode != "tuple":
+                raise _Unsupported("the body's root is not a tuple")
+            roots = list(root.operands)
+        else:
+            roots = [root]
+        plan = self.plan
+        invariant = [self.tuple_state and r.opcode == "get-tuple-element" and r.operands[0]
+                     is param and r.attrs["index"] == i for i, r in enumerate(roots)]
+        self.inplace = self._inplace_updates(body, param, roots, invariant)
+        plan.carried = [i for i, inv in enumerate(invariant)
+                        if not inv and i not in self.inplace.values()]
+        for i in self.inplace.values():
+            plan.inplace[i] = self._carry(self.elems[i].nbytes)
+        for i in plan.carried:
+            plan.carry_offsets[i] = (self._carry(self.elems[i].nbytes),
+                                     self._carry(self.elems[i].nbytes))
+        # Body values computed straight into a target: (producer, leaf) -> state element.
+        keys = [self._leaf_key(r) for r in roots]
+        direct = {}
+        for i in plan.carried:
+            if keys[i] is not None and keys.count(keys[i]) == 1:
+                direct[keys[i]] = i
+        values = self._computation(cond, plan.cond, {})
+        pred = cond.root
+        if pred.shape.is_tuple or pred.shape.element_type != "pred" or pred.shape.rank != 0:
+            raise _Unsupported("the condition does not return a scalar pred")
+        plan.pred = values[id(pred)][0]
+        values = self._computation(body, plan.body, direct, skip=root if self.tuple_state
+                                   else None)
+        for i in plan.carried:
+            if keys[i] in direct and self._written.get(keys[i]):
+                continue
+            ref = values[id(roots[i])]
+            if len(ref) != 1:
+                raise _Unsupported("a tuple-shaped loop state element")
+            plan.body.append(CopyCall(i, ref[0], self.elems[i].nbytes))
+        plan.num_consts = len(self.consts)
+        plan.uses_gemm = _uses_gemm(plan)
+        return plan
+
+    def _inplace_updates(self, body, param, roots, invariant) -> dict:
+        """{id(dynamic-update-slice): i} for root operands i that update state element i
+        and are its only reader in the body: they run in place on one buffer (a scan's
+        stacked outputs) instead of copying the element every iteration."""
+        if not self.tuple_state:
+            return {}
+        users: dict[int, list] = {}
+        for instr in body.instructions:
+            for o in instr.operands:
+                users.setdefault(id(o), []).append(instr)
+        found = {}
+        for i, r in enumerate(roots):
+            if invariant[i] or r.opcode != "dynamic-update-slice" or sum(
+                    x is r for x in roots) != 1 or users.get(id(r), []) != [body.root]:
+                continue
+            base = r.operands[0]
+            if not (base.opcode == "get-tuple-element" and base.operands[0] is param
+                    and base.attrs["index"] == i and _row_major(r.shape)
+                    and _row_major(r.operands[1].shape)
+                    and r.operands[1].shape.dtype == r.shape.dtype):
+                continue
+            readers = [u for g in body.instructions if g.opcode == "get-tuple-element"
+                       and g.operands[0] is param and g.attrs["index"] == i
+                       for u in users.get(id(g), [])]
+            if all(u is r for u in readers) and all(o is not base for o in r.operands[1:]):
+                found[id(r)] = i
+        return found
+
+    @staticmethod
+    def _leaf_key(r):
+        if r.opcode == "get-tuple-element" and r.operands[0].opcode in ("fusion", "while"):
+            return (id(r.operands[0]), r.attrs["index"])
+        if r.shape.is_tuple:
+            return None
+        return (id(r), 0)
+
+    def _computation(self, comp, ops: list, direct: dict, skip=None, params=None) -> dict:
+        """Plan `comp`'s instructions into `ops`; {id(instr): refs of its leaves}.
+        `params` maps parameters to refs (default: the loop state as `cur`)."""
+        self._written = {}
+        if params is None:
+            params = {id(comp.parameters[0]): [Ref("cur", i) for i in range(len(self.elems))]}
+        values: dict[int, list] = dict(params)
+        for instr in comp.instructions:
+            if instr is skip or id(instr) in params:
+                continue
+            if instr.opcode == "parameter":
+                raise _Unsupported(f"{instr.name}: unexpected parameter")
+            values[id(instr)] = self._instruction(instr, values, ops, direct)
+        return values
+
+    def _outputs(self, instr, direct) -> list:
+        leaves = instr.shape.flat()
+        if instr.shape.is_tuple and any(s.is_tuple for s in instr.shape.tuple_shapes):
+            raise _Unsupported(f"{instr.name}: nested tuple result")
+        out = []
+        for k, leaf in enumerate(leaves):
+            i = direct.get((id(instr), k))
+            if i is not None:
+                self._written[(id(instr), k)] = True
+                out.append(Ref("tgt", i))
+            else:
+                out.append(self._temp(leaf.nbytes))
+        return out
+
+    def _instruction(self, instr, values, ops, direct) -> list:
+        op = instr.opcode
+        operands = [values[id(o)] for o in instr.operands]
+        if op == "constant":
+            return [self._const(instr)]
+        if op == "get-tuple-element":
+            src = operands[0]
+            if len(src) != len(instr.operands[0].shape.tuple_shapes):
+                raise _Unsupported(f"{instr.name}: nested tuple")
+            return [src[instr.attrs["index"]]]
+        if op == "tuple":
+            if any(len(v) != 1 for v in operands):
+                raise _Unsupported(f"{instr.name}: nested tuple")
+            return [v[0] for v in operands]
+        if op in ("reshape", "bitcast"):
+            if not (_row_major(instr.shape) and _row_major(instr.operands[0].shape)):
+                raise _Unsupported(f"{instr.name}: {op} of a non-row-major layout")
+            return operands[0]
+        if op in MOVES and op != "after-all":
+            return operands[0]
+        k = self.inplace.get(id(instr))
+        if k is not None:
+            if any(len(v) != 1 for v in operands):
+                raise _Unsupported(f"{instr.name}: tuple operand")
+            ops.append(UpdateSlice(
+                k, operands[1][0], [v[0] for v in operands[2:]],
+                [o.shape.element_type for o in instr.operands[2:]], instr.shape.dims,
+                instr.operands[1].shape.dims, np.dtype(instr.shape.dtype).itemsize))
+            return [Ref("tgt", k)]
+        if op == "fusion":
+            return self._fused(instr, instr.called["calls"], instr.operands, values, ops,
+                               direct)
+        if op in self.compiler.kernel_opcodes and not any(
+                o.shape.is_tuple for o in instr.operands):
+            comp, kernel_operands = wrap_instruction(instr)
+            return self._fused(instr, comp, kernel_operands, values, ops, direct)
+        if op == "dot":
+            return self._dot(instr, operands, ops, direct)
+        if op == "while" and self.allow_loops:
+            return self._while(instr, operands, ops, direct)
+        raise _Unsupported(f"{instr.name}: {op} has no native implementation")
+
+    def _fused(self, instr, comp, operands, values, ops, direct) -> list:
+        reason = unsupported_reason(comp)
+        if reason is not None:
+            raise _Unsupported(f"{instr.name}: {reason}")
+        ins = []
+        for o in operands:
+            v = values[id(o)]
+            if len(v) != 1:
+                raise _Unsupported(f"{instr.name}: tuple operand")
+            ins.append(v[0])
+        outs = self._outputs(instr, direct)
+        first = 0
+        for kernel in self.compiler.kernels_for(instr, comp, f"fusion {instr.name}"):
+            self.kernels.append(kernel)
+            if kernel.threads != 1:
+                raise _Unsupported(f"{instr.name}: kernel large enough for the thread pool")
+            n_out = len(kernel.out_specs)
+            scratch = self._temp(FULL_CHUNKS * SLOT_BYTES * n_out) if kernel.full else None
+            ops.append(KernelCall(getattr(kernel, "raw", "") + ".body", ins,
+                                  outs[first:first + n_out], kernel.spec.outer, scratch))
+            first += n_out
+        return outs
+
+    def _while(self, instr, operands, ops, direct) -> list:
+        inner = _Planner(self.compiler, instr, root=self.root)
+        plan = inner.run()
+        src = operands[0]
+        if len(src) != plan.n:
+            raise _Unsupported(f"{instr.name}: nested tuple loop state")
+        sizes = [e.nbytes for e in inner.elems]
+        outs, result = [], []
+        for i in range(plan.n):
+            if i not in plan.carried and i not in plan.inplace:
+                result.append(src[i])      # passed through: the input itself
+                continue
+            key = (id(instr), i) if instr.shape.is_tuple else (id(instr), 0)
+            j = direct.get(key)
+            if j is not None:
+                self._written[key] = True
+                dst = Ref("tgt", j)
+            else:
+                dst = self._temp(sizes[i])
+            outs.append((i, dst))
+            result.append(dst)
+        ops.append(NestedLoop(plan, src, outs, sizes))
+        return result
+
+    def _dot(self, instr, operands, ops, direct) -> list:
+        dtype = instr.shape.dtype
+        if dtype not in (np.float32, np.float64) or any(
+                o.shape.dtype != dtype for o in instr.operands):
+            raise _Unsupported(f"{instr.name}: dot on {dtype} (not a float gemm)")
+        if not all(_row_major(s) for s in [instr.shape] + [o.shape for o in instr.operands]):
+            raise _Unsupported(f"{instr.name}: dot of a non-row-major layout")
+        form = cpu_blas.gemm_form(instr)
+        if form is None or cpu_blas.find_blas() is None:
+            raise _Unsupported(f"{instr.name}: dot is not one BLAS gemm")
+        batch, m, n, k = form[:4]
+        if batch * m * n == 0 or k == 0:
+            raise _Unsupported(f"{instr.name}: empty dot")
+        if batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK:
+            raise _Unsupported(f"{instr.name}: gemm large enough for the thread pool")
+        out = self._outputs(instr, direct)
+        ops.append(GemmCall("f32" if dtype == np.float32 else "f64", form, operands[0][0],
+                            operands[1][0], out[0]))
+        return out
+
+
+def _uses_gemm(plan: LoopPlan) -> bool:
+    return any(isinstance(op, GemmCall) or (isinstance(op, NestedLoop) and _uses_gemm(op.plan))
+               for op in plan.cond + plan.body)
+
+
+def plan_native_while(compiler, instr):
+    """(LoopPlan, constants, kernels) for `instr`, or (None, reason, kernels)."""
+    planner = _Planner(compiler, instr)
+    try:
+        plan = planner.run()
+    except _Unsupported as exc:
+        STATS["fallback"] += 1
+        return None, str(exc), planner.kernels
+    STATS["native"] += 1
+    return plan, planner.consts, planner.kernels
+
+
+def state_shapes(instr) -> tuple[list, bool]:
+    """The loop state's element shapes and whether the state is a tuple."""
+    shape = instr.shape
+    return (list(shape.tuple_shapes) if shape.is_tuple else [shape]), shape.is_tuple
+
+
+_LoopFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class NativeWhile:
+    """The step running one natively compiled while loop (fn bound after the JIT)."""
+
+    def __init__(self, plan: LoopPlan, consts: list, elems: list, tuple_state: bool,
+                 src: int, s: int, symbol: str):
+        self.plan, self.consts, self.symbol = plan, consts, symbol
+        self.src, self.s = src, s
+        self.fn = None
+        layout = Layout(plan.n)
+        self.layout = layout
+        self.size = layout.size(plan.num_consts)
+        self.elems = elems
+        self.tuple_state = tuple_state
+        self._tls = threading.local()
+        self._base: list | None = None
+
+    def bind(self, address: int) -> None:
+        self.fn = _LoopFn(address)
+        lay, plan = self.layout, self.plan
+        base = [0] * self.size
+        if plan.uses_gemm:
+            b = cpu_blas.find_blas()
+            base[lay.sgemm], base[lay.dgemm] = b.sgemm, b.dgemm
+            base[lay.set_threads], base[lay.get_threads] = b.set_threads, b.get_threads
+        for k, c in enumerate(self.consts):
+            base[lay.consts + k] = c.ctypes.data
+        self._base = base
+        # Views of the carry block per state element: (offset of A, offset of B, dims, dtype).
+        self._views = {i: (plan.carry_offsets[i], self.elems[i].dims, self.elems[i].dtype,
+                           self.elems[i].nbytes) for i in plan.carried}
+        # Elements updated in place live in their one buffer whatever the trip count.
+        self._inplace = [(plan.inplace[i], self.elems[i].dims, self.elems[i].dtype,
+                          self.elems[i].nbytes, i) for i in plan.inplace]
+
+    def _temps(self):
+        temps = getattr(self._tls, "temps", None)
+        if temps is None:
+            temps = self._tls.temps = np.empty(max(self.plan.temp_bytes, ALIGN), np.uint8)
+        return temps
+
+    def __call__(self, env) -> None:
+        state = env[self.src]
+        if not self.tuple_state:
+            state = [state]
+        plan, lay = self.plan, self.layout
+        carry = host_memory().empty((max(plan.carry_bytes, ALIGN),), np.uint8)
+        temps = self._temps()
+        table = (ctypes.c_void_p * self.size)(*self._base)
+        if _DATA_OFFSET is not None:
+            for i, a in enumerate(state):
+                table[i] = id(a)
+            table[lay.carry], table[lay.temps] = id(carry), id(temps)
+        else:
+            for i, a in enumerate(state):
+                table[i] = a.ctypes.data
+            table[lay.carry], table[lay.temps] = carry.ctypes.data, temps.ctypes.data
+        self.fn(table)
+        trips = table[lay.trips] or 0
+        out = list(state)
+        if trips:
+            which = 0 if trips % 2 else 1
+            for i, (offs, dims, dtype, nbytes) in self._views.items():
+                off = offs[which]
+                out[i] = carry[off:off + nbytes].view(dtype).reshape(dims)
+        for off, dims, dtype, nbytes, i in self._inplace:
+            out[i] = carry[off:off + nbytes].view(dtype).reshape(dims)
+        env[self.s] = out if self.tuple_state else out[0]
+
+
+def _native_loops_changed(_value) -> None:
+    # Loops are planned when a program is compiled: recompile with the new setting.
+    clear_caches()
+
+
+config.on_change("minijax_native_loops", _native_loops_changed)

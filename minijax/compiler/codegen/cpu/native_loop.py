@@ -1,0 +1,434 @@
+"""A while loop whose condition and body are kernel calls and gemms, as one native function.
+
+The CPU backend plans such a loop into a `LoopPlan` (backends/cpu/native_loops.py) and
+`emit_loop` turns it into
+
+    void NAME(i8 **table)
+
+which runs the whole loop: each iteration calls the condition's kernels, reads the predicate,
+calls the body's kernels (their `.body` loop-nest functions, over their whole outer range
+on the calling thread) and BLAS gemms (through function pointers in the table), and hands
+the loop state over by swapping pointers. No Python runs per iteration.
+
+Buffers. A state element the body passes through unchanged (`get-tuple-element(param, i)`
+at root position i) stays in the caller's input buffer. Every other ("carried") element
+has two buffers A and B in the per-call *carry* block: an iteration reads the current one
+(at first the input) and writes the other (`target = current == A ? B : A`), so inputs are
+never written and no state is copied. A body value that is exactly one root operand is
+computed straight into that element's target; anything else at a root position (a
+constant, a view, another element, a value used twice) is copied there at the end of the
+iteration. All other intermediate results have fixed offsets in the *temps* block.
+After the loop, `table[TRIPS]` holds the number of iterations run: none leaves a carried
+element in its input, an odd count in A, an even one in B.
+
+Table layout (`Layout`): n input arrays, the carry block, the temps block, the trip count
+(written), sgemm, dgemm, BLAS set/get-num-threads, then the constants. Arrays are passed as
+NumPy array objects (their data pointer read at `data_offset`) when the caller does so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import llvmlite.ir as ir
+
+from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS
+from minijax.compiler.codegen.llvm_types import (
+    F32,
+    F64,
+    I8,
+    I32,
+    I64,
+    emit_counted_loop,
+    is_signed,
+    storage_type,
+)
+
+_I8P = I8.as_pointer()
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where a value lives: ("cur", i) the current state element i, ("tgt", i) its target
+    this iteration, ("temp", offset) in the temps block, ("const", k) constant k."""
+
+    kind: str
+    index: int
+
+
+@dataclass
+class KernelCall:
+    body: str              # the kernel's loop-nest function (`<name>.body`)
+    ins: list
+    outs: list
+    outer: int
+    scratch: Ref | None = None   # full reductions: partials buffer (then two calls)
+
+
+@dataclass
+class GemmCall:
+    dtype: str             # "f32" or "f64"
+    form: tuple            # (batch, m, n, k, lhs transposed, rhs transposed)
+    a: Ref
+    b: Ref
+    c: Ref
+
+
+@dataclass
+class CopyCall:
+    dst: int               # state element whose target receives the bytes
+    src: Ref
+    nbytes: int
+
+
+@dataclass
+class UpdateSlice:
+    """dynamic-update-slice of state element `dst`'s buffer in place (row-major): the
+    update's rows are copied to the clamped start indices read from `starts`."""
+
+    dst: int
+    update: Ref
+    starts: list           # Refs of the scalar start indices
+    start_types: list      # their element types ("s32", "u64", ...)
+    dims: tuple            # the operand's dims
+    update_dims: tuple
+    itemsize: int
+
+
+@dataclass
+class LoopPlan:
+    """A natively runnable while loop (see the module docstring)."""
+
+    n: int                                   # state elements
+    carried: list                            # indices with A/B buffers
+    carry_offsets: dict = field(default_factory=dict)   # i -> (offset of A, offset of B)
+    inplace: dict = field(default_factory=dict)   # i -> offset of its one buffer
+    carry_bytes: int = 0
+    temp_bytes: int = 0
+    num_consts: int = 0
+    cond: list = field(default_factory=list)
+    pred: Ref | None = None
+    body: list = field(default_factory=list)
+    uses_gemm: bool = False
+
+
+@dataclass
+class NestedLoop:
+    """A while loop inside a loop body: `plan`'s offsets are in the temps block; `inputs`
+    are the enclosing scope's refs of its initial state; after it, state element i is
+    copied to `dst` for each (i, dst) in `outputs` (its invariant elements need none)."""
+
+    plan: LoopPlan
+    inputs: list
+    outputs: list
+    sizes: list
+
+
+class Layout:
+    """Indices of the table entries of a loop with `n` state elements."""
+
+    def __init__(self, n: int):
+        self.carry, self.temps, self.trips = n, n + 1, n + 2
+        self.sgemm, self.dgemm, self.set_threads, self.get_threads = range(n + 3, n + 7)
+        self.consts = n + 7
+
+    def size(self, num_consts: int) -> int:
+        return self.consts + num_consts
+
+
+class _LoopEmitter:
+    def __init__(self, module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
+                 data_offset: int | None, sizes: list):
+        self.module, self.plan, self.sizes = module, plan, sizes
+        self.layout = Layout(plan.n)
+        self.ity = I64 if blas_int_bits == 64 else I32
+        self.data_offset = data_offset
+        self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_I8P.as_pointer()]),
+                              name)
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.table = self.fn.args[0]
+
+    def _entry(self, k):
+        return self.b.load(self.b.gep(self.table, [ir.Constant(I64, k)], inbounds=True))
+
+    def _array(self, k):
+        """The data pointer of table entry k (an array object or a raw pointer)."""
+        raw = self._entry(k)
+        if self.data_offset is None:
+            return raw
+        b = self.b
+        field_ = b.gep(raw, [ir.Constant(I64, self.data_offset)], inbounds=True)
+        return b.load(b.bitcast(field_, _I8P.as_pointer()))
+
+    def _ptr(self, ref: Ref):
+        b = self.b
+        if ref.kind == "cur":
+            return self.cur[ref.index]
+        if ref.kind == "tgt":
+            return self.tgt[ref.index]
+        if ref.kind == "temp":
+            return b.gep(self.temps, [ir.Constant(I64, ref.index)], inbounds=True)
+        return self.consts[ref.index]
+
+    def emit(self) -> None:
+        plan, lay, b = self.plan, self.layout, self.b
+        inputs = [self._array(i) for i in range(plan.n)]
+        carry = self._array(lay.carry)
+        self.temps = self._array(lay.temps)
+        self.consts = [self._entry(lay.consts + k) for k in range(plan.num_consts)]
+        restore = self._single_blas_thread() if plan.uses_gemm else None
+        _, trips = self._loop(plan, inputs, carry, self.sizes)
+        if restore is not None:
+            restore()
+        b.store(b.inttoptr(trips, _I8P), b.gep(self.table, [ir.Constant(I64, lay.trips)],
+                                               inbounds=True))
+        b.ret_void()
+
+    def _loop(self, plan: LoopPlan, inputs: list, carry, sizes: list):
+        """Emit `plan`'s loop over state buffers `inputs`, its A/B (and in-place) buffers
+        at its offsets from `carry`; returns (final state pointers, trip count) with the
+        builder after the loop."""
+        b = self.b
+        outer_scope = getattr(self, "cur", None), getattr(self, "tgt", None)
+        bufs = {i: tuple(b.gep(carry, [ir.Constant(I64, off)], inbounds=True)
+                         for off in plan.carry_offsets[i]) for i in plan.carried}
+        own = {}
+        for i, off in plan.inplace.items():
+            # Updated in place: one buffer, holding a copy of the input from the start.
+            own[i] = b.gep(carry, [ir.Constant(I64, off)], inbounds=True)
+            self._memcpy(own[i], inputs[i], sizes[i])
+        entry = b.block
+        header = self.fn.append_basic_block("cond")
+        body = self.fn.append_basic_block("body")
+        done = self.fn.append_basic_block("done")
+        b.branch(header)
+        b.position_at_end(header)
+        trips = b.phi(I64, name="trips")
+        trips.add_incoming(ir.Constant(I64, 0), entry)
+        phis = {}
+        self.cur = list(inputs)
+        for i, p in own.items():
+            self.cur[i] = p
+        for i in plan.carried:
+            phis[i] = self.cur[i] = b.phi(_I8P, name=f"cur{i}")
+            phis[i].add_incoming(inputs[i], entry)
+        self.tgt = dict(own)
+        for op in plan.cond:
+            self._op(op)
+        pred = b.load(self._ptr(plan.pred))
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(I8, 0)), body, done)
+        b.position_at_end(body)
+        for i in plan.carried:
+            a_buf, b_buf = bufs[i]
+            self.tgt[i] = b.select(b.icmp_unsigned("==", self.cur[i], a_buf), b_buf, a_buf)
+        for op in plan.body:
+            self._op(op)
+        latch = b.block
+        trips.add_incoming(b.add(trips, ir.Constant(I64, 1)), latch)
+        for i in plan.carried:
+            phis[i].add_incoming(self.tgt[i], latch)
+        b.branch(header)
+        b.position_at_end(done)
+        final = list(self.cur)
+        self.cur, self.tgt = outer_scope
+        return final, trips
+
+    def _nested(self, op: NestedLoop) -> None:
+        """An inner while loop: its buffers sit in the temps block; its carried results
+        are copied to their places in the enclosing scope after it."""
+        inputs = [self._ptr(r) for r in op.inputs]
+        final, _ = self._loop(op.plan, inputs, self.temps, op.sizes)
+        for i, dst in op.outputs:
+            self._memcpy(self._ptr(dst), final[i], op.sizes[i])
+
+    def _single_blas_thread(self):
+        """Run the loop's gemms on one BLAS thread (they are small); returns the emitter
+        of the restoring code for the loop's exit."""
+        b, lay = self.b, self.layout
+        set_ty = ir.FunctionType(ir.VoidType(), [I32]).as_pointer()
+        get_ty = ir.FunctionType(I32, []).as_pointer()
+        set_p, get_p = self._entry(lay.set_threads), self._entry(lay.get_threads)
+        have = b.icmp_unsigned("!=", b.ptrtoint(set_p, I64), ir.Constant(I64, 0))
+        start = b.block
+        with b.if_then(have):
+            got = b.call(b.bitcast(get_p, get_ty), [])
+            with b.if_then(b.icmp_signed(">", got, ir.Constant(I32, 1))):
+                b.call(b.bitcast(set_p, set_ty), [ir.Constant(I32, 1)])
+            then = b.block
+        prev = b.phi(I32)
+        prev.add_incoming(ir.Constant(I32, 1), start)
+        prev.add_incoming(got, then)
+
+        def restore():
+            with b.if_then(b.icmp_signed(">", prev, ir.Constant(I32, 1))):
+                b.call(b.bitcast(set_p, set_ty), [prev])
+        return restore
+
+    def _op(self, op) -> None:
+        if isinstance(op, KernelCall):
+            self._kernel(op)
+        elif isinstance(op, GemmCall):
+            self._gemm(op)
+        elif isinstance(op, UpdateSlice):
+            self._update_slice(op)
+        elif isinstance(op, NestedLoop):
+            self._nested(op)
+        else:
+            self._memcpy(self.tgt[op.dst], self._ptr(op.src), op.nbytes)
+
+    def _kernel(self, op: KernelCall) -> None:
+        b = self.b
+        fn = self.module.get_global(op.body)
+        refs = op.ins + op.outs + ([op.scratch] if op.scratch is not None else [])
+        args = [b.bitcast(self._ptr(r), t) for r, t in zip(refs, fn.function_type.args)]
+        if op.scratch is not None:
+            b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, FULL_CHUNKS)])
+            b.call(fn, args + [ir.Constant(I64, FULL_CHUNKS), ir.Constant(I64, FULL_CHUNKS + 1)])
+        elif op.outer > 0:
+            b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, op.outer)])
+
+    def _gemm(self, op: GemmCall) -> None:
+        b, ity = self.b, self.ity
+        batch, m, n, k, ta, tb = op.form
+        fty, size = (F32, 4) if op.dtype == "f32" else (F64, 8)
+        fp = fty.as_pointer()
+        gemm_ty = ir.FunctionType(ir.VoidType(), [I32, I32, I32, ity, ity, ity, fty, fp, ity,
+                                                  fp, ity, fty, fp, ity])
+        slot = self.layout.sgemm if op.dtype == "f32" else self.layout.dgemm
+        gemm = b.bitcast(self._entry(slot), gemm_ty.as_pointer())
+        a, bb, c = (self._ptr(r) for r in (op.a, op.b, op.c))
+
+        def i(v):
+            return ir.Constant(ity, v)
+
+        def t(flag):
+            return ir.Constant(I32, _TRANS if flag else _NO_TRANS)
+
+        lda, ldb = (m if ta else k), (k if tb else n)
+
+        def call(pa, pb, pc):
+            b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), t(ta), t(tb), i(m), i(n), i(k),
+                          ir.Constant(fty, 1.0), b.bitcast(pa, fp), i(lda), b.bitcast(pb, fp),
+                          i(ldb), ir.Constant(fty, 0.0), b.bitcast(pc, fp), i(n)])
+
+        if batch == 1:
+            call(a, bb, c)
+            return
+        with emit_counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), "batch") as e:
+            call(*(b.gep(p, [b.mul(e, ir.Constant(I64, step))])
+                   for p, step in ((a, m * k * size), (bb, k * n * size), (c, m * n * size))))
+
+
+    def _update_slice(self, op: UpdateSlice) -> None:
+        b = self.b
+        dims, upd = op.dims, op.update_dims
+        starts = []
+        for ref, et, n, u in zip(op.starts, op.start_types, dims, upd):
+            ty = storage_type(et)
+            v = b.load(b.bitcast(self._ptr(ref), ty.as_pointer()))
+            if ty.width < 64:
+                v = b.sext(v, I64) if is_signed(et) else b.zext(v, I64)
+            # XLA clamps the start into [0, dim - update dim].
+            hi = ir.Constant(I64, n - u)
+            if is_signed(et):
+                v = b.select(b.icmp_signed("<", v, ir.Constant(I64, 0)), ir.Constant(I64, 0), v)
+                v = b.select(b.icmp_signed(">", v, hi), hi, v)
+            else:
+                v = b.select(b.icmp_unsigned(">", v, hi), hi, v)
+            starts.append(v)
+        rank = len(dims)
+        if rank == 0 or 0 in upd:
+            if rank == 0:
+                self._memcpy(self.tgt[op.dst], self._ptr(op.update), op.itemsize)
+            return
+        strides = [1] * rank
+        for d in range(rank - 2, -1, -1):
+            strides[d] = strides[d + 1] * dims[d + 1]
+        row_bytes = upd[-1] * op.itemsize
+        rows = 1
+        for u in upd[:-1]:
+            rows *= u
+        dst, src = self.tgt[op.dst], self._ptr(op.update)
+        with emit_counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows), "dus") as r:
+            # The update row r's multi-index (all dims but the last) -> destination offset.
+            off = b.mul(starts[-1], ir.Constant(I64, strides[-1]))
+            rest = r
+            for d in range(rank - 2, -1, -1):
+                idx = b.urem(rest, ir.Constant(I64, upd[d])) if d else rest
+                rest = b.udiv(rest, ir.Constant(I64, upd[d])) if d else rest
+                off = b.add(off, b.mul(b.add(idx, starts[d]), ir.Constant(I64, strides[d])))
+            to = b.gep(dst, [b.mul(off, ir.Constant(I64, op.itemsize))], inbounds=True)
+            frm = b.gep(src, [b.mul(r, ir.Constant(I64, row_bytes))], inbounds=True)
+            self._memcpy(to, frm, row_bytes)
+
+    def _memcpy(self, dst, src, nbytes: int) -> None:
+        memcpy = self.module.declare_intrinsic("llvm.memcpy", [_I8P, _I8P, I64])
+        self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
+
+
+def emit_loop(module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
+              data_offset: int | None, sizes: list) -> None:
+    """Emit `void name(i8 **table)` running `plan` into `module` (which defines the
+    kernels' `.body` functions the plan calls); `sizes` are the state elements' bytes."""
+    _LoopEmitter(module, name, plan, blas_int_bits, data_offset, sizes).emit()
+
+
+
+
+class EntryLayout:
+    """Entries of an entry program's statics table: constants, then the BLAS pointers."""
+
+    def __init__(self, num_consts: int):
+        self.consts = 0
+        self.sgemm, self.dgemm, self.set_threads, self.get_threads = range(
+            num_consts, num_consts + 4)
+
+    def size(self, num_consts: int) -> int:
+        return num_consts + 4
+
+
+class _EntryEmitter(_LoopEmitter):
+    """Straight-line ops as `void name(i8 **bufs, i64, i64)` (the kernel ABI): bufs holds
+    the inputs, the outputs, the temps block and the statics table (EntryLayout)."""
+
+    def __init__(self, module, name, ops, n_in, n_out, num_consts, uses_gemm, blas_int_bits):
+        self.module, self.plan, self.sizes = module, None, []
+        self.ops, self.n_in, self.n_out = ops, n_in, n_out
+        self.num_consts, self.uses_gemm = num_consts, uses_gemm
+        self.layout = EntryLayout(num_consts)
+        self.ity = I64 if blas_int_bits == 64 else I32
+        self.data_offset = None
+        self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_I8P.as_pointer(), I64,
+                                                                      I64]), name)
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+
+    def emit(self) -> None:
+        b, bufs = self.b, self.fn.args[0]
+
+        def arg(k):
+            return b.load(b.gep(bufs, [ir.Constant(I64, k)], inbounds=True))
+
+        n_in, n_out = self.n_in, self.n_out
+        self.cur = [arg(k) for k in range(n_in)]
+        self.tgt = {i: arg(n_in + i) for i in range(n_out)}
+        self.temps = arg(n_in + n_out)
+        self.table = b.bitcast(arg(n_in + n_out + 1), _I8P.as_pointer())
+        self.consts = [self._entry(k) for k in range(self.num_consts)]
+        restore = self._single_blas_thread() if self.uses_gemm else None
+        for op in self.ops:
+            self._op(op)
+        if restore is not None:
+            restore()
+        b.ret_void()
+
+
+def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
+               num_consts: int, uses_gemm: bool, blas_int_bits: int) -> None:
+    """Emit straight-line `ops` (no loops) as kernel-ABI function `name` (_EntryEmitter)."""
+    _EntryEmitter(module, name, ops, n_in, n_out, num_consts, uses_gemm,
+                  blas_int_bits).emit()
+
+
+__all__ = ["CopyCall", "EntryLayout", "GemmCall", "KernelCall", "Layout", "LoopPlan",
+           "NestedLoop", "Ref", "UpdateSlice", "emit_entry", "emit_loop"]
