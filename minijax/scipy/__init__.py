@@ -2,6 +2,18 @@
 ``optimize``, ``signal``, ``integrate``, ``ndimage``, ``sparse``, ``cluster``,
 ``interpolate``, ``spatial``)."""
 
-from minijax.scipy import fft, linalg, optimize, special, stats
+from minijax.scipy import (
+    cluster,
+    fft,
+    integrate,
+    interpolate,
+    linalg,
+    ndimage,
+    optimize,
+    sparse,
+    special,
+    stats,
+)
 
-__all__ = ["fft", "linalg", "optimize", "special", "stats"]
+__all__ = ["cluster", "fft", "integrate", "interpolate", "linalg", "ndimage", "optimize",
+           "sparse", "special", "stats"]
