@@ -10,10 +10,11 @@ from minijax.scipy import (
     linalg,
     ndimage,
     optimize,
+    signal,
     sparse,
     special,
     stats,
 )
 
 __all__ = ["cluster", "fft", "integrate", "interpolate", "linalg", "ndimage", "optimize",
-           "sparse", "special", "stats"]
+           "signal", "sparse", "special", "stats"]
