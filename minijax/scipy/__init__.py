@@ -12,9 +12,10 @@ from minijax.scipy import (
     optimize,
     signal,
     sparse,
+    spatial,
     special,
     stats,
 )
 
 __all__ = ["cluster", "fft", "integrate", "interpolate", "linalg", "ndimage", "optimize",
-           "signal", "sparse", "special", "stats"]
+           "signal", "sparse", "spatial", "special", "stats"]
