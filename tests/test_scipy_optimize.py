@@ -1,4 +1,4 @@
-"""minijax.scipy.optimize.minimize(method='BFGS'): iterates, counters and statuses as JAX's
+"""minijax.scipy.optimize.minimize (BFGS and L-BFGS): iterates, counters and statuses as JAX's
 (zoom line search for the strong Wolfe conditions; JAX's values hard-coded), convergence
 under jit and vmap, line_search on its own, JAX's errors."""
 
@@ -82,3 +82,28 @@ def test_minimize_errors():
         minimize(rosen, jnp.zeros(2), method="Nelder-Mead")
     with pytest.raises(TypeError, match="tuple"):
         minimize(rosen, jnp.zeros(2), args=[1], method="BFGS")
+
+
+LBFGS = "l-bfgs-experimental-do-not-rely-on-this"
+
+
+def test_lbfgs_iterates_match_jax(x64):
+    x0 = jnp.array([-1.2, 1.0, 0.5, -0.3])
+    r = minijax.jit(lambda x: minimize(rosen, x, method=LBFGS))(x0)
+    # JAX 0.10.2's values: its line search fails on step 14 (status 5)
+    np.testing.assert_allclose(r.x, [0.879177606777006, 0.7799677012553113,
+                                     0.5931020663699245, 0.33598968134666823], rtol=1e-10)
+    np.testing.assert_allclose(r.fun, 0.2816492367711585, rtol=1e-10)
+    assert (int(r.nit), int(r.nfev), int(r.status), bool(r.success)) == (13, 26, 5, False)
+    assert r.hess_inv is None
+    r = minimize(rosen, x0, method=LBFGS, options=dict(maxiter=5, maxcor=3))
+    np.testing.assert_allclose(r.x, [0.5959833817423997, 0.35433611344282895,
+                                     0.13013512320146317, 0.017740627615270302], rtol=1e-10)
+    assert (int(r.nit), int(r.nfev), int(r.status)) == (6, 15, 1)
+
+
+def test_lbfgs_converges_on_a_quadratic():
+    weights = jnp.array([1.0, 4.0, 9.0, 16.0])
+    r = minimize(lambda x: jnp.sum(weights * (x - 1.5) ** 2), jnp.zeros(4), method=LBFGS)
+    assert bool(r.success) and int(r.status) == 0
+    np.testing.assert_allclose(r.x, np.full(4, 1.5), atol=1e-5)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from minijax.scipy.optimize.bfgs import minimize_bfgs
+from minijax.scipy.optimize.lbfgs import minimize_lbfgs
 
 __all__ = ["OptimizeResults", "minimize"]
 
@@ -27,8 +28,10 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | N
              options: Mapping[str, Any] | None = None) -> OptimizeResults:
     """Minimize the scalar ``fun(x, *args)`` over a 1-d ``x`` from ``x0``.
 
-    ``method``: ``"BFGS"``. ``options`` go to the solver (``maxiter``, ``norm``, ``gtol``,
-    ``line_search_maxiter``); as in JAX, ``tol`` is accepted and unused.
+    ``method``: ``"BFGS"`` (``options``: ``maxiter``, ``norm``, ``gtol``,
+    ``line_search_maxiter``) or ``"l-bfgs-experimental-do-not-rely-on-this"`` (``maxiter``,
+    ``norm``, ``maxcor``, ``ftol``, ``gtol``, ``maxfun``, ``maxgrad``, ``maxls``); as in
+    JAX, ``tol`` is accepted and unused.
     """
     del tol  # as JAX: solver tolerances go through ``options``
     options = dict(options or {})
@@ -42,5 +45,10 @@ def minimize(fun: Callable, x0, args: tuple = (), *, method: str, tol: float | N
         r = minimize_bfgs(fun_with_args, x0, **options)
         return OptimizeResults(x=r.x_k, success=r.converged & ~r.failed, status=r.status,
                                fun=r.f_k, jac=r.g_k, hess_inv=r.H_k, nfev=r.nfev, njev=r.ngev,
+                               nit=r.k)
+    if method.lower() == "l-bfgs-experimental-do-not-rely-on-this":
+        r = minimize_lbfgs(fun_with_args, x0, **options)
+        return OptimizeResults(x=r.x_k, success=r.converged & ~r.failed, status=r.status,
+                               fun=r.f_k, jac=r.g_k, hess_inv=None, nfev=r.nfev, njev=r.ngev,
                                nit=r.k)
     raise ValueError(f"Method {method} not recognized")
