@@ -224,3 +224,26 @@ def test_jit_and_vmap():
     out = minijax.jit(lambda v: special.bessel_jn(v, v=3))(x)
     assert out.shape == (4, 6)
     np.testing.assert_allclose(out, ss.jv(np.arange(4)[:, None], x), atol=1e-6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(re=arrays(-30, 30), im=arrays(-4, 30))
+def test_wofz_matches_scipy(re, im):
+    z = re + 1j * im
+    want = ss.wofz(z)
+    with enable_x64():
+        got = special.wofz(z)
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+    got32 = special.wofz(z.astype(np.complex64))
+    assert got32.dtype == np.complex64
+    ok = np.abs(want) < 1e30
+    np.testing.assert_allclose(np.asarray(got32)[ok], want[ok], rtol=2e-5, atol=1e-30)
+
+
+def test_wofz_real_input_and_gradient():
+    # JAX 0.10.2's values; w'(z) = -2 z w(z) + 2i/sqrt(pi), so d/dx Re w(x) = -2 x Re w(x)
+    np.testing.assert_allclose(special.wofz(np.array([1.0, 0.5], np.float32)),
+                               [0.36787948 + 0.60715777j, 0.7788009 + 0.4789253j], rtol=1e-6)
+    np.testing.assert_allclose(minijax.grad(lambda x: special.wofz(x).real)(1.0), -0.73575896,
+                               rtol=1e-5)

@@ -297,9 +297,10 @@ from minijax.scipy.special_integrals import (  # noqa: E402
     owens_t,
     sici,
     spence,
+    wofz,
 )
 
-__all__ += ["dawsn", "erfcx", "exp1", "expn", "fresnel", "owens_t", "sici", "spence"]
+__all__ += ["dawsn", "erfcx", "exp1", "expn", "fresnel", "owens_t", "sici", "spence", "wofz"]
 from minijax.scipy.special_hyper import bessel_jn, hyp1f1, hyp2f1  # noqa: E402
 
 __all__ += ["bessel_jn", "hyp1f1", "hyp2f1"]
