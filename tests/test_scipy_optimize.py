@@ -8,7 +8,7 @@ import pytest
 import minijax
 import minijax.numpy as jnp
 from minijax.scipy.optimize import OptimizeResults, minimize
-from minijax.scipy.optimize.line_search import line_search
+from minijax.scipy.optimize.line_search import line_search, value_and_grad
 
 
 def rosen(x):
@@ -107,3 +107,16 @@ def test_lbfgs_converges_on_a_quadratic():
     r = minimize(lambda x: jnp.sum(weights * (x - 1.5) ** 2), jnp.zeros(4), method=LBFGS)
     assert bool(r.success) and int(r.status) == 0
     np.testing.assert_allclose(r.x, np.full(4, 1.5), atol=1e-5)
+
+
+def test_objective_gradient_matches_minijax_grad():
+    # the solvers' own value_and_grad (the library layer cannot import minijax.api)
+    def f(z):
+        return jnp.sum(jnp.abs(z) ** 2 + 3 * z.real)
+
+    z = jnp.array([1 + 1j, 2 - 0.5j])
+    value, grad = value_and_grad(f)(z)
+    np.testing.assert_allclose(grad, minijax.grad(f)(z), rtol=1e-6)
+    np.testing.assert_allclose(value, f(z), rtol=1e-6)
+    with pytest.raises(TypeError, match="scalar"):
+        value_and_grad(lambda x: x * 2)(jnp.ones(2))

@@ -9,8 +9,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
-from minijax.api import value_and_grad
-from minijax.scipy.optimize.line_search import line_search
+from minijax.scipy.optimize.line_search import line_search, value_and_grad
 
 __all__ = ["BFGSResults", "minimize_bfgs"]
 

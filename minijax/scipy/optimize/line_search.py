@@ -14,9 +14,25 @@ from typing import Any, NamedTuple
 
 from minijax import dtypes, lax
 from minijax import numpy as jnp
-from minijax.api import value_and_grad
+from minijax.interpreters import ad
 
-__all__ = ["LineSearchResults", "line_search"]
+__all__ = ["LineSearchResults", "line_search", "value_and_grad"]
+
+
+def value_and_grad(fun):
+    """``x -> (fun(x), d fun / dx)`` for a scalar ``fun`` of one array, by linearizing and
+    transposing (the library layer sits below ``minijax.api``, so this is the small
+    single-argument form of ``minijax.value_and_grad`` that the solvers need)."""
+    def evaluate(x):
+        (value,), linear = ad.linearize_flat(lambda v: [jnp.asarray(fun(v))], [x])
+        if value.shape != ():
+            raise TypeError(f"minimize: the objective must return a scalar, got shape "
+                            f"{value.shape}")
+        (grad,) = linear.transpose([jnp.ones_like(value)])
+        if type(grad) is ad.Zero:
+            grad = jnp.zeros_like(x)
+        return value, grad.astype(x.dtype)
+    return evaluate
 
 # Only these keys of a zoom's state are copied into the outer search's state.
 _STAR = ("a_star", "phi_star", "dphi_star", "g_star")
