@@ -16,9 +16,11 @@ import scipy.stats
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
-from minijax.compat.fallback import scipy_fft, scipy_optimize, sparse
+from minijax.compat.fallback import sparse
 from minijax.experimental import checkify, io_callback
+from minijax.scipy import fft as scipy_fft
 from minijax.scipy import linalg as scipy_linalg
+from minijax.scipy import optimize as scipy_optimize
 from minijax.scipy import special
 from minijax.scipy.stats import gaussian_kde, norm
 

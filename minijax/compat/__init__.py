@@ -60,8 +60,6 @@ ALIASES: dict[str, str] = {
 
 # Used only while minijax has no module of that name.
 FALLBACKS: dict[str, str] = {
-    "jax.scipy.fft": "minijax.compat.fallback.scipy_fft",
-    "jax.scipy.optimize": "minijax.compat.fallback.scipy_optimize",
     "jax.experimental.sparse": "minijax.compat.fallback.sparse",
     "jax.experimental.layout": "minijax.compat.fallback.layout",
 }

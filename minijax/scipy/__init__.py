@@ -1,5 +1,21 @@
-"""minijax.scipy: the parts of `jax.scipy` minijax has (`special`, `stats`, `linalg`)."""
+"""minijax.scipy: JAX's ``jax.scipy`` (``special``, ``stats``, ``linalg``, ``fft``,
+``optimize``, ``signal``, ``integrate``, ``ndimage``, ``sparse``, ``cluster``,
+``interpolate``, ``spatial``)."""
 
-from minijax.scipy import linalg, special, stats
+from minijax.scipy import (
+    cluster,
+    fft,
+    integrate,
+    interpolate,
+    linalg,
+    ndimage,
+    optimize,
+    signal,
+    sparse,
+    spatial,
+    special,
+    stats,
+)
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["cluster", "fft", "integrate", "interpolate", "linalg", "ndimage", "optimize",
+           "signal", "sparse", "spatial", "special", "stats"]

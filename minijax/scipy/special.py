@@ -266,3 +266,41 @@ from minijax.scipy.special_series import expi  # noqa: E402
 
 __all__ += ["betainc", "betaln", "expi", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
             "multigammaln"]
+from minijax.scipy.special_gamma import (  # noqa: E402
+    bernoulli,
+    beta,
+    boxcox,
+    boxcox1p,
+    comb,
+    factorial,
+    gamma,
+    gammasgn,
+    kl_div,
+    log_softmax,
+    loggamma,
+    poch,
+    polygamma,
+    rel_entr,
+    softmax,
+    zeta,
+)
+
+__all__ += ["bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gamma",
+            "gammasgn", "kl_div", "log_softmax", "loggamma", "poch", "polygamma", "rel_entr",
+            "softmax", "zeta"]
+from minijax.scipy.special_integrals import (  # noqa: E402
+    dawsn,
+    erfcx,
+    exp1,
+    expn,
+    fresnel,
+    owens_t,
+    sici,
+    spence,
+    wofz,
+)
+
+__all__ += ["dawsn", "erfcx", "exp1", "expn", "fresnel", "owens_t", "sici", "spence", "wofz"]
+from minijax.scipy.special_hyper import bessel_jn, hyp1f1, hyp2f1  # noqa: E402
+
+__all__ += ["bessel_jn", "hyp1f1", "hyp2f1"]
