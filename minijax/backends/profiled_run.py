@@ -61,7 +61,7 @@ def run_profiled(program, args, module_name: str, backend: str):
                                                      for o in instr.operands)
         md = instr.metadata or {}
         args_ = {"hlo": instr.name, "opcode": instr.opcode, "bytes": nbytes,
-                 "GB/s": round(nbytes / max(dt, 1e-9) / 1e9, 3)}
+                 "GB/s": float(f"{nbytes / max(dt, 1e-9) / 1e9:.4g}")}
         if md.get("op_name"):
             args_["op_name"] = md["op_name"]
         if md.get("source_line"):

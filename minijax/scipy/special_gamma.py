@@ -192,7 +192,7 @@ def rel_entr(p, q):
     both_pos = (p > 0) & (q > 0)
     safe_p = jnp.where(both_pos, p, 1.0)
     safe_q = jnp.where(both_pos, q, 1.0)
-    value = jnp.where(both_pos, safe_p * (jnp.log(safe_p) - jnp.log(safe_q)),
+    value = jnp.where(both_pos, safe_p * jnp.log(safe_p / safe_q),
                       jnp.array(np.inf, p.dtype))
     return jnp.where((p == 0) & (q >= 0), jnp.zeros_like(value), value)
 
@@ -203,7 +203,7 @@ def kl_div(p, q):
     both_pos = (p > 0) & (q > 0)
     safe_p = jnp.where(both_pos, p, 1.0)
     safe_q = jnp.where(both_pos, q, 1.0)
-    value = jnp.where(both_pos, safe_p * (jnp.log(safe_p) - jnp.log(safe_q)) - safe_p + safe_q,
+    value = jnp.where(both_pos, safe_p * jnp.log(safe_p / safe_q) - safe_p + safe_q,
                       jnp.array(np.inf, p.dtype))
     return jnp.where((p == 0) & (q >= 0), q, value)
 
