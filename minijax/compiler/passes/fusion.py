@@ -63,6 +63,14 @@ MAX_FUSION_OPERANDS = 64
 MAX_DUPLICATES = 4
 #: Largest fused body copied into several users (a bigger one is computed once).
 MAX_DUPLICATED_BODY = 16
+#: Most instructions the dependency check of two sibling fusions visits: siblings further
+#: apart are not merged (a search per candidate pair across the whole program made sibling
+#: fusion quadratic).
+MAX_SIBLING_SEARCH = 256
+#: Readers of one input over one index space that each sibling is tried with (the next
+#: ones in program order), and sweeps of sibling merging over the program.
+MAX_SIBLING_WINDOW = 16
+MAX_SIBLING_ROUNDS = 4
 
 
 def _kind(instr: Instruction) -> str | None:
@@ -139,7 +147,7 @@ class Fusion(Pass):
         self._counts_key = self._counts = None
         self._sizes: dict[tuple, tuple] = {}
         self._versions: dict[int, int] = {}
-        self._duplicates: dict[int, int] = {}
+        self._duplicates: dict[int, set[int]] = {}
 
     def run(self, module: Module) -> bool:
         self._log_list = module.fusion_log
@@ -191,7 +199,8 @@ class Fusion(Pass):
         expensive = is_expensive(producer)
         if len(users) > 1 and expensive:
             return False, f"expensive op with {len(users)} users"
-        if (len(users) > 1 and self._duplicates.get(id(producer), 0) >= MAX_DUPLICATES
+        copies = self._duplicates.get(id(producer), ())
+        if (len(users) > 1 and len(copies) >= MAX_DUPLICATES and id(consumer) not in copies
                 and any(op.shape.rank for op in producer.operands)):
             return False, f"already duplicated into {MAX_DUPLICATES} fusions"
         if (len(users) > 1 and op == "fusion"
@@ -295,13 +304,16 @@ class Fusion(Pass):
             for producer in list(dict.fromkeys(current.operands)):
                 if id(producer) in rejected or producer.opcode == "parameter":
                     continue
-                users = builder.index.users_of(producer)
+                # (unsorted: a hub's users are sorted only for the log line, once)
+                users = builder.index.users_unordered(producer)
                 ok, reason = self.should_fuse(producer, current, users)
                 if not ok:
                     rejected.add(id(producer))
-                    user_names = ", ".join(u.name for u in users)
-                    self._log(f"reject {producer.name} -> ({user_names}): {reason}",
-                              key=f"reject {producer.name}: {reason}")
+                    key = f"reject {producer.name}: {reason}"
+                    if key not in self._logged:
+                        user_names = ", ".join(u.name for u in
+                                               builder.index.users_of(producer))
+                        self._log(f"reject {producer.name} -> ({user_names}): {reason}", key)
                     continue
                 self._log(f"fuse {producer.name} into {label}: {reason}")
                 if current.opcode != "fusion":
@@ -311,7 +323,9 @@ class Fusion(Pass):
                 index = next(i for i, op in enumerate(current.operands) if op is producer)
                 param = parameters_of(body, len(current.operands))[index]
                 if len(users) > 1:
-                    self._duplicates[id(producer)] = self._duplicates.get(id(producer), 0) + 1
+                    # Reaching the producer again along another path reuses its copy in
+                    # this fusion: only distinct fusions count as duplicates.
+                    self._duplicates.setdefault(id(producer), set()).add(id(current))
                 value = builder.fuse_producer(current, producer, keep=len(users) > 1)
                 self._changed_body(current)
                 self._fused(current, producer, param, value)
@@ -347,49 +361,76 @@ class Fusion(Pass):
         if too_big:
             self._log(f"reject {producer.name} as extra output of {fusion.name}: {too_big}")
             return False
-        if any(reaches(producer, op) for op in fusion.operands if op is not producer):
+        position = builder.index.positions()
+        if any(reaches(producer, op, position, MAX_SIBLING_SEARCH)
+               for op in fusion.operands if op is not producer):
             self._log(f"reject {producer.name} as extra output of {fusion.name}: "
-                      "another path leads from it to the reduction")
+                      "another path leads from it to the reduction (or more than "
+                      f"{MAX_SIBLING_SEARCH} instructions lie between them)")
             return False
         self._log(f"fuse {producer.name} into {fusion.name} as an extra output: computed "
                   f"once in the reduction's loop, also read by ({names})")
         builder.add_output(fusion, producer)
         self._changed_body(fusion)
-        builder.index.rebuild()
         return True
 
     # -- phase 3 -------------------------------------------------------------------------
 
     def _siblings(self, comp: Computation, builder: FusionBuilder) -> bool:
-        """Merge sibling pairs, one shared input at a time, in passes until none merge (a
-        rejected pair stays rejected: merging never removes a path or shrinks a body)."""
+        """Merge sibling fusions, one shared input at a time, in sweeps over the program
+        until one merges nothing (at most MAX_SIBLING_ROUNDS; a rejected pair stays
+        rejected: merging never removes a path or shrinks a body)."""
         self._rejected_pairs: dict[tuple, tuple] = {}
-        changed = progress = False
-        while True:
-            for shared in list(comp.instructions):
-                while shared in builder.index and self._merge_pair_reading(shared, builder):
-                    changed = progress = True
-            if not progress:
-                return changed
+        self._signatures: dict[int, tuple] = {}
+        changed = False
+        for _ in range(MAX_SIBLING_ROUNDS):
             progress = False
+            for shared in list(comp.instructions):
+                if shared in builder.index and self._merge_readers_of(shared, builder):
+                    progress = True
+            changed |= progress
+            if not progress:
+                break
+        return changed
 
-    def _merge_pair_reading(self, shared: Instruction, builder: FusionBuilder) -> bool:
-        fusions = [u for u in builder.index.users_of(shared) if _kind(u) in ("kLoop", "kInput")]
-        for i, a in enumerate(fusions):
-            for b in fusions[i + 1:]:
-                key = (id(a), id(b))
-                known = self._rejected_pairs.get(key)
-                if known is not None and known[0] is a and known[1] is b:
-                    continue
-                if self._can_merge_siblings(a, b, shared, builder.index.positions()):
+    def _signature(self, fusion: Instruction):
+        known = self._signatures.get(id(fusion))
+        if known is None or known[0] is not fusion:
+            known = self._signatures[id(fusion)] = (fusion, loop_signature(fusion))
+        return known[1]
+
+    def _merge_readers_of(self, shared: Instruction, builder: FusionBuilder) -> bool:
+        """Merge fusions reading `shared`, in one sweep: each fusion (or the fusion it was
+        merged into) is tried with the next MAX_SIBLING_WINDOW readers over the same index
+        space, so the work is linear in the number of readers."""
+        groups: dict[tuple, list[Instruction]] = {}
+        for user in builder.index.users_of(shared):
+            if _kind(user) in ("kLoop", "kInput"):
+                groups.setdefault(self._signature(user)[1], []).append(user)
+        merged_any = False
+        for group in groups.values():
+            i = 0
+            while i < len(group):
+                a, j = group[i], i + 1
+                while j < min(len(group), i + 1 + MAX_SIBLING_WINDOW):
+                    b = group[j]
+                    key = (id(a), id(b))
+                    known = self._rejected_pairs.get(key)
+                    if known is not None and known[0] is a and known[1] is b:
+                        j += 1
+                        continue
+                    if not self._can_merge_siblings(a, b, shared, builder.index.positions()):
+                        self._rejected_pairs[key] = (a, b)
+                        j += 1
+                        continue
                     kind = "kInput" if "kInput" in (_kind(a), _kind(b)) else "kLoop"
                     self._log(f"merge sibling fusions {a.name} and {b.name}: both read "
                               f"{shared.name}, same loop shape")
-                    builder.merge_siblings(a, b, kind)
-                    builder.index.rebuild()
-                    return True
-                self._rejected_pairs[key] = (a, b)
-        return False
+                    a = group[i] = builder.merge_siblings(a, b, kind)
+                    del group[j]
+                    merged_any = True
+                i += 1
+        return merged_any
 
     def _can_merge_siblings(self, a, b, shared, position=None) -> bool:
         if not siblings_compatible(a, b):
@@ -404,7 +445,9 @@ class Fusion(Pass):
         if (a_instrs + b_instrs > self.max_instructions
                 or a_emitted + b_emitted > self.max_emitted):
             return False
-        if reaches(a, b, position) or reaches(b, a, position):
-            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other")
+        if (reaches(a, b, position, MAX_SIBLING_SEARCH)
+                or reaches(b, a, position, MAX_SIBLING_SEARCH)):
+            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other "
+                      f"(or more than {MAX_SIBLING_SEARCH} instructions lie between them)")
             return False
         return True
