@@ -59,7 +59,9 @@ from minijax.compiler.passes.utils import (
 MAX_FUSION_OPERANDS = 64
 #: Fusions a producer with several users may be copied into (chains of such producers
 #: would otherwise be copied into every fusion downstream: quadratic compile time).
-#: Producers of scalars only (broadcast constants, iota) are always copied.
+#: Producers of constants only (broadcast scalar constants, iota) are always copied; any
+#: other producer, scalar arithmetic included (a graph of scalars, such as numpyro's
+#: parameter updates and threefry keys, copied up to every fusion's size cap), is not.
 MAX_DUPLICATES = 4
 #: Largest fused body copied into several users (a bigger one is computed once).
 MAX_DUPLICATED_BODY = 16
@@ -71,6 +73,12 @@ MAX_SIBLING_SEARCH = 256
 #: ones in program order), and sweeps of sibling merging over the program.
 MAX_SIBLING_WINDOW = 16
 MAX_SIBLING_ROUNDS = 4
+
+
+def _trivially_cheap(producer: Instruction) -> bool:
+    """A producer that reads nothing computed: an iota, or a broadcast (or elementwise op)
+    of scalar constants."""
+    return all(op.opcode == "constant" and not op.shape.dims for op in producer.operands)
 
 
 def _kind(instr: Instruction) -> str | None:
@@ -85,11 +93,16 @@ def is_expensive(instr: Instruction) -> bool:
 
 
 def can_root_fusion(instr: Instruction) -> bool:
-    """Loop-fusible ops, single-input reduces and (single-output) fusions may be consumers."""
-    if instr.shape.is_tuple or not instr.operands:
+    """Loop-fusible ops, single-input reduces, loop fusions and single-output input fusions
+    may be consumers."""
+    if not instr.operands:
         return False
     if instr.opcode == "fusion":
-        return _kind(instr) in ("kLoop", "kInput") and not is_multi_output(instr)
+        # (a multi-output loop fusion here was made by lowering, e.g. threefry's)
+        return _kind(instr) == "kLoop" or (_kind(instr) == "kInput"
+                                           and not is_multi_output(instr))
+    if instr.shape.is_tuple:
+        return False
     if instr.opcode == "reduce":
         return len(instr.operands) == 2
     return instr.opcode in LOOP_FUSIBLE
@@ -201,7 +214,7 @@ class Fusion(Pass):
             return False, f"expensive op with {len(users)} users"
         copies = self._duplicates.get(id(producer), ())
         if (len(users) > 1 and len(copies) >= MAX_DUPLICATES and id(consumer) not in copies
-                and any(op.shape.rank for op in producer.operands)):
+                and not _trivially_cheap(producer)):
             return False, f"already duplicated into {MAX_DUPLICATES} fusions"
         if (len(users) > 1 and op == "fusion"
                 and len(fused_computation(producer).instructions) > MAX_DUPLICATED_BODY):
