@@ -69,6 +69,9 @@ MAX_DUPLICATED_BODY = 16
 #: apart are not merged (a search per candidate pair across the whole program made sibling
 #: fusion quadratic).
 MAX_SIBLING_SEARCH = 256
+#: Siblings further apart in the program are not merged (the merge reorders what lies
+#: between them).
+MAX_SIBLING_DISTANCE = 512
 #: Readers of one input over one index space that each sibling is tried with (the next
 #: ones in program order), and sweeps of sibling merging over the program.
 MAX_SIBLING_WINDOW = 16
@@ -157,6 +160,7 @@ class Fusion(Pass):
         self.max_instructions = max_instructions
         self.max_emitted = max_emitted
         self.size_checks = 0   # emission counts computed (tests check this stays linear)
+        self.pair_checks = 0   # sibling pairs examined (likewise)
         self._counts_key = self._counts = None
         self._sizes: dict[tuple, tuple] = {}
         self._versions: dict[int, int] = {}
@@ -446,6 +450,12 @@ class Fusion(Pass):
         return merged_any
 
     def _can_merge_siblings(self, a, b, shared, position=None) -> bool:
+        self.pair_checks += 1
+        if (position is not None
+                and abs(position[id(a)] - position[id(b)]) > MAX_SIBLING_DISTANCE):
+            self._log(f"reject sibling merge {a.name} + {b.name}: more than "
+                      f"{MAX_SIBLING_DISTANCE} instructions apart")
+            return False
         if not siblings_compatible(a, b):
             self._log(f"reject sibling merge {a.name} + {b.name} (both read {shared.name}): "
                       "different loop shapes")
