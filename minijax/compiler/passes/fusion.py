@@ -162,9 +162,9 @@ class Fusion(Pass):
         self.size_checks = 0   # emission counts computed (tests check this stays linear)
         self.pair_checks = 0   # sibling pairs examined (likewise)
         self._counts_key = self._counts = None
-        self._sizes: dict[tuple, tuple] = {}
-        self._versions: dict[int, int] = {}
-        self._duplicates: dict[int, set[int]] = {}
+        self._sizes: dict[int, tuple] = {}   # id(body) -> (body, its sizes)
+        # id(producer) -> (producer, ids of the fusions it was copied into)
+        self._duplicates: dict[int, tuple] = {}
 
     def run(self, module: Module) -> bool:
         self._log_list = module.fusion_log
@@ -216,7 +216,8 @@ class Fusion(Pass):
         expensive = is_expensive(producer)
         if len(users) > 1 and expensive:
             return False, f"expensive op with {len(users)} users"
-        copies = self._duplicates.get(id(producer), ())
+        known = self._duplicates.get(id(producer))
+        copies = known[1] if known is not None and known[0] is producer else ()
         if (len(users) > 1 and len(copies) >= MAX_DUPLICATES and id(consumer) not in copies
                 and not _trivially_cheap(producer)):
             return False, f"already duplicated into {MAX_DUPLICATES} fusions"
@@ -248,18 +249,17 @@ class Fusion(Pass):
         if instr.opcode != "fusion":
             return 1, 1 + len(instr.operands), 1   # itself and the loads of its operands
         body = fused_computation(instr)
-        key = (id(body), self._versions.get(id(body), 0))
-        known = self._sizes.get(key)
-        if known is None:
+        # (the body is kept in the entry: a freed body's id may be reused by a new one)
+        known = self._sizes.get(id(body))
+        if known is None or known[0] is not body:
             self.size_checks += 1
             total, counts = emission_counts(body, self.max_emitted)
-            known = self._sizes[key] = (len(body.instructions), total,
-                                        max(counts.values(), default=1))
-        return known
+            known = self._sizes[id(body)] = (body, (len(body.instructions), total,
+                                                    max(counts.values(), default=1)))
+        return known[1]
 
     def _changed_body(self, fusion: Instruction) -> None:
-        key = id(fused_computation(fusion))
-        self._versions[key] = self._versions.get(key, 0) + 1
+        self._sizes.pop(id(fused_computation(fusion)), None)
 
     def _too_big(self, producer: Instruction, consumer: Instruction) -> str | None:
         """Why fusing `producer` into `consumer` would make a kernel too big, or None."""
@@ -342,7 +342,10 @@ class Fusion(Pass):
                 if len(users) > 1:
                     # Reaching the producer again along another path reuses its copy in
                     # this fusion: only distinct fusions count as duplicates.
-                    self._duplicates.setdefault(id(producer), set()).add(id(current))
+                    known = self._duplicates.get(id(producer))
+                    if known is None or known[0] is not producer:
+                        known = self._duplicates[id(producer)] = (producer, set())
+                    known[1].add(id(current))
                 value = builder.fuse_producer(current, producer, keep=len(users) > 1)
                 self._changed_body(current)
                 self._fused(current, producer, param, value)
