@@ -24,7 +24,17 @@ MAX_FUSED_INSTRUCTIONS instructions, and the elemental code it becomes at most M
 element evaluations (data movement re-reads its operands at new indices, so duplicating
 slices of concatenates into one kernel can grow its code exponentially). This keeps LLVM's
 time per kernel and the bookkeeping per fusion step bounded, so compile time grows
-linearly with the program.
+linearly with the program. The bookkeeping around the steps is linear too: users come from
+an incremental index (graph_index.py); a producer duplicated into fusions leaves the
+program once its last user is fused (it would otherwise root a fusion of its own); a
+producer is copied into at most MAX_DUPLICATES fusions unless it only reads constants;
+sibling and extra-output merges reorder only the instructions between the two fusions;
+each sibling is tried with the next MAX_SIBLING_WINDOW readers of an input, and the
+dependency search between two candidates is bounded (MAX_SIBLING_SEARCH,
+MAX_SIBLING_DISTANCE: further apart, they are not merged).
+
+Lowering may hand this pass ready-made loop fusions (threefry2x32 is one multi-output
+fusion): they root fusions like any loop fusion.
 
 Every accept/reject decision is recorded, once, in `module.fusion_log`.
 """
