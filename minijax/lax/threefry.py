@@ -100,9 +100,27 @@ batching.primitive_batchers[threefry2x32_p] = elementwise_batcher(threefry2x32_p
 
 
 def _threefry2x32_lowering(ctx, k0, k1, x0, x1):
-    b, md = ctx.builder, ctx.metadata
-    k0, k1, x0, x1 = ctx.broadcast_scalars([k0, k1, x0, x1])
+    """One multi-output loop fusion computing both words (the 20 rounds unrolled into u32
+    add / xor / shift / or inside it), so the fusion pass sees threefry as one node, as
+    XLA sees JAX's threefry2x32 custom call on GPU: its chain of ~120 multi-user integer
+    ops, left in the program, was copied into many consumer fusions and cut into dozens
+    of tiny kernels at the fusion size cap."""
+    md = ctx.metadata
     dims = ctx.avals_out[0].shape
+    body = ctx.new_computation("threefry2x32")
+    operands = list({id(op): op for op in (k0, k1, x0, x1)}.values())  # a fusion's are distinct
+    params = {id(op): body.parameter(i, op.shape, metadata=md) for i, op in enumerate(operands)}
+    y0, y1 = _threefry2x32_rounds(body, [params[id(op)] for op in (k0, k1, x0, x1)], dims, md)
+    body.set_root(body.tuple([y0, y1], metadata=md))
+    fused = ctx.builder.fusion(operands, body.computation, "kLoop", metadata=md)
+    return [ctx.builder.get_tuple_element(fused, i, metadata=md) for i in (0, 1)]
+
+
+def _threefry2x32_rounds(b, operands, dims, md):
+    """The HLO of Threefry-2x32's 20 rounds on `operands` (k0, k1, x0, x1; rank-0 ones are
+    broadcast to `dims`), built with builder `b`."""
+    k0, k1, x0, x1 = (b.broadcast(op, dims, (), metadata=md) if dims and not op.shape.dims
+                      else op for op in operands)
 
     def const(value):
         c = b.constant(np.uint32(value), np.uint32, metadata=md)
@@ -121,7 +139,7 @@ def _threefry2x32_lowering(ctx, k0, k1, x0, x1):
             s = (r + 1) // 4
             y0 = b.add(y0, ks[s % 3], metadata=md)
             y1 = b.add(b.add(y1, ks[(s + 1) % 3], metadata=md), const(s), metadata=md)
-    return [y0, y1]
+    return y0, y1
 
 
 register_lowering(threefry2x32_p, _threefry2x32_lowering)

@@ -41,12 +41,14 @@ def _shapes_match(instr: Instruction, inferred) -> bool:
 
 
 def verify_computation(comp: Computation, module: Module | None = None,
-                       check_shapes: bool = True) -> None:
-    """Verify one computation (see the module docstring)."""
+                       check_shapes: bool = True, module_comps: set[int] | None = None) -> None:
+    """Verify one computation (see the module docstring). `module_comps`: the ids of
+    `module`'s computations, when the caller already has them."""
     names: set[str] = set()
     seen: set[int] = set()
     params: dict[int, Instruction] = {}
-    module_comps = {id(c) for c in module.computations} if module is not None else None
+    if module_comps is None and module is not None:
+        module_comps = {id(c) for c in module.computations}
     for instr in comp.instructions:
         if not instr.name:
             _fail(comp, instr, "has no name")
@@ -151,5 +153,6 @@ def verify_module(module: Module, check_shapes: bool = True) -> None:
             raise HloVerificationError(f"module {module.name}: duplicate computation name "
                                        f"{comp.name}")
         comp_names.add(comp.name)
+    module_comps = {id(c) for c in module.computations}
     for comp in module.computations:
-        verify_computation(comp, module, check_shapes)
+        verify_computation(comp, module, check_shapes, module_comps)

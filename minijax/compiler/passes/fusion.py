@@ -24,7 +24,17 @@ MAX_FUSED_INSTRUCTIONS instructions, and the elemental code it becomes at most M
 element evaluations (data movement re-reads its operands at new indices, so duplicating
 slices of concatenates into one kernel can grow its code exponentially). This keeps LLVM's
 time per kernel and the bookkeeping per fusion step bounded, so compile time grows
-linearly with the program.
+linearly with the program. The bookkeeping around the steps is linear too: users come from
+an incremental index (graph_index.py); a producer duplicated into fusions leaves the
+program once its last user is fused (it would otherwise root a fusion of its own); a
+producer is copied into at most MAX_DUPLICATES fusions unless it only reads constants;
+sibling and extra-output merges reorder only the instructions between the two fusions;
+each sibling is tried with the next MAX_SIBLING_WINDOW readers of an input, and the
+dependency search between two candidates is bounded (MAX_SIBLING_SEARCH,
+MAX_SIBLING_DISTANCE: further apart, they are not merged).
+
+Lowering may hand this pass ready-made loop fusions (threefry2x32 is one multi-output
+fusion): they root fusions like any loop fusion.
 
 Every accept/reject decision is recorded, once, in `module.fusion_log`.
 """
@@ -59,10 +69,29 @@ from minijax.compiler.passes.utils import (
 MAX_FUSION_OPERANDS = 64
 #: Fusions a producer with several users may be copied into (chains of such producers
 #: would otherwise be copied into every fusion downstream: quadratic compile time).
-#: Producers of scalars only (broadcast constants, iota) are always copied.
+#: Producers of constants only (broadcast scalar constants, iota) are always copied; any
+#: other producer, scalar arithmetic included (a graph of scalars, such as numpyro's
+#: parameter updates and threefry keys, copied up to every fusion's size cap), is not.
 MAX_DUPLICATES = 4
 #: Largest fused body copied into several users (a bigger one is computed once).
 MAX_DUPLICATED_BODY = 16
+#: Most instructions the dependency check of two sibling fusions visits: siblings further
+#: apart are not merged (a search per candidate pair across the whole program made sibling
+#: fusion quadratic).
+MAX_SIBLING_SEARCH = 256
+#: Siblings further apart in the program are not merged (the merge reorders what lies
+#: between them).
+MAX_SIBLING_DISTANCE = 512
+#: Readers of one input over one index space that each sibling is tried with (the next
+#: ones in program order), and sweeps of sibling merging over the program.
+MAX_SIBLING_WINDOW = 16
+MAX_SIBLING_ROUNDS = 4
+
+
+def _trivially_cheap(producer: Instruction) -> bool:
+    """A producer that reads nothing computed: an iota, or a broadcast (or elementwise op)
+    of scalar constants."""
+    return all(op.opcode == "constant" and not op.shape.dims for op in producer.operands)
 
 
 def _kind(instr: Instruction) -> str | None:
@@ -77,11 +106,16 @@ def is_expensive(instr: Instruction) -> bool:
 
 
 def can_root_fusion(instr: Instruction) -> bool:
-    """Loop-fusible ops, single-input reduces and (single-output) fusions may be consumers."""
-    if instr.shape.is_tuple or not instr.operands:
+    """Loop-fusible ops, single-input reduces, loop fusions and single-output input fusions
+    may be consumers."""
+    if not instr.operands:
         return False
     if instr.opcode == "fusion":
-        return _kind(instr) in ("kLoop", "kInput") and not is_multi_output(instr)
+        # (a multi-output loop fusion here was made by lowering, e.g. threefry's)
+        return _kind(instr) == "kLoop" or (_kind(instr) == "kInput"
+                                           and not is_multi_output(instr))
+    if instr.shape.is_tuple:
+        return False
     if instr.opcode == "reduce":
         return len(instr.operands) == 2
     return instr.opcode in LOOP_FUSIBLE
@@ -136,10 +170,11 @@ class Fusion(Pass):
         self.max_instructions = max_instructions
         self.max_emitted = max_emitted
         self.size_checks = 0   # emission counts computed (tests check this stays linear)
+        self.pair_checks = 0   # sibling pairs examined (likewise)
         self._counts_key = self._counts = None
-        self._sizes: dict[tuple, tuple] = {}
-        self._versions: dict[int, int] = {}
-        self._duplicates: dict[int, int] = {}
+        self._sizes: dict[int, tuple] = {}   # id(body) -> (body, its sizes)
+        # id(producer) -> (producer, ids of the fusions it was copied into)
+        self._duplicates: dict[int, tuple] = {}
 
     def run(self, module: Module) -> bool:
         self._log_list = module.fusion_log
@@ -191,8 +226,10 @@ class Fusion(Pass):
         expensive = is_expensive(producer)
         if len(users) > 1 and expensive:
             return False, f"expensive op with {len(users)} users"
-        if (len(users) > 1 and self._duplicates.get(id(producer), 0) >= MAX_DUPLICATES
-                and any(op.shape.rank for op in producer.operands)):
+        known = self._duplicates.get(id(producer))
+        copies = known[1] if known is not None and known[0] is producer else ()
+        if (len(users) > 1 and len(copies) >= MAX_DUPLICATES and id(consumer) not in copies
+                and not _trivially_cheap(producer)):
             return False, f"already duplicated into {MAX_DUPLICATES} fusions"
         if (len(users) > 1 and op == "fusion"
                 and len(fused_computation(producer).instructions) > MAX_DUPLICATED_BODY):
@@ -222,18 +259,17 @@ class Fusion(Pass):
         if instr.opcode != "fusion":
             return 1, 1 + len(instr.operands), 1   # itself and the loads of its operands
         body = fused_computation(instr)
-        key = (id(body), self._versions.get(id(body), 0))
-        known = self._sizes.get(key)
-        if known is None:
+        # (the body is kept in the entry: a freed body's id may be reused by a new one)
+        known = self._sizes.get(id(body))
+        if known is None or known[0] is not body:
             self.size_checks += 1
             total, counts = emission_counts(body, self.max_emitted)
-            known = self._sizes[key] = (len(body.instructions), total,
-                                        max(counts.values(), default=1))
-        return known
+            known = self._sizes[id(body)] = (body, (len(body.instructions), total,
+                                                    max(counts.values(), default=1)))
+        return known[1]
 
     def _changed_body(self, fusion: Instruction) -> None:
-        key = id(fused_computation(fusion))
-        self._versions[key] = self._versions.get(key, 0) + 1
+        self._sizes.pop(id(fused_computation(fusion)), None)
 
     def _too_big(self, producer: Instruction, consumer: Instruction) -> str | None:
         """Why fusing `producer` into `consumer` would make a kernel too big, or None."""
@@ -295,13 +331,16 @@ class Fusion(Pass):
             for producer in list(dict.fromkeys(current.operands)):
                 if id(producer) in rejected or producer.opcode == "parameter":
                     continue
-                users = builder.index.users_of(producer)
+                # (unsorted: a hub's users are sorted only for the log line, once)
+                users = builder.index.users_unordered(producer)
                 ok, reason = self.should_fuse(producer, current, users)
                 if not ok:
                     rejected.add(id(producer))
-                    user_names = ", ".join(u.name for u in users)
-                    self._log(f"reject {producer.name} -> ({user_names}): {reason}",
-                              key=f"reject {producer.name}: {reason}")
+                    key = f"reject {producer.name}: {reason}"
+                    if key not in self._logged:
+                        user_names = ", ".join(u.name for u in
+                                               builder.index.users_of(producer))
+                        self._log(f"reject {producer.name} -> ({user_names}): {reason}", key)
                     continue
                 self._log(f"fuse {producer.name} into {label}: {reason}")
                 if current.opcode != "fusion":
@@ -311,7 +350,12 @@ class Fusion(Pass):
                 index = next(i for i, op in enumerate(current.operands) if op is producer)
                 param = parameters_of(body, len(current.operands))[index]
                 if len(users) > 1:
-                    self._duplicates[id(producer)] = self._duplicates.get(id(producer), 0) + 1
+                    # Reaching the producer again along another path reuses its copy in
+                    # this fusion: only distinct fusions count as duplicates.
+                    known = self._duplicates.get(id(producer))
+                    if known is None or known[0] is not producer:
+                        known = self._duplicates[id(producer)] = (producer, set())
+                    known[1].add(id(current))
                 value = builder.fuse_producer(current, producer, keep=len(users) > 1)
                 self._changed_body(current)
                 self._fused(current, producer, param, value)
@@ -347,51 +391,84 @@ class Fusion(Pass):
         if too_big:
             self._log(f"reject {producer.name} as extra output of {fusion.name}: {too_big}")
             return False
-        if any(reaches(producer, op) for op in fusion.operands if op is not producer):
+        position = builder.index.positions()
+        if any(reaches(producer, op, position, MAX_SIBLING_SEARCH)
+               for op in fusion.operands if op is not producer):
             self._log(f"reject {producer.name} as extra output of {fusion.name}: "
-                      "another path leads from it to the reduction")
+                      "another path leads from it to the reduction (or more than "
+                      f"{MAX_SIBLING_SEARCH} instructions lie between them)")
             return False
         self._log(f"fuse {producer.name} into {fusion.name} as an extra output: computed "
                   f"once in the reduction's loop, also read by ({names})")
         builder.add_output(fusion, producer)
         self._changed_body(fusion)
-        builder.index.rebuild()
         return True
 
     # -- phase 3 -------------------------------------------------------------------------
 
     def _siblings(self, comp: Computation, builder: FusionBuilder) -> bool:
-        """Merge sibling pairs, one shared input at a time, in passes until none merge (a
-        rejected pair stays rejected: merging never removes a path or shrinks a body)."""
+        """Merge sibling fusions, one shared input at a time, in sweeps over the program
+        until one merges nothing (at most MAX_SIBLING_ROUNDS; a rejected pair stays
+        rejected: merging never removes a path or shrinks a body)."""
         self._rejected_pairs: dict[tuple, tuple] = {}
-        changed = progress = False
-        while True:
-            for shared in list(comp.instructions):
-                while shared in builder.index and self._merge_pair_reading(shared, builder):
-                    changed = progress = True
-            if not progress:
-                return changed
+        self._signatures: dict[int, tuple] = {}
+        changed = False
+        for _ in range(MAX_SIBLING_ROUNDS):
             progress = False
+            for shared in list(comp.instructions):
+                if shared in builder.index and self._merge_readers_of(shared, builder):
+                    progress = True
+            changed |= progress
+            if not progress:
+                break
+        return changed
 
-    def _merge_pair_reading(self, shared: Instruction, builder: FusionBuilder) -> bool:
-        fusions = [u for u in builder.index.users_of(shared) if _kind(u) in ("kLoop", "kInput")]
-        for i, a in enumerate(fusions):
-            for b in fusions[i + 1:]:
-                key = (id(a), id(b))
-                known = self._rejected_pairs.get(key)
-                if known is not None and known[0] is a and known[1] is b:
-                    continue
-                if self._can_merge_siblings(a, b, shared, builder.index.positions()):
+    def _signature(self, fusion: Instruction):
+        known = self._signatures.get(id(fusion))
+        if known is None or known[0] is not fusion:
+            known = self._signatures[id(fusion)] = (fusion, loop_signature(fusion))
+        return known[1]
+
+    def _merge_readers_of(self, shared: Instruction, builder: FusionBuilder) -> bool:
+        """Merge fusions reading `shared`, in one sweep: each fusion (or the fusion it was
+        merged into) is tried with the next MAX_SIBLING_WINDOW readers over the same index
+        space, so the work is linear in the number of readers."""
+        groups: dict[tuple, list[Instruction]] = {}
+        for user in builder.index.users_of(shared):
+            if _kind(user) in ("kLoop", "kInput"):
+                groups.setdefault(self._signature(user)[1], []).append(user)
+        merged_any = False
+        for group in groups.values():
+            i = 0
+            while i < len(group):
+                a, j = group[i], i + 1
+                while j < min(len(group), i + 1 + MAX_SIBLING_WINDOW):
+                    b = group[j]
+                    key = (id(a), id(b))
+                    known = self._rejected_pairs.get(key)
+                    if known is not None and known[0] is a and known[1] is b:
+                        j += 1
+                        continue
+                    if not self._can_merge_siblings(a, b, shared, builder.index.positions()):
+                        self._rejected_pairs[key] = (a, b)
+                        j += 1
+                        continue
                     kind = "kInput" if "kInput" in (_kind(a), _kind(b)) else "kLoop"
                     self._log(f"merge sibling fusions {a.name} and {b.name}: both read "
                               f"{shared.name}, same loop shape")
-                    builder.merge_siblings(a, b, kind)
-                    builder.index.rebuild()
-                    return True
-                self._rejected_pairs[key] = (a, b)
-        return False
+                    a = group[i] = builder.merge_siblings(a, b, kind)
+                    del group[j]
+                    merged_any = True
+                i += 1
+        return merged_any
 
     def _can_merge_siblings(self, a, b, shared, position=None) -> bool:
+        self.pair_checks += 1
+        if (position is not None
+                and abs(position[id(a)] - position[id(b)]) > MAX_SIBLING_DISTANCE):
+            self._log(f"reject sibling merge {a.name} + {b.name}: more than "
+                      f"{MAX_SIBLING_DISTANCE} instructions apart")
+            return False
         if not siblings_compatible(a, b):
             self._log(f"reject sibling merge {a.name} + {b.name} (both read {shared.name}): "
                       "different loop shapes")
@@ -404,7 +481,9 @@ class Fusion(Pass):
         if (a_instrs + b_instrs > self.max_instructions
                 or a_emitted + b_emitted > self.max_emitted):
             return False
-        if reaches(a, b, position) or reaches(b, a, position):
-            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other")
+        if (reaches(a, b, position, MAX_SIBLING_SEARCH)
+                or reaches(b, a, position, MAX_SIBLING_SEARCH)):
+            self._log(f"reject sibling merge {a.name} + {b.name}: one depends on the other "
+                      f"(or more than {MAX_SIBLING_SEARCH} instructions lie between them)")
             return False
         return True

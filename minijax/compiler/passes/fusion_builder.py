@@ -18,6 +18,7 @@ from __future__ import annotations
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
 from minijax.compiler.passes.cse import eliminate_common_subexpressions
 from minijax.compiler.passes.graph_index import UserIndex, replace_uses_and_sort
+from minijax.compiler.passes.opcodes import has_side_effects
 from minijax.compiler.passes.utils import NameUniquer, clone
 
 KIND_PREFIX = {"kLoop": "loop", "kInput": "input", "kOutput": "output"}
@@ -175,7 +176,32 @@ class FusionBuilder:
             self.index.operands_changed(fusion, before)
             if not keep:
                 self.index.remove(producer)
+                self.drop_dead(producer.operands)
+            else:
+                self.drop_dead([producer])
         return value
+
+    def drop_dead(self, candidates) -> int:
+        """Remove those of `candidates` (and then of their operands) that no longer have a
+        user: a producer duplicated into fusions whose last user was fused is dead. Left in
+        place it would root a fusion copying its whole ancestry (DCE deletes it afterwards):
+        on chains of multi-user producers (threefry's rounds) that made fusion quadratic.
+        Returns how many were removed."""
+        index, comp = self.index, self.comp
+        removed: set[int] = set()
+        stack = list(candidates)
+        while stack:
+            instr = stack.pop()
+            if (id(instr) in removed or instr not in index or instr is comp.root
+                    or instr.opcode == "parameter" or index.has_users(instr)
+                    or has_side_effects(instr)):
+                continue
+            index.remove(instr)
+            removed.add(id(instr))
+            stack.extend(instr.operands)
+        if removed:
+            comp.instructions = [i for i in comp.instructions if id(i) not in removed]
+        return len(removed)
 
     # -- multi-output --------------------------------------------------------------------
 
@@ -214,16 +240,52 @@ class FusionBuilder:
     def add_output(self, fusion: Instruction, producer: Instruction) -> None:
         """Fuse `producer` into `fusion` and make its value an extra output, which the
         producer's other users then read through a get-tuple-element."""
-        self._expose_as_tuple(fusion)
+        if self.index is None:
+            self._expose_as_tuple(fusion)
+            value = self._substitute_param(fusion, producer, rename=False)
+            self._set_outputs(fusion, fusion_outputs(fusion) + [value])
+            extra = self._tuple_element(fusion, len(fusion.shape.tuple_shapes) - 1)
+            self._redirect(producer, extra)
+            self.comp.instructions.remove(producer)
+            self.comp.topological_sort()
+            return
+        # With an index: the same edits, the users found through the index and the order
+        # repaired between the producer and the fusion only (no whole-program sort).
+        index = self.index
+        fusion_users = index.users_of(fusion)
+        producer_users = [u for u in index.users_of(producer) if u is not fusion]
+        gtes = []
+        if not is_multi_output(fusion):
+            self._set_outputs(fusion, fusion_outputs(fusion))
+            first = Instruction("get-tuple-element", fusion.shape.tuple_shapes[0], [fusion],
+                                attrs={"index": 0}, name=self.names.fresh("get-tuple-element"))
+            gtes.append(first)
+            for user in fusion_users:
+                user.operands = [first if op is fusion else op for op in user.operands]
+            if self.comp.root is fusion:
+                self.comp.root = first
+            fusion_users = []
+        before = list(fusion.operands)
         value = self._substitute_param(fusion, producer, rename=False)
         self._set_outputs(fusion, fusion_outputs(fusion) + [value])
-        extra = self._tuple_element(fusion, len(fusion.shape.tuple_shapes) - 1)
-        self._redirect(producer, extra)
-        self.comp.instructions.remove(producer)
-        self.comp.topological_sort()
+        extra = Instruction("get-tuple-element", value.shape, [fusion],
+                            attrs={"index": len(fusion.shape.tuple_shapes) - 1},
+                            name=self.names.fresh("get-tuple-element"))
+        gtes.append(extra)
+        for user in producer_users:
+            user.operands = [extra if op is producer else op for op in user.operands]
+        if self.comp.root is producer:
+            self.comp.root = extra
+        self._splice(producer, fusion, [fusion, *gtes], {id(producer), *map(id, gtes)})
+        index.operands_changed(fusion, before)
+        index.merged(producer, None, fusion, gtes, producer_users + fusion_users)
 
     def merge_siblings(self, a: Instruction, b: Instruction, kind: str) -> Instruction:
-        """Replace fusions `a` and `b` by one multi-output fusion computing both."""
+        """Replace fusions `a` and `b` (neither depending on the other) by one multi-output
+        fusion computing both. With an index, the index, the program order and the
+        index's positions are updated in place (the work is the number of instructions
+        between `a` and `b` plus their users): a rebuild and a sort of the whole
+        computation per merge made sibling fusion quadratic."""
         body = Computation(self.names.fresh("fused_multi_output"))
         merged = Instruction("fusion", Shape.tuple([]), [], attrs={"kind": kind},
                              called={"calls": body},
@@ -237,6 +299,56 @@ class FusionBuilder:
         self.module.add_computation(body)
         self._set_outputs(merged, outputs)
         eliminate_common_subexpressions(body)  # the siblings' shared subexpressions
+        if self.index is None:
+            return self._place_merged_by_sorting(a, b, merged, offsets)
+        index = self.index
+        users = {id(part): index.users_of(part) for part in (a, b)}
+        new_gtes: list[Instruction] = []
+        for part, offset in zip((a, b), offsets):
+            if is_multi_output(part):
+                for user in users[id(part)]:
+                    user.operands = [merged]
+                    user.attrs = dict(user.attrs, index=user.attrs["index"] + offset)
+            else:
+                gte = Instruction("get-tuple-element", fusion_outputs(part)[0].shape,
+                                  [merged], attrs={"index": offset},
+                                  name=self.names.fresh("get-tuple-element"))
+                new_gtes.append(gte)
+                for user in users[id(part)]:
+                    user.operands = [gte if op is part else op for op in user.operands]
+                if self.comp.root is part:
+                    self.comp.root = gte
+        position = self.index.positions()
+        lower, upper = (a, b) if position[id(a)] < position[id(b)] else (b, a)
+        # users were already rewired: what reads merged or its new elements moves too
+        self._splice(lower, upper, [merged, *new_gtes],
+                     {id(lower), id(merged), *map(id, new_gtes)})
+        index.merged(a, b, merged, new_gtes, users[id(a)] + users[id(b)])
+        return merged
+
+    def _splice(self, lower: Instruction, upper: Instruction, new: list[Instruction],
+                moved: set[int]) -> None:
+        """Replace the run of the program from `lower` to `upper` (lower first) by: what in
+        between does not depend on anything in `moved`, then `new`, then what does (in
+        their order). The callers guarantee that nothing in between both depends on
+        `lower` and is needed by `new`, so the order stays topological; only the run is
+        visited, and the index's positions are renumbered within it."""
+        position = self.index.positions()
+        instrs = self.comp.instructions
+        lo, hi = instrs.index(lower), instrs.index(upper)
+        before, after = [], []
+        for instr in instrs[lo + 1:hi]:
+            if any(id(op) in moved for op in instr.operands):
+                moved.add(id(instr))
+                after.append(instr)
+            else:
+                before.append(instr)
+        block = before + new + after
+        instrs[lo:hi + 1] = block
+        self.index.renumber(block, position[id(lower)], position[id(upper)])
+        self.index.reorder_work += hi - lo + 1
+
+    def _place_merged_by_sorting(self, a, b, merged, offsets) -> Instruction:
         position = max(self.comp.instructions.index(a), self.comp.instructions.index(b))
         self.comp.instructions.insert(position + 1, merged)
         for part, offset in zip((a, b), offsets):

@@ -22,6 +22,7 @@ class UserIndex:
     def __init__(self, comp: Computation):
         self.comp = comp
         self.rebuild_work = 0
+        self.reorder_work = 0   # instructions visited by local reorders (sibling merges)
         self.queries = 0
         self.rebuild()
 
@@ -45,6 +46,13 @@ class UserIndex:
         """id(instr) -> its index in the computation (as of the last rebuild; instructions
         that `replace` put in place of others take their positions)."""
         return self._position
+
+    def has_users(self, instr: Instruction) -> bool:
+        return bool(self._users[id(instr)])
+
+    def users_unordered(self, instr: Instruction) -> list[Instruction]:
+        """users_of(instr) in no particular order (no sort: for counting)."""
+        return list(self._users[id(instr)].values())
 
     def users_of(self, instr: Instruction) -> list[Instruction]:
         """Distinct users of `instr` in `comp`, in program order (as utils.users_of)."""
@@ -74,6 +82,52 @@ class UserIndex:
             entry = self._users.get(id(op))
             if entry is not None:
                 entry[id(new)] = new
+
+    def merged(self, a: Instruction, b: Instruction, merged: Instruction, gtes,
+               users) -> None:
+        """Instructions `a` and `b` (b may be None) became `merged`, read by the new
+        get-tuple-elements `gtes` and by the old users of `a` and `b` (`users`), whose
+        operands the builder rewired. Positions come from renumber."""
+        for part in (a, b):
+            if part is None or part is merged:
+                continue
+            for op in part.operands:
+                entry = self._users.get(id(op))
+                if entry is not None:
+                    entry.pop(id(part), None)
+            del self._users[id(part)]
+            self._position.pop(id(part), None)
+        # users that now read a new get-tuple-element instead of `merged` leave its entry
+        old = self._users.get(id(merged), {})
+        self._users[id(merged)] = {k: u for k, u in old.items()
+                                   if any(op is merged for op in u.operands)}
+        for instr in [merged, *gtes]:
+            self._users.setdefault(id(instr), {})
+            for op in instr.operands:
+                entry = self._users.get(id(op))
+                if entry is not None:
+                    entry[id(instr)] = instr
+        for user in users:
+            if id(user) in self._users:
+                for op in user.operands:
+                    entry = self._users.get(id(op))
+                    if entry is not None:
+                        entry[id(user)] = user
+
+    def renumber(self, block, low: float, high: float) -> None:
+        """Give the instructions of `block` (which replaced the run of the program whose
+        positions went from `low` to `high`) increasing positions in [low, high], so the
+        positions stay a topological numbering without renumbering the whole program."""
+        position = self._position
+        n = len(block)
+        step = (high - low) / max(n - 1, 1)
+        if step < 1e-6:   # too many subdivisions of one stretch: number everything again
+            for k, instr in enumerate(self.comp.instructions):
+                position[id(instr)] = k
+            self.rebuild_work += len(self.comp.instructions)
+            return
+        for k, instr in enumerate(block):
+            position[id(instr)] = low + k * step
 
     def remove(self, instr: Instruction) -> None:
         """`instr` left the computation (it must have no users left)."""

@@ -87,6 +87,7 @@ class RowFusion(Pass):
         self.names = NameUniquer(module)
         self.module = module
         self._tried: set[tuple[str, str]] = set()
+        self._dependents: dict[int, tuple[Computation, set[int]]] = {}
         changed = False
         for comp in sequential_computations(module):
             while self._merge_one(comp):
@@ -104,6 +105,7 @@ class RowFusion(Pass):
 
     def _merge_one(self, comp: Computation) -> bool:
         users = comp.users()
+        self._position = {id(instr): k for k, instr in enumerate(comp.instructions)}
         for consumer in comp.instructions:
             if not _is_candidate(consumer):
                 continue
@@ -115,6 +117,14 @@ class RowFusion(Pass):
                 if self._try_merge(comp, users, producer, consumer, read):
                     return True
         return False
+
+    def _dependent(self, body: Computation) -> set[int]:
+        """_dependent_ids(body), computed once per fused computation (bodies are never
+        edited here: a merge builds a new one), not again after every merge."""
+        known = self._dependents.get(id(body))
+        if known is None or known[0] is not body:
+            known = self._dependents[id(body)] = (body, _dependent_ids(body))
+        return known[1]
 
     def _row_producers(self, consumer: Instruction):
         """(producer fusion, indices of its outputs read) for each fusion operand of
@@ -130,7 +140,7 @@ class RowFusion(Pass):
             read.setdefault(id(producer), (producer, set()))[1].add(k)
         for producer, indices in read.values():
             body = fused_computation(producer)
-            dep = _dependent_ids(body)
+            dep = self._dependent(body)
             outs = fusion_outputs(producer)
             if any(id(outs[k]) in dep for k in indices):
                 yield producer, indices
@@ -140,7 +150,7 @@ class RowFusion(Pass):
         for op in consumer.operands:
             via_producer = op is producer or (op.opcode == "get-tuple-element"
                                               and op.operands[0] is producer)
-            if not via_producer and reaches(producer, op):
+            if not via_producer and reaches(producer, op, self._position):
                 self._log(f"reject row fusion of {label}: {op.name} is between them")
                 return False
         merged = self._merged_body(comp, users, producer, consumer)

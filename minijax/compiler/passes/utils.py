@@ -100,10 +100,13 @@ def replace_instruction(comp: Computation, old: Instruction, new: Instruction) -
     comp.instructions = [i for i in comp.instructions if i is not old]
 
 
-def reaches(source: Instruction, target: Instruction, position: dict | None = None) -> bool:
+def reaches(source: Instruction, target: Instruction, position: dict | None = None,
+            limit: int | None = None) -> bool:
     """True if `target` depends on `source` through a chain of operands. With `position`
     (id -> index in a topologically sorted computation), the search skips everything
-    before `source`, which cannot depend on it."""
+    before `source`, which cannot depend on it. With `limit`, a search that would visit
+    more instructions than that gives up and answers True (the safe answer for a pass
+    asking "may I merge these?")."""
     seen: set[int] = set()
     stack = [target]
     floor = position.get(id(source)) if position is not None else None
@@ -113,6 +116,8 @@ def reaches(source: Instruction, target: Instruction, position: dict | None = No
             return True
         if id(instr) in seen:
             continue
+        if limit is not None and len(seen) >= limit:
+            return True
         seen.add(id(instr))
         if floor is None:
             stack.extend(instr.operands)
