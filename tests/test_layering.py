@@ -64,7 +64,7 @@ FRONTEND_LAYERS = [
     ("interpreters", ["interpreters"]),
     ("lax", ["lax"]),
     ("derivatives", ["custom_derivatives", "ad_checkpoint"]),
-    ("libraries", ["numpy", "random", "random_distributions", "nn", "scipy", "debug",
+    ("libraries", ["numpy", "random", "nn", "scipy", "debug",
                    "debugger", "callback", "typing", "flatten_util", "ops", "image",
                    "ref"]),
     ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
