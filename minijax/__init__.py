@@ -4,6 +4,7 @@ Use it as JAX: `import minijax as jax, minijax.numpy as jnp`.
 """
 
 from minijax import distributed, errors, lax, numpy, tree, tree_util
+from minijax.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from minijax.api import (
     ShapeDtypeStruct,
     eval_shape,
@@ -23,13 +24,7 @@ from minijax.array import Array
 from minijax.backends.base import Device
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
-from minijax.custom_derivatives import (
-    checkpoint,
-    checkpoint_policies,
-    custom_jvp,
-    custom_vjp,
-    remat,
-)
+from minijax.custom_derivatives import custom_jvp, custom_vjp
 from minijax.devices import (
     block_until_ready,
     default_backend,

@@ -1,4 +1,4 @@
-"""User-defined differentiation: custom_jvp, custom_vjp, stop_gradient, checkpoint/remat.
+"""User-defined differentiation: custom_jvp, custom_vjp, stop_gradient.
 
 - `custom_jvp`: the primal function is traced into a jaxpr and bound as `custom_jvp_call`;
   its JVP rule calls the user's rule, its batching rule batches both, and evaluation or
@@ -9,7 +9,8 @@
 - `stop_gradient` (re-exported; defined in lax/stop_gradient.py): an identity primitive
   with a zero derivative.
 
-checkpoint / remat live in ad_checkpoint.py (re-exported here).
+checkpoint / remat live in ad_checkpoint.py, which builds on this module (imports go one
+way: ad_checkpoint imports custom_derivatives, never the reverse).
 """
 
 from __future__ import annotations
@@ -410,5 +411,3 @@ custom_vjp_lin_p.def_impl(_custom_vjp_lin_impl)
 ad.primitive_jvps[custom_vjp_lin_p] = _custom_vjp_lin_jvp
 ad.primitive_transposes[custom_vjp_lin_p] = _custom_vjp_lin_transpose
 
-
-from minijax.ad_checkpoint import checkpoint, checkpoint_policies, remat, remat_p  # noqa: E402,F401

@@ -2,7 +2,7 @@
 (``minijax.tree.map`` is ``tree_util.tree_map``, and so on)."""
 
 from minijax import tree_util as _tu
-from minijax.tree_util_paths import static
+from minijax.tree_util.paths import static
 
 all = _tu.tree_all
 broadcast = _tu.tree_broadcast

@@ -47,7 +47,7 @@ import numpy as np
 from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu import fastcall
-from minijax.backends.cpu.blas import find_blas, hold_one_blas_thread, release_blas_threads
+from minijax.backends.cpu.blas import hold_one_blas_thread, release_blas_threads
 from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
@@ -58,21 +58,14 @@ from minijax.backends.cpu.kernel import (
 from minijax.backends.cpu.library import conv_step, dot_step
 from minijax.backends.cpu.llvm_parts import ModuleText
 from minijax.backends.cpu.memory import host_memory
-from minijax.backends.cpu.native_entry import NativeEntry, plan_native_entry
-from minijax.backends.cpu.native_loops import NativeWhile, plan_native_while, state_shapes
+from minijax.backends.cpu.native_entry import NativeEntry, native_entry_for
+from minijax.backends.cpu.native_loops import NativeWhile, native_while_step
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
 from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
-from minijax.compiler.codegen.cpu.native_loop import (
-    GemmCall,
-    KernelCall,
-    NestedLoop,
-    emit_entry,
-    emit_loop,
-)
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
@@ -352,48 +345,19 @@ class _Compiler(ProgramPlanner):
         """A while loop as one native loop (native_loops.py) when its body allows."""
         if self.debug >= 2 or not config._values["minijax_native_loops"]:
             return False
-        plan, info, kernels = plan_native_while(self, instr)
-        if plan is None:
-            prog.notes.append(f"{instr.name}: while on the Python driver ({info})")
+        step = native_while_step(self, prog, instr, ops[0], s)
+        if step is None:
             return False
-        symbol = f"{SYMBOL_PLACEHOLDER}loop{len(self.loops)}"
-        bits = find_blas().int_bits if plan.uses_gemm else 64
-        elems, tuple_state = state_shapes(instr)
-        if self.replay is None:
-            emit_loop(self.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems])
-        step = NativeWhile(plan, info, elems, tuple_state, ops[0], s, symbol)
         self.loops.append(step)
-        prog.kernel_count += len(kernels)
-        calls = plan.cond + plan.body
-        prog.notes.append(
-            f"{instr.name}: while as one native loop {symbol.replace(SYMBOL_PLACEHOLDER, '')} "
-            f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
-            f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
-            + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
-               else "")
-            + (f", {nested} nested loops" if (nested := sum(
-                isinstance(c, NestedLoop) for c in calls)) else "") + ")")
         prog.steps.append(step)
         return True
 
     def plan_entry(self) -> None:
         """The entry computation as one native call too, when it is small and every
         instruction allows it (native_entry.py)."""
-        if (self.debug >= 2 or not config._values["minijax_native_loops"]
-                or _DATA_OFFSET is None or not fastcall.SUPPORTED):
+        if self.debug >= 2 or not config._values["minijax_native_loops"]:
             return
-        plan, why = plan_native_entry(self, self.module.entry)
-        if plan is None:
-            return
-        entry = NativeEntry(plan, f"{SYMBOL_PLACEHOLDER}entry")
-        if self.replay is None:
-            bits = find_blas().int_bits if plan.uses_gemm else 64
-            n_out = len(plan.outs)
-            emit_entry(self.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
-                       plan.uses_gemm, bits)
-            fastcall.emit_fastcall_entry(self.ir, entry.symbol, plan.n_in + n_out + 2, 1,
-                                         _DATA_OFFSET)
-        self.entry = entry
+        self.entry = native_entry_for(self)
 
     # ------------------------------------------------------------------ JIT
     def plan(self) -> dict:
@@ -440,9 +404,7 @@ class _Compiler(ProgramPlanner):
         for loop in self.loops:
             loop.bind(addrs[loop.symbol])
         if self.entry is not None:
-            sym = self.entry.fast_symbol
-            self.entry.bind(*fastcall.make_builtin(addrs[sym],
-                                                   sym.replace(SYMBOL_PLACEHOLDER, "")))
+            self.entry.bind_jitted(addrs)
 
 
 class CpuExecutable(Executable):

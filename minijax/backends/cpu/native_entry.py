@@ -19,13 +19,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from minijax.backends.cpu import blas as cpu_blas
+from minijax.backends.cpu import fastcall
+from minijax.backends.cpu.kernel import _DATA_OFFSET
 from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.native_loops import ALIGN, Ref, _Planner, _Unsupported
+from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
 from minijax.compiler.codegen.cpu.native_loop import (
     CopyCall,
     EntryLayout,
     GemmCall,
     LoopPlan,
+    emit_entry,
 )
 
 #: Entries whose temporaries need more than this keep the step program (which reuses
@@ -98,6 +102,11 @@ class NativeEntry:
         self._tls = threading.local()
         self._statics = None
 
+    def bind_jitted(self, addrs: dict) -> None:
+        """Bind the JIT's function: `addrs` maps symbols to addresses."""
+        self.bind(*fastcall.make_builtin(addrs[self.fast_symbol],
+                                         self.fast_symbol.replace(SYMBOL_PLACEHOLDER, "")))
+
     def bind(self, fast, keepalive) -> None:
         plan = self.plan
         layout = EntryLayout(len(plan.consts))
@@ -119,3 +128,23 @@ class NativeEntry:
         outs = [make() for make in self._outs]
         self.fast(*args, *outs, temps, self._statics)
         return outs
+
+
+def native_entry_for(compiler) -> NativeEntry | None:
+    """The compiler's entry computation as one native call, its IR emitted into compiler.ir
+    (unless the compiler replays a cached plan); None when this platform or an instruction
+    does not allow it."""
+    if _DATA_OFFSET is None or not fastcall.SUPPORTED:
+        return None
+    plan, _ = plan_native_entry(compiler, compiler.module.entry)
+    if plan is None:
+        return None
+    entry = NativeEntry(plan, f"{SYMBOL_PLACEHOLDER}entry")
+    if compiler.replay is None:
+        bits = cpu_blas.find_blas().int_bits if plan.uses_gemm else 64
+        n_out = len(plan.outs)
+        emit_entry(compiler.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
+                   plan.uses_gemm, bits)
+        fastcall.emit_fastcall_entry(compiler.ir, entry.symbol, plan.n_in + n_out + 2, 1,
+                                     _DATA_OFFSET)
+    return entry

@@ -27,6 +27,7 @@ import numpy as np
 from minijax.backends.cpu import blas as cpu_blas
 from minijax.backends.cpu.kernel import _DATA_OFFSET, _row_major
 from minijax.backends.cpu.memory import host_memory
+from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
 from minijax.backends.planner import MOVES
 from minijax.compiler.cache import clear_caches
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
@@ -39,6 +40,7 @@ from minijax.compiler.codegen.cpu.native_loop import (
     NestedLoop,
     Ref,
     UpdateSlice,
+    emit_loop,
 )
 from minijax.compiler.codegen.elemental import unsupported_reason
 from minijax.compiler.codegen.kernel_plan import wrap_instruction
@@ -419,6 +421,34 @@ class NativeWhile:
         for off, dims, dtype, nbytes, i in self._inplace:
             out[i] = carry[off:off + nbytes].view(dtype).reshape(dims)
         env[self.s] = out if self.tuple_state else out[0]
+
+
+def native_while_step(compiler, prog, instr, src: int, s: int) -> NativeWhile | None:
+    """The step running while loop `instr` (state in slot `src`, result in slot `s`) as one
+    native loop: plans it, emits its IR into compiler.ir (unless the compiler replays a
+    cached plan) and notes it in `prog`. None, with a note saying why, when its body does
+    not allow it. The caller appends the step to compiler.loops and prog.steps."""
+    plan, info, kernels = plan_native_while(compiler, instr)
+    if plan is None:
+        prog.notes.append(f"{instr.name}: while on the Python driver ({info})")
+        return None
+    symbol = f"{SYMBOL_PLACEHOLDER}loop{len(compiler.loops)}"
+    bits = cpu_blas.find_blas().int_bits if plan.uses_gemm else 64
+    elems, tuple_state = state_shapes(instr)
+    if compiler.replay is None:
+        emit_loop(compiler.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems])
+    step = NativeWhile(plan, info, elems, tuple_state, src, s, symbol)
+    prog.kernel_count += len(kernels)
+    calls = plan.cond + plan.body
+    prog.notes.append(
+        f"{instr.name}: while as one native loop {symbol.replace(SYMBOL_PLACEHOLDER, '')} "
+        f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
+        f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
+        + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
+           else "")
+        + (f", {nested} nested loops" if (nested := sum(
+            isinstance(c, NestedLoop) for c in calls)) else "") + ")")
+    return step
 
 
 def _native_loops_changed(_value) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import numpy as jnp
-from minijax.scipy.special import _inexact
+from minijax.scipy.special.basic import _inexact
 
 
 def promote(name: str, *args):

@@ -13,7 +13,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.numpy.util import check_arraylike
-from minijax.random import (
+from minijax.random.base import (
     _check_prng_key,
     _check_shape,
     _const,
@@ -27,7 +27,7 @@ from minijax.random import (
     normal,
     rademacher,
 )
-from minijax.random_distributions.basic import _exponential, gamma, loggamma
+from minijax.random.distributions.basic import _exponential, gamma, loggamma
 
 __all__ = ["ball", "chisquare", "double_sided_maxwell", "f", "generalized_normal",
            "geometric", "lognormal", "maxwell", "pareto", "rayleigh", "t", "triangular",

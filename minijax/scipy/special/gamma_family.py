@@ -18,7 +18,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
-from minijax.scipy.special import _inexact, _reduction_dims, digamma, gammaln
+from minijax.scipy.special.basic import _inexact, _reduction_dims, digamma, gammaln
 
 __all__ = ["bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gamma",
            "gammasgn", "kl_div", "log_softmax", "loggamma", "poch", "polygamma",

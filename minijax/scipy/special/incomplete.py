@@ -16,7 +16,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
-from minijax.scipy.special import _inexact, gammaln
+from minijax.scipy.special.basic import _inexact, gammaln
 
 __all__ = ["betainc", "betaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
            "multigammaln"]

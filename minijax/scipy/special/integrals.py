@@ -16,9 +16,9 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
-from minijax.scipy.special import _inexact, digamma, ndtr
-from minijax.scipy.special_gamma import _bernoulli_numbers
-from minijax.scipy.special_series import _e1_fraction, _e1_series
+from minijax.scipy.special.basic import _inexact, digamma, ndtr
+from minijax.scipy.special.gamma_family import _bernoulli_numbers
+from minijax.scipy.special.series import _e1_fraction, _e1_series
 
 __all__ = ["dawsn", "erfcx", "exp1", "expn", "fresnel", "owens_t", "sici", "spence", "wofz"]
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
-from minijax.scipy.special import _inexact, gammaln
-from minijax.scipy.special_gamma import gammasgn
+from minijax.scipy.special.basic import _inexact, gammaln
+from minijax.scipy.special.gamma_family import gammasgn
 
 __all__ = ["bessel_jn", "hyp1f1", "hyp2f1"]
 

@@ -1,11 +1,4 @@
-"""Pytrees: nested containers of arrays, flattened to a list of leaves plus a structure.
-
-Follows ``jax.tree_util``. A pytree is a leaf or a node whose children are pytrees. Nodes are
-tuples, lists, dicts (children in sorted key order), namedtuples, ``None`` (a node with no
-children), ``collections.OrderedDict`` (insertion order), ``collections.defaultdict`` and any
-type registered with :func:`register_pytree_node` (or the class/dataclass/keyed variants).
-Everything else is a leaf. Registration is by exact type: a subclass of a node type is a leaf
-unless it is registered itself (namedtuples are recognized automatically).
+"""PyTreeDef and the flatten/unflatten/map/reduce functions built on it.
 
 A :class:`PyTreeDef` records the structure. Internally it holds one immutable nested tuple:
 ``None`` for a leaf, ``(node_type, aux_data, children)`` for a node, so equality and hashing
@@ -13,9 +6,8 @@ are those of Python tuples. Flattening looks handlers up per type in a dict (lea
 cached too); a tuple of plain leaves, the common case on the ``jit`` dispatch path, skips the
 recursion and reuses a cached treedef.
 
-The registry (node types, key entries) is in tree_util_registry.py and key paths and Partial
-in tree_util_paths.py; this module re-exports them. Together they are a leaf: they import
-only the standard library.
+Part of minijax.tree_util, which re-exports the public names here. It imports only the
+registry (tree_util/registry.py) and the standard library.
 """
 
 from __future__ import annotations
@@ -25,39 +17,16 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from minijax.tree_util_registry import (
+from minijax.tree_util.registry import (
     _CUSTOM,
     _DICT,
     _MISSING,
     _NAMEDTUPLE,
     _NONE,
-    DictKey,
-    FlattenedIndexKey,
-    GetAttrKey,
-    SequenceKey,
     _handlers,
     _resolve,
     keystr,
-    register_dataclass,
-    register_pytree_node,
-    register_pytree_node_class,
-    register_pytree_with_keys,
-    register_pytree_with_keys_class,
-    register_static,
 )
-
-__all__ = [
-    "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef",
-    "SequenceKey", "all_leaves", "flatten_one_level", "flatten_one_level_with_keys",
-    "is_tree_node", "keystr", "register_dataclass", "register_pytree_node",
-    "register_pytree_node_class", "register_pytree_with_keys",
-    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",
-    "tree_reduce_associative",
-    "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
-    "tree_map", "tree_map_with_path", "tree_reduce", "tree_structure", "tree_transpose",
-    "tree_unflatten", "treedef_children", "treedef_is_leaf", "treedef_is_strict_leaf",
-    "treedef_tuple",
-]
 
 # --------------------------------------------------------------------------------------------
 # PyTreeDef
@@ -437,19 +406,3 @@ def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = 
     items = list(iterable)
     leaves = tree_leaves(items, is_leaf)
     return len(leaves) == len(items) and all(a is b for a, b in zip(leaves, items))
-
-
-# Key paths, one-level helpers and Partial live in tree_util_paths.py (re-exported here).
-from minijax.tree_util_paths import (  # noqa: E402
-    KeyEntry,
-    KeyPath,
-    Partial,
-    flatten_one_level,
-    flatten_one_level_with_keys,
-    is_tree_node,
-    tree_broadcast,
-    tree_flatten_with_path,
-    tree_leaves_with_path,
-    tree_map_with_path,
-    tree_reduce_associative,
-)

@@ -2,7 +2,7 @@
 (flatten_one_level, is_tree_node, tree_broadcast, tree_reduce_associative) and Partial, a
 pytree functools.partial.
 
-Part of minijax.tree_util, which re-exports everything here.
+Part of minijax.tree_util, which re-exports its public names.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from minijax.tree_util import PyTreeDef, _flatten_rest, tree_flatten, tree_map, tree_structure
-from minijax.tree_util_registry import (
+from minijax.tree_util.registry import (
     _MISSING,
     DictKey,
     FlattenedIndexKey,
@@ -21,6 +20,13 @@ from minijax.tree_util_registry import (
     SequenceKey,
     _resolve,
     register_pytree_node,
+)
+from minijax.tree_util.treedef import (
+    PyTreeDef,
+    _flatten_rest,
+    tree_flatten,
+    tree_map,
+    tree_structure,
 )
 
 KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey | Any

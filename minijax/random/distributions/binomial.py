@@ -12,7 +12,7 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.numpy.util import check_arraylike
-from minijax.random import (
+from minijax.random.base import (
     _check_prng_key,
     _check_shape,
     _const,

@@ -14,7 +14,7 @@ import numpy as np
 from minijax import dtypes
 from minijax.core import get_aval
 from minijax.lax.vmap import vmap
-from minijax.random import (
+from minijax.random.base import (
     _check_prng_key,
     _check_shape,
     _const,

@@ -1,6 +1,7 @@
-"""minijax.scipy.special (JAX's `jax.scipy.special`): logsumexp, error functions, gamma
-functions, xlogy/xlog1py, expit/logit and the normal distribution's ndtr, ndtri and log_ndtr,
-in numerically stable forms with JAX's gradient conventions."""
+"""The shared helpers of minijax.scipy.special (dtype promotion, reduction axes) and its
+elementary functions: logsumexp, error functions, gammaln/digamma, xlogy/xlog1py, entr,
+expit/logit and the normal distribution's ndtr, ndtri and log_ndtr, in numerically stable
+forms with JAX's gradient conventions. The other modules of the package import these."""
 
 from __future__ import annotations
 
@@ -247,60 +248,3 @@ def _ndtri_jvp(primals, tangents):
     x = ndtri(p)
     # d ndtri / dp = 1 / pdf(x) = sqrt(2 pi) exp(x^2 / 2)
     return x, p_dot * math.sqrt(2 * math.pi) * jnp.exp(0.5 * x * x)
-
-
-# The incomplete gamma/beta and Bessel functions build on the functions above; expi is in
-# scipy/special_series.py.
-from minijax.scipy.special_incomplete import (  # noqa: E402
-    betainc,
-    betaln,
-    gammainc,
-    gammaincc,
-    i0,
-    i0e,
-    i1,
-    i1e,
-    multigammaln,
-)
-from minijax.scipy.special_series import expi  # noqa: E402
-
-__all__ += ["betainc", "betaln", "expi", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
-            "multigammaln"]
-from minijax.scipy.special_gamma import (  # noqa: E402
-    bernoulli,
-    beta,
-    boxcox,
-    boxcox1p,
-    comb,
-    factorial,
-    gamma,
-    gammasgn,
-    kl_div,
-    log_softmax,
-    loggamma,
-    poch,
-    polygamma,
-    rel_entr,
-    softmax,
-    zeta,
-)
-
-__all__ += ["bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gamma",
-            "gammasgn", "kl_div", "log_softmax", "loggamma", "poch", "polygamma", "rel_entr",
-            "softmax", "zeta"]
-from minijax.scipy.special_integrals import (  # noqa: E402
-    dawsn,
-    erfcx,
-    exp1,
-    expn,
-    fresnel,
-    owens_t,
-    sici,
-    spence,
-    wofz,
-)
-
-__all__ += ["dawsn", "erfcx", "exp1", "expn", "fresnel", "owens_t", "sici", "spence", "wofz"]
-from minijax.scipy.special_hyper import bessel_jn, hyp1f1, hyp2f1  # noqa: E402
-
-__all__ += ["bessel_jn", "hyp1f1", "hyp2f1"]

@@ -3,7 +3,7 @@ choice, gumbel/categorical, exponential family, gamma/beta/dirichlet, poisson,
 multivariate_normal, orthogonal), derived.py (transforms of those: t, chisquare, f, pareto,
 maxwell, wald, ...), binomial.py (binomial, multinomial). Re-exported by minijax.random."""
 
-from minijax.random_distributions.basic import (
+from minijax.random.distributions.basic import (
     beta,
     categorical,
     cauchy,
@@ -21,8 +21,8 @@ from minijax.random_distributions.basic import (
     poisson,
     shuffle,
 )
-from minijax.random_distributions.binomial import binomial, multinomial
-from minijax.random_distributions.derived import (
+from minijax.random.distributions.binomial import binomial, multinomial
+from minijax.random.distributions.derived import (
     ball,
     chisquare,
     double_sided_maxwell,

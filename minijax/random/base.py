@@ -1,15 +1,7 @@
-"""minijax.random: JAX's counter-based PRNG API on the threefry2x32 hash.
-
-Keys. `PRNGKey(seed)` returns a raw key, a uint32[2] array, as JAX's legacy keys.
-`key(seed)` returns a typed key: a `PRNGKeyArray`, a small pytree wrapper around raw key data
-of shape (*key_shape, 2) whose own shape is key_shape and whose dtype prints as `key<fry>`
-(JAX's threefry tag). Every function accepts either kind; `split` and `fold_in` return the
-kind they were given. Typed keys pass through jit and vmap as their raw data (a pytree
-leaf), so vmap maps their leading axes.
-
-Bits equal JAX's for the same key and call under JAX's default configuration
-(threefry2x32 with `jax_threefry_partitionable=True`); float samplers apply JAX's formulas to
-those bits, so they agree with JAX to rounding of the transcendental functions.
+"""The core of minijax.random: keys (raw and typed), split/fold_in, bits, and the samplers
+that the others build on (uniform, normal, truncated_normal, bernoulli, rademacher,
+randint). Part of minijax.random, which re-exports the public names here; the
+distributions (minijax/random/distributions/) import this module at their top.
 """
 
 from __future__ import annotations
@@ -22,18 +14,9 @@ import numpy as np
 import minijax.lax as lax_module
 import minijax.numpy as numpy_module
 from minijax import dtypes, tree_util
+from minijax.array_types import ArrayType
 from minijax.core import get_aval
 from minijax.lax import threefry
-
-__all__ = [
-    "PRNGKey", "PRNGKeyArray", "ball", "bernoulli", "beta", "binomial", "bits", "categorical",
-    "cauchy", "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell",
-    "exponential", "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
-    "key_data", "key_dtype", "key_impl", "laplace", "loggamma", "logistic", "lognormal",
-    "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto",
-    "permutation", "poisson", "rademacher", "randint", "rayleigh", "shuffle", "split", "t",
-    "triangular", "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
-]
 
 
 def _lax():
@@ -542,42 +525,5 @@ def _randint(data, shape, minval, maxval, dtype):
     offset = lax.rem(offset, span)
     return lax.add(minval, _convert(offset, dtype))
 
-
 # Typed key arrays are arrays to isinstance(x, jax.Array) / jnp.ndarray checks, as in JAX.
-from minijax.array_types import ArrayType  # noqa: E402
-from minijax.random_distributions import (  # noqa: E402  (they build on the above)
-    ball,
-    beta,
-    binomial,
-    categorical,
-    cauchy,
-    chisquare,
-    choice,
-    dirichlet,
-    double_sided_maxwell,
-    exponential,
-    f,
-    gamma,
-    generalized_normal,
-    geometric,
-    gumbel,
-    laplace,
-    loggamma,
-    logistic,
-    lognormal,
-    maxwell,
-    multinomial,
-    multivariate_normal,
-    orthogonal,
-    pareto,
-    permutation,
-    poisson,
-    rayleigh,
-    shuffle,
-    t,
-    triangular,
-    wald,
-    weibull_min,
-)
-
 ArrayType.register(PRNGKeyArray)
