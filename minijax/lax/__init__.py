@@ -250,3 +250,36 @@ def _primitives() -> dict:
 from minijax.core import Primitive as _Primitive  # noqa: E402
 
 globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})
+
+# optimization barrier, axis size (lax/optimization_barrier.py, collectives.py)
+from minijax.lax.collectives import axis_size  # noqa: E402
+from minijax.lax.optimization_barrier import optimization_barrier  # noqa: E402
+
+__all__ += ["axis_size", "optimization_barrier"]
+
+globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})
+
+# special functions: aliases of minijax.scipy.special's (lax/special.py). Imported last:
+# minijax.scipy builds on minijax.numpy, which builds on this package.
+from minijax.lax.special import (  # noqa: E402
+    bessel_i0e,
+    bessel_i1e,
+    betainc,
+    igamma,
+    igammac,
+    polygamma,
+    zeta,
+)
+
+__all__ += ["bessel_i0e", "bessel_i1e", "betainc", "igamma", "igammac", "polygamma", "zeta"]
+
+# shape conveniences and mulhi (lax/shape_helpers.py)
+from minijax.lax.shape_helpers import (  # noqa: E402
+    broadcast_to_rank,
+    collapse,
+    empty,
+    mulhi,
+    split,
+)
+
+__all__ += ["broadcast_to_rank", "collapse", "empty", "mulhi", "split"]
