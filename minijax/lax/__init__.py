@@ -283,3 +283,9 @@ from minijax.lax.shape_helpers import (  # noqa: E402
 )
 
 __all__ += ["broadcast_to_rank", "collapse", "empty", "mulhi", "split"]
+
+# implicitly differentiated solvers (lax/control_flow_solve.py; imported last, it builds on
+# minijax.api)
+from minijax.lax.control_flow_solve import custom_linear_solve, custom_root  # noqa: E402
+
+__all__ += ["custom_linear_solve", "custom_root"]
