@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from minijax import core, dtypes, tree_util
+from minijax import core, tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import Primitive, get_aval
 from minijax.interpreters import ad, batching
@@ -32,6 +32,7 @@ from minijax.lax.control_flow_common import (
     trace_user_fun,
     typematch,
 )
+from minijax.lax.control_flow_solve import closure_convert  # noqa: F401 - jax.closure_convert
 from minijax.lax.stop_gradient import stop_gradient, stop_gradient_p  # noqa: F401
 
 # --------------------------------------------------------------------------- shared helpers
@@ -412,39 +413,3 @@ ad.primitive_transposes[custom_vjp_lin_p] = _custom_vjp_lin_transpose
 
 
 from minijax.ad_checkpoint import checkpoint, checkpoint_policies, remat, remat_p  # noqa: E402,F401
-
-# --------------------------------------------------------------------------- closure_convert
-
-
-def closure_convert(fun, *example_args):
-    """Hoist the floating-point tracers `fun` closes over into explicit arguments.
-
-    Returns `(converted, consts)` with `converted(*args, *consts) == fun(*args)`; `fun` is
-    traced once at the shapes and dtypes of `example_args`. Use it before handing a closure
-    to `custom_vjp` / `custom_jvp`, whose rules cannot see closed-over tracers.
-    """
-    leaves, in_tree = tree_util.tree_flatten(example_args)
-    jaxpr, consts, out_tree = trace_user_fun(
-        lambda *a: fun(*a), in_tree, avals_of(leaves), f"closure_convert of {_name(fun)}")
-    hoist = [isinstance(c, core.Tracer) and dtypes.is_inexact(get_aval(c).dtype)
-             for c in consts]
-    hoisted = [c for c, h in zip(consts, hoist, strict=True) if h]
-    kept = [c for c, h in zip(consts, hoist, strict=True) if not h]
-
-    def converted(*args_and_consts):
-        args, hc = args_and_consts[:len(example_args)], args_and_consts[len(example_args):]
-        if len(hc) != len(hoisted):
-            raise TypeError(f"closure_convert: the converted function takes "
-                            f"{len(example_args)} arguments and {len(hoisted)} constants, "
-                            f"got {len(args_and_consts)} values")
-        it_h, it_k = iter(hc), iter(kept)
-        all_consts = [next(it_h) if h else next(it_k) for h in hoist]
-        flat, tree = tree_util.tree_flatten(tuple(args))
-        if tree != in_tree:
-            raise TypeError(f"closure_convert: arguments {tree} do not match the example "
-                            f"arguments' structure {in_tree}")
-        outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *all_consts, *flat)
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    converted.__name__ = f"closure_converted_{_name(fun)}"
-    return converted, hoisted

@@ -110,3 +110,33 @@ def test_closure_convert_hoists_float_tracers():
     conv, consts = closure_convert(lambda x: x * 2.0, jnp.ones(2))
     assert consts == []
     np.testing.assert_array_equal(conv(jnp.ones(2)), [2.0, 2.0])
+
+
+def _sym_ls(a, b):
+    return lax.custom_linear_solve(lambda x: a @ x, b, _cg_like_solve, symmetric=True)
+
+
+def test_custom_linear_solve_forward_mode_jit_vmap_aux():
+    a = jnp.array([[4.0, 1.0], [1.0, 3.0]])
+    b = jnp.array([1.0, 2.0])
+    # jvp equals the direct solve's: A^-1 (db - dA x)
+    _, t = minijax.jvp(_sym_ls, (a, b), (jnp.ones((2, 2)), jnp.ones(2)))
+    np.testing.assert_allclose(t, [0.04958677, 0.07438017], rtol=1e-5)
+    g = minijax.jit(minijax.grad(lambda a, b: jnp.sum(_sym_ls(a, b) ** 2)))(a, b)
+    np.testing.assert_allclose(g, [[0.00601052, 0.04207363], [-0.040571, -0.283997]],
+                               rtol=1e-4)
+    bs = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    want = np.linalg.solve(np.asarray(a, np.float64), np.asarray(bs, np.float64).T).T
+    np.testing.assert_allclose(minijax.vmap(_sym_ls, in_axes=(None, 0))(a, bs), want,
+                               rtol=1e-5)
+    gv = minijax.vmap(minijax.grad(lambda b: jnp.sum(_sym_ls(a, b) ** 2)))(bs)
+    np.testing.assert_allclose(gv[1], [0.03305787, 0.77685946], rtol=1e-5)
+    x, aux = lax.custom_linear_solve(lambda x: a @ x, b,
+                                     lambda mv, r: (_cg_like_solve(mv, r), 5.0),
+                                     symmetric=True, has_aux=True)
+    np.testing.assert_allclose(x, [1 / 11, 7 / 11], rtol=1e-5)
+    assert float(aux) == 5.0
+    gx = minijax.grad(lambda b: jnp.sum(lax.custom_linear_solve(
+        lambda x: a @ x, b, lambda mv, r: (_cg_like_solve(mv, r), 5.0), symmetric=True,
+        has_aux=True)[0]))(b)
+    np.testing.assert_allclose(gx, [2 / 11, 3 / 11], rtol=1e-5)  # A^-T 1

@@ -257,22 +257,6 @@ from minijax.lax.optimization_barrier import optimization_barrier  # noqa: E402
 
 __all__ += ["axis_size", "optimization_barrier"]
 
-globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})
-
-# special functions: aliases of minijax.scipy.special's (lax/special.py). Imported last:
-# minijax.scipy builds on minijax.numpy, which builds on this package.
-from minijax.lax.special import (  # noqa: E402
-    bessel_i0e,
-    bessel_i1e,
-    betainc,
-    igamma,
-    igammac,
-    polygamma,
-    zeta,
-)
-
-__all__ += ["bessel_i0e", "bessel_i1e", "betainc", "igamma", "igammac", "polygamma", "zeta"]
-
 # shape conveniences and mulhi (lax/shape_helpers.py)
 from minijax.lax.shape_helpers import (  # noqa: E402
     broadcast_to_rank,
@@ -284,8 +268,10 @@ from minijax.lax.shape_helpers import (  # noqa: E402
 
 __all__ += ["broadcast_to_rank", "collapse", "empty", "mulhi", "split"]
 
-# implicitly differentiated solvers (lax/control_flow_solve.py; imported last, it builds on
-# minijax.api)
+# implicitly differentiated solvers (lax/control_flow_solve.py)
 from minijax.lax.control_flow_solve import custom_linear_solve, custom_root  # noqa: E402
 
 __all__ += ["custom_linear_solve", "custom_root"]
+
+# the primitives defined by the modules above (optimization_barrier_p, linear_solve_p)
+globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})

@@ -9,7 +9,8 @@ import operator
 import numpy as np
 
 from minijax import dtypes
-from minijax.core import get_aval
+from minijax.array import Array
+from minijax.core import Tracer, get_aval
 from minijax.lax.elementwise import add, mul, sub
 from minijax.lax.elementwise_int import (
     bitcast_convert_type,
@@ -20,7 +21,14 @@ from minijax.lax.elementwise_int import (
 )
 from minijax.lax.slicing import slice_in_dim
 from minijax.lax.structural import full, reshape
-from minijax.numpy import asarray
+
+
+def asarray(x):
+    """`x` as an Array or tracer (NumPy arrays and scalars at their canonical dtype)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    value = np.asarray(x)
+    return Array(value.astype(dtypes.canonicalize_dtype(value.dtype), copy=False))
 
 
 def split(operand, sizes, axis: int = 0):
