@@ -268,6 +268,15 @@ from minijax.lax.shape_helpers import (  # noqa: E402
 
 __all__ += ["broadcast_to_rank", "collapse", "empty", "mulhi", "split"]
 
+# conv_transpose, conv_general_dilated_patches, batch_matmul (lax/conv_transpose.py)
+from minijax.lax.conv_transpose import (  # noqa: E402
+    batch_matmul,
+    conv_general_dilated_patches,
+    conv_transpose,
+)
+
+__all__ += ["batch_matmul", "conv_general_dilated_patches", "conv_transpose"]
+
 # implicitly differentiated solvers (lax/control_flow_solve.py)
 from minijax.lax.control_flow_solve import custom_linear_solve, custom_root  # noqa: E402
 
