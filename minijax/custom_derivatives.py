@@ -413,3 +413,35 @@ ad.primitive_transposes[custom_vjp_lin_p] = _custom_vjp_lin_transpose
 
 
 from minijax.ad_checkpoint import checkpoint, checkpoint_policies, remat, remat_p  # noqa: E402,F401
+
+
+def custom_gradient(fun):
+    """Define a function's gradient alongside it: `fun(*args)` returns `(value, vjp)` where
+    `vjp(cotangent)` returns the cotangents of the arguments (a tuple, or one value when
+    there is one argument). Reverse mode only, as in JAX."""
+    store = {}
+
+    def primal(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        value, vjp_fn = fun(*args)
+        converted, consts = closure_convert(vjp_fn, value)
+        store["vjp"] = converted
+        return value, consts
+
+    def bwd(consts, ct):
+        cts = store["vjp"](ct, *consts)
+        n = store["nargs"]
+        if n == 1 and not (isinstance(cts, tuple) and len(cts) == 1):
+            cts = (cts,)
+        return tuple(cts)
+
+    wrapped = custom_vjp(primal)
+    wrapped.defvjp(fwd, bwd)
+
+    @functools.wraps(fun)
+    def call(*args):
+        store["nargs"] = len(args)
+        return wrapped(*args)
+    return call
