@@ -284,3 +284,16 @@ __all__ += ["custom_linear_solve", "custom_root"]
 
 # the primitives defined by the modules above (optimization_barrier_p, linear_solve_p)
 globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})
+
+# special functions, implemented in minijax.scipy.special (lax/special.py)
+from minijax.lax.special import (  # noqa: E402
+    bessel_i0e,
+    bessel_i1e,
+    betainc,
+    igamma,
+    igammac,
+    polygamma,
+    zeta,
+)
+
+__all__ += ["bessel_i0e", "bessel_i1e", "betainc", "igamma", "igammac", "polygamma", "zeta"]
