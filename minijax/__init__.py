@@ -83,6 +83,51 @@ __all__ += ["NamedSharding", "P", "Ref", "float0", "freeze", "image", "new_ref",
             "typeof"]
 
 
+# configuration context managers, environment helpers, more transformations and array
+# constructors (api_config.py, api.py, custom_derivatives.py, devices.py)
+from minijax import profiler, stages  # noqa: E402
+from minijax.api import linear_transpose, named_call  # noqa: E402
+from minijax.api_config import (  # noqa: E402
+    debug_infs,
+    debug_nans,
+    default_device,
+    default_matmul_precision,
+    enable_checks,
+    enable_x64,
+    ensure_compile_time_eval,
+    explain_cache_misses,
+    host_count,
+    host_id,
+    host_ids,
+    log_compiles,
+    named_scope,
+    numpy_dtype_promotion,
+    numpy_rank_promotion,
+    print_environment_info,
+    process_indices,
+    transfer_guard,
+    transfer_guard_device_to_device,
+    transfer_guard_device_to_host,
+    transfer_guard_host_to_device,
+)
+from minijax.custom_derivatives import closure_convert, custom_gradient  # noqa: E402
+from minijax.devices import (  # noqa: E402
+    make_array_from_callback,
+    make_array_from_single_device_arrays,
+)
+
+__all__ += [
+    "closure_convert", "custom_gradient", "debug_infs", "debug_nans", "default_device",
+    "default_matmul_precision", "enable_checks", "enable_x64", "ensure_compile_time_eval",
+    "explain_cache_misses", "host_count", "host_id", "host_ids", "linear_transpose",
+    "log_compiles", "make_array_from_callback", "make_array_from_single_device_arrays",
+    "named_call", "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
+    "print_environment_info", "process_indices", "profiler", "stages", "transfer_guard",
+    "transfer_guard_device_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device",
+]
+
+
 def __getattr__(name):
     # minijax.aot needs llvmlite; import it only when first used.
     if name == "aot":

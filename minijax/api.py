@@ -345,3 +345,53 @@ def eval_shape(fun, *args, **kwargs):
     """The output shapes and dtypes of fun(*args) as ShapeDtypeStructs, without computing."""
     closed, shapes = make_jaxpr(lambda *a: fun(*a, **kwargs), return_shape=True)(*args)
     return shapes
+
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun` (checked only by tracing it at the
+    shapes and dtypes of `primals`, whose values are not used): returns `f_t` with
+    `f_t(out_cotangent) == tuple of input cotangents`."""
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported")
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    for p in p_leaves:
+        if not dtypes.is_inexact(get_aval(p).dtype):
+            raise TypeError(f"linear_transpose only supports float and complex inputs, got "
+                            f"{get_aval(p).str_short()}")
+    zeros = [np.zeros(get_aval(p).shape, get_aval(p).dtype) for p in p_leaves]
+    store = {}
+
+    def flat_fun(*leaves):
+        out = fun(*tree_util.tree_unflatten(p_tree, list(leaves)))
+        out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        return out_leaves
+    outs, linear = ad.linearize_flat(flat_fun, [Array(z) for z in zeros])
+    out_tree = store["out_tree"]
+    out_avals = [get_aval(o) for o in outs]
+
+    def transposed(out_cotangent):
+        ct_leaves, ct_tree = tree_util.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"linear_transpose: cotangent structure {ct_tree} does not "
+                            f"match the function's output {out_tree}")
+        for c, a in zip(ct_leaves, out_avals, strict=True):
+            if get_aval(c).shape != a.shape or get_aval(c).dtype != a.dtype:
+                raise TypeError(f"linear_transpose: cotangent of type "
+                                f"{get_aval(c).str_short()} for an output of type "
+                                f"{a.str_short()}")
+        cts = linear.transpose(ct_leaves)
+        cts = [convert_element_type(ad.instantiate_zeros(c), get_aval(p).dtype)
+               for c, p in zip(cts, p_leaves, strict=True)]
+        return tree_util.tree_unflatten(p_tree, cts)
+    return transposed
+
+
+def named_call(fun, *, name: str | None = None):
+    """`fun`, marked with a name for profiles and op metadata (JAX stages it as a named
+    call; minijax inlines it, so only the name is recorded on the wrapper)."""
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+    if name is not None:
+        named.__name__ = named.__qualname__ = name
+    return named

@@ -33,6 +33,7 @@ from minijax.lax.control_flow_common import (
     trace_user_fun,
     typematch,
 )
+from minijax.lax.control_flow_solve import closure_convert  # noqa: F401 - jax.closure_convert
 from minijax.lax.stop_gradient import stop_gradient, stop_gradient_p  # noqa: F401
 
 # --------------------------------------------------------------------------- shared helpers
@@ -411,3 +412,35 @@ custom_vjp_lin_p.def_impl(_custom_vjp_lin_impl)
 ad.primitive_jvps[custom_vjp_lin_p] = _custom_vjp_lin_jvp
 ad.primitive_transposes[custom_vjp_lin_p] = _custom_vjp_lin_transpose
 
+
+
+def custom_gradient(fun):
+    """Define a function's gradient alongside it: `fun(*args)` returns `(value, vjp)` where
+    `vjp(cotangent)` returns the cotangents of the arguments (a tuple, or one value when
+    there is one argument). Reverse mode only, as in JAX."""
+    store = {}
+
+    def primal(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        value, vjp_fn = fun(*args)
+        converted, consts = closure_convert(vjp_fn, value)
+        store["vjp"] = converted
+        return value, consts
+
+    def bwd(consts, ct):
+        cts = store["vjp"](ct, *consts)
+        n = store["nargs"]
+        if n == 1 and not (isinstance(cts, tuple) and len(cts) == 1):
+            cts = (cts,)
+        return tuple(cts)
+
+    wrapped = custom_vjp(primal)
+    wrapped.defvjp(fwd, bwd)
+
+    @functools.wraps(fun)
+    def call(*args):
+        store["nargs"] = len(args)
+        return wrapped(*args)
+    return call

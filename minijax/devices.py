@@ -85,3 +85,38 @@ def block_until_ready(x):
         if hasattr(leaf, "block_until_ready"):
             leaf.block_until_ready()
     return x
+
+
+def _assemble(shape, sharding, piece_for, dtype=None) -> np.ndarray:
+    """The global NumPy value from one piece per device index of `sharding`."""
+    out = None
+    for device, index in sharding.devices_indices_map(tuple(shape)).items():
+        piece = np.asarray(piece_for(device, index))
+        if out is None:
+            out = np.empty(tuple(shape), dtype or piece.dtype)
+        target = out[index]
+        if piece.shape != target.shape:
+            raise ValueError(f"the data for device {device} (index {index}) has shape "
+                             f"{piece.shape}; the sharding needs {target.shape}")
+        out[index] = piece
+    return out
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """An Array of global `shape` laid out by `sharding`, each shard filled by
+    `data_callback(index)` where index is that shard's tuple of slices."""
+    value = _assemble(shape, sharding, lambda device, index: data_callback(index), dtype)
+    return device_put(value, sharding)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """An Array of global `shape` laid out by `sharding` from one array per device (in the
+    order of the sharding's devices_indices_map)."""
+    arrays = list(arrays)
+    indices = sharding.devices_indices_map(tuple(shape))
+    if len(arrays) != len(indices):
+        raise ValueError(f"make_array_from_single_device_arrays: {len(arrays)} arrays for a "
+                         f"sharding over {len(indices)} devices")
+    by_device = dict(zip(indices, arrays, strict=True))
+    value = _assemble(shape, sharding, lambda device, index: by_device[device], dtype)
+    return device_put(value, sharding)

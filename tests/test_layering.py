@@ -67,8 +67,8 @@ FRONTEND_LAYERS = [
     ("libraries", ["numpy", "random", "nn", "scipy", "debug",
                    "debugger", "callback", "typing", "flatten_util", "ops", "image",
                    "ref"]),
-    ("api", ["api", "api_jit", "api_jacobians", "api_spmd", "api_pmap", "api_shard_map",
-             "api_sharded_jit", "devices", "aot", "profiler", "stages", "extend"]),
+    ("api", ["api", "api_config", "api_jit", "api_jacobians", "api_spmd", "api_pmap",
+             "api_shard_map", "api_sharded_jit", "devices", "aot", "profiler", "stages", "extend"]),
     ("top", ["example_libraries", "experimental", "test_util", "tools", "compat", "__init__"]),
 ]
 

@@ -16,7 +16,6 @@ import importlib
 import minijax
 from minijax import compat
 from minijax.array_types import ArrayType
-from minijax.compat import fallbacks
 from minijax.compat.versions import JAX_API_VERSION, version_info
 
 __version__ = JAX_API_VERSION
@@ -32,8 +31,6 @@ def __getattr__(name: str):
         return importlib.import_module("jax." + name)
     if hasattr(minijax, name):
         return getattr(minijax, name)
-    if name in fallbacks.__all__:
-        return getattr(fallbacks, name)
     if not name.startswith("_"):
         try:
             return importlib.import_module("jax." + name)

@@ -250,3 +250,50 @@ def _primitives() -> dict:
 from minijax.core import Primitive as _Primitive  # noqa: E402
 
 globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})
+
+# optimization barrier, axis size (lax/optimization_barrier.py, collectives.py)
+from minijax.lax.collectives import axis_size  # noqa: E402
+from minijax.lax.optimization_barrier import optimization_barrier  # noqa: E402
+
+__all__ += ["axis_size", "optimization_barrier"]
+
+# shape conveniences and mulhi (lax/shape_helpers.py)
+from minijax.lax.shape_helpers import (  # noqa: E402
+    broadcast_to_rank,
+    collapse,
+    empty,
+    mulhi,
+    split,
+)
+
+__all__ += ["broadcast_to_rank", "collapse", "empty", "mulhi", "split"]
+
+# conv_transpose, conv_general_dilated_patches, batch_matmul (lax/conv_transpose.py)
+from minijax.lax.conv_transpose import (  # noqa: E402
+    batch_matmul,
+    conv_general_dilated_patches,
+    conv_transpose,
+)
+
+__all__ += ["batch_matmul", "conv_general_dilated_patches", "conv_transpose"]
+
+# implicitly differentiated solvers (lax/control_flow_solve.py)
+from minijax.lax.control_flow_solve import custom_linear_solve, custom_root  # noqa: E402
+
+__all__ += ["custom_linear_solve", "custom_root"]
+
+# the primitives defined by the modules above (optimization_barrier_p, linear_solve_p)
+globals().update({_k: _v for _k, _v in _primitives().items() if _k not in globals()})
+
+# special functions, implemented in minijax.scipy.special (lax/special.py)
+from minijax.lax.special import (  # noqa: E402
+    bessel_i0e,
+    bessel_i1e,
+    betainc,
+    igamma,
+    igammac,
+    polygamma,
+    zeta,
+)
+
+__all__ += ["bessel_i0e", "bessel_i1e", "betainc", "igamma", "igammac", "polygamma", "zeta"]

@@ -83,6 +83,12 @@ def _one_axis_size(name) -> int:
         return size
 
 
+def axis_size(axis_name) -> int:
+    """The size of the named mapped axis (the product of sizes for a tuple of names), as a
+    Python int: bound by an enclosing vmap, pmap or shard_map (NameError if unbound)."""
+    return _axis_size(_axis_names(axis_name, "axis_size"))
+
+
 def _single_name(axis_name, what: str):
     names = _axis_names(axis_name, what)
     if len(names) != 1:

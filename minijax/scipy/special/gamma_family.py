@@ -18,6 +18,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
+from minijax.lax import special as lax_special
 from minijax.scipy.special.basic import _inexact, _reduction_dims, digamma, gammaln
 
 __all__ = ["bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gamma",
@@ -226,3 +227,7 @@ def _boxcox_from_log(log_x, lmbda):
     safe = jnp.where(is_log, 1.0, lmbda)
     return jnp.where(is_log, log_x, jnp.expm1(safe * log_x) / safe)
 
+
+
+lax_special.register_special_function("zeta", zeta)
+lax_special.register_special_function("polygamma", polygamma)

@@ -16,6 +16,7 @@ import numpy as np
 
 from minijax import lax
 from minijax import numpy as jnp
+from minijax.lax import special as lax_special
 from minijax.scipy.special.basic import _inexact, gammaln
 
 __all__ = ["betainc", "betaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
@@ -232,3 +233,8 @@ def i1(x):
     """The modified Bessel function of order 1."""
     (x,) = _inexact("i1", x)
     return jnp.exp(jnp.abs(x)) * i1e(x)
+
+
+for _name, _fn in [("igamma", gammainc), ("igammac", gammaincc), ("betainc", betainc),
+                   ("bessel_i0e", i0e), ("bessel_i1e", i1e)]:
+    lax_special.register_special_function(_name, _fn)
