@@ -320,6 +320,16 @@ def _check_shape(name: str, shape, *param_shapes):
                              f"{tuple(shape)}.")
 
 
+def _sample_shape(name: str, shape, *param_shapes) -> tuple:
+    """The shape to sample: the parameters' broadcast shape when ``shape`` is None, else
+    ``shape`` checked to be what the parameters broadcast to (JAX's ValueError otherwise)."""
+    if shape is None:
+        return tuple(np.broadcast_shapes(*param_shapes))
+    shape = _shape(shape)
+    _check_shape(name, shape, *param_shapes)
+    return shape
+
+
 def _convert(x, dtype):
     return _lax().convert_element_type(x, dtype)
 
@@ -422,11 +432,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Normal samples truncated to the open interval (lower, upper)."""
     data, _ = _check_prng_key("truncated_normal", key)
     dt = _float_dtype(dtype, "truncated_normal")
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(np.shape(lower), np.shape(upper)))
-    else:
-        shape = _shape(shape)
-        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    shape = _sample_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
     lax = _lax()
     sqrt2 = _const(np.sqrt(2), dt)
     lower, upper = _convert(lower, dt), _convert(upper, dt)

@@ -23,6 +23,7 @@ from minijax.random.base import (
     _jnp,
     _lax,
     _random_bits,
+    _sample_shape,
     _shape,
     _split,
     _split_list,
@@ -334,11 +335,7 @@ def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) samples from two log-gamma samples."""
     data, _ = _check_prng_key("beta", key)
     dt = _float_dtype(dtype, "beta")
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(np.shape(a), np.shape(b)))
-    else:
-        shape = _shape(shape)
-        _check_shape("beta", shape, np.shape(a), np.shape(b))
+    shape = _sample_shape("beta", shape, np.shape(a), np.shape(b))
     jnp, lax = _jnp(), _lax()
     key_a, key_b = _split_list(data)
     a = jnp.broadcast_to(_convert(a, dt), shape)
@@ -465,11 +462,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "c
     if cov.shape[-2:] != (n, n):
         raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
                          f"but got cov.shape == {cov.shape}.")
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
-    else:
-        shape = _shape(shape)
-        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    shape = _sample_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
     if method == "svd":
         u, s, _ = jnp.linalg.svd(cov)
         factor = u * jnp.sqrt(s[..., None, :])

@@ -14,12 +14,12 @@ from minijax import dtypes
 from minijax.numpy.util import check_arraylike
 from minijax.random.base import (
     _check_prng_key,
-    _check_shape,
     _const,
     _convert,
     _float_dtype,
     _jnp,
     _lax,
+    _sample_shape,
     _shape,
     _split,
     _split_list,
@@ -115,10 +115,7 @@ def binomial(key, n, p, shape=None, dtype=None):
 
 def _binomial(data, count, prob, shape, dt):
     jnp, lax = _jnp(), _lax()
-    if shape is None:
-        shape = tuple(np.broadcast_shapes(np.shape(count), np.shape(prob)))
-    else:
-        _check_shape("binomial", shape, np.shape(count), np.shape(prob))
+    shape = _sample_shape("binomial", shape, np.shape(count), np.shape(prob))
     prob = jnp.asarray(prob)
     if dtypes.kind(prob.dtype) not in "fc":
         prob = prob.astype(dtypes.default_float_dtype())
