@@ -423,3 +423,67 @@ def test_jit_of_jit_and_python_scalars(backend):
     x = np.arange(5, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(outer(x)), (x + 1) * 2)
     assert outer(x).dtype == np.float32
+
+
+# --------------------------------------------------------------------------- newer lax names
+
+def _newer_ops(x, m, lhs, rhs):
+    """lax functions added with JAX's later API: each eager vs jit on both backends."""
+    pos = lax.add(lax.abs(x), np.float32(0.5))
+    unit = lax.div(pos, lax.add(pos, np.float32(1)))
+    spd = lax.add(lax.dot(m, lax.transpose(m, (1, 0))), lax.mul(np.float32(3),
+                  lax.convert_element_type(lax.eq(lax.broadcasted_iota(np.int32, (3, 3), 0),
+                                                  lax.broadcasted_iota(np.int32, (3, 3), 1)),
+                                           np.float32)))
+    b = x[:, 0]
+
+    def newton_sqrt(f, guess):        # solve f(y) = y^2 - pos = 0 by a fixed Newton count
+        return lax.fori_loop(0, 20, lambda _, y: lax.sub(y, lax.div(f(y), lax.mul(
+            np.float32(2), y))), guess)
+
+    ints = lax.convert_element_type(lax.mul(x, np.float32(1000)), np.int32)
+    return [
+        jax.vmap(lambda v: lax.mul(v, np.float32(lax.axis_size("i"))), axis_name="i")(x),
+        lax.optimization_barrier((lax.sin(x), lax.cos(x)))[1],
+        lax.broadcast_to_rank(x, 4),
+        lax.collapse(lhs, 1, 3),
+        lax.full_like(lax.empty(x.shape, np.float32), 1.5),     # contents unspecified
+        lax.mulhi(ints, lax.mul(ints, np.int32(77777))),
+        *lax.split(lhs, (1, 2), axis=1),
+        lax.batch_matmul(lhs, lax.transpose(lhs, (0, 1, 3, 2))),
+        lax.conv_general_dilated_patches(lhs, (2, 2), (1, 1), "VALID"),
+        lax.conv_transpose(lhs, rhs, (2, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")),
+        lax.custom_linear_solve(lambda v: lax.dot(spd, v), b,
+                                lambda mv, r: lax.dot(_inverse3(spd), r), symmetric=True),
+        lax.custom_root(lambda y: lax.sub(lax.mul(y, y), pos), pos, newton_sqrt,
+                        lambda g, y: lax.div(y, np.float32(2))),
+        lax.bessel_i0e(x), lax.bessel_i1e(x),
+        lax.betainc(pos, lax.add(pos, np.float32(1)), unit),
+        lax.igamma(pos, pos), lax.igammac(pos, pos),
+        lax.polygamma(np.float32(1), pos), lax.zeta(lax.add(pos, np.float32(1.5)), pos),
+    ]
+
+
+def _inverse3(a):
+    """The inverse of a 3x3 matrix by its adjugate (lax ops only)."""
+    def c(i, j):
+        return a[i % 3, j % 3]
+    rows = []
+    for i in range(3):
+        rows.append([lax.sub(lax.mul(c(j + 1, i + 1), c(j + 2, i + 2)),
+                             lax.mul(c(j + 1, i + 2), c(j + 2, i + 1))) for j in range(3)])
+    adj = lax.concatenate([lax.broadcast_in_dim(lax.concatenate(
+        [lax.broadcast_in_dim(v, (1,), ()) for v in row], 0), (1, 3), (1,)) for row in rows], 0)
+    det = lax.reduce_sum(lax.mul(a[0], adj[:, 0]), (0,))
+    return lax.div(adj, det)
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2**31))
+def test_newer_exported_ops(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 2, (3, 4)).astype(np.float32)
+    m = rng.standard_normal((3, 3)).astype(np.float32)
+    lhs = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    rhs = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)
+    run_three_ways(("newer",), _newer_ops, (x, m, lhs, rhs), rtol=2e-5, atol_scale=1e-6)
