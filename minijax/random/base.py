@@ -11,21 +11,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import minijax.lax as lax_module
-import minijax.numpy as numpy_module
-from minijax import dtypes, tree_util
+from minijax import dtypes, lax, tree_util
+from minijax import numpy as jnp
 from minijax.array_types import ArrayType
 from minijax.core import get_aval
 from minijax.lax import threefry
-
-
-def _lax():
-    return lax_module
-
-
-def _jnp():
-    return numpy_module
-
 
 # --------------------------------------------------------------------------- keys
 
@@ -80,7 +70,7 @@ class PRNGKeyArray:
             if not -n <= index < n:
                 raise IndexError(f"index {index} is out of bounds for keys of shape "
                                  f"{self.shape}")
-            return PRNGKeyArray(_lax().index_in_dim(self._base, int(index) % n, 0, False))
+            return PRNGKeyArray(lax.index_in_dim(self._base, int(index) % n, 0, False))
         if not isinstance(index, tuple):
             index = (index,)
         if any(i is Ellipsis for i in index):
@@ -91,7 +81,7 @@ class PRNGKeyArray:
         """Keys of a new shape (row-major, as arrays)."""
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence) \
             else shape
-        return PRNGKeyArray(_lax().reshape(self._base, (*_resolve(shape, self.size), 2)))
+        return PRNGKeyArray(lax.reshape(self._base, (*_resolve(shape, self.size), 2)))
 
     def flatten(self):
         return self.reshape(-1)
@@ -101,12 +91,11 @@ class PRNGKeyArray:
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
-        jnp = _jnp()
         return jnp.all(jnp.equal(self._base, other._base), axis=-1)
 
     def __ne__(self, other):
         eq = self.__eq__(other)
-        return eq if eq is NotImplemented else _jnp().logical_not(eq)
+        return eq if eq is NotImplemented else jnp.logical_not(eq)
 
     __hash__ = None
 
@@ -229,7 +218,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> PRNGKeyArray:
     """Typed keys from uint32 key data of shape (..., 2)."""
     _check_impl(impl if dtype is None else dtype)
     if isinstance(key_bits_array, np.ndarray):
-        key_bits_array = _jnp().asarray(key_bits_array)
+        key_bits_array = jnp.asarray(key_bits_array)
     return PRNGKeyArray(key_bits_array)
 
 
@@ -240,7 +229,7 @@ def key_impl(keys) -> str:
 
 
 def _as_key(data):
-    return data if not isinstance(data, np.ndarray) else _jnp().asarray(data)
+    return data if not isinstance(data, np.ndarray) else jnp.asarray(data)
 
 
 def split(key, num: int | tuple = 2):
@@ -269,7 +258,7 @@ def fold_in(key, data):
     if isinstance(data, (int, np.integer, np.ndarray)):
         data = np.asarray(data).astype(np.uint32)
     else:
-        data = _lax().convert_element_type(data, np.uint32)
+        data = lax.convert_element_type(data, np.uint32)
     return _return_keys(typed, threefry.threefry_fold_in(_as_key(raw), data))
 
 
@@ -282,7 +271,6 @@ def _split(data, num=2):
 
 
 def _key_at(keys, i):
-    lax = _lax()
     return lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,))
 
 
@@ -331,12 +319,11 @@ def _sample_shape(name: str, shape, *param_shapes) -> tuple:
 
 
 def _convert(x, dtype):
-    return _lax().convert_element_type(x, dtype)
+    return lax.convert_element_type(x, dtype)
 
 
 def _bcast(x, shape):
     """x broadcast to `shape` by NumPy's rules (lax.broadcast_in_dim)."""
-    lax = _lax()
     xs, shape = tuple(get_aval(x).shape), tuple(shape)
     if xs == shape:
         return x
@@ -373,7 +360,6 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
 
 
 def _uniform(data, shape, dtype, minval, maxval):
-    lax = _lax()
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = threefry.UINT_DTYPES[nbits]
@@ -399,13 +385,11 @@ def normal(key, shape=(), dtype=None):
         k_re, k_im = _split_list(data)
         re = _convert(_normal_real(k_re, shape, real), dt)
         im = _convert(_normal_real(k_im, shape, real), dt)
-        lax = _lax()
         return lax.div(lax.add(re, lax.mul(im, _const(1j, dt))), _const(np.sqrt(2), dt))
     return _normal_real(data, shape, dt)
 
 
 def _normal_real(data, shape, dtype):
-    lax = _lax()
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = _uniform(data, shape, dtype, lo, np.array(1.0, dtype))
     return lax.mul(_const(np.sqrt(2), dtype), lax.erf_inv(u))
@@ -413,7 +397,6 @@ def _normal_real(data, shape, dtype):
 
 def _nextafter(x, toward_positive: bool):
     """The next representable float after x toward +inf or -inf (nan stays nan)."""
-    lax = _lax()
     dtype = get_aval(x).dtype
     sint = np.dtype(f"int{dtype.itemsize * 8}")
     b = lax.bitcast_convert_type(x, sint)
@@ -433,7 +416,6 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     data, _ = _check_prng_key("truncated_normal", key)
     dt = _float_dtype(dtype, "truncated_normal")
     shape = _sample_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
-    lax = _lax()
     sqrt2 = _const(np.sqrt(2), dt)
     lower, upper = _convert(lower, dt), _convert(upper, dt)
     a = lax.erf(lax.div(lower, sqrt2))
@@ -450,7 +432,7 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
     if mode not in ("high", "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
     data, _ = _check_prng_key("bernoulli", key)
-    dt = _jnp().asarray(p).dtype
+    dt = jnp.asarray(p).dtype
     if dtypes.kind(dt) != "f":
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     if shape is None:
@@ -458,7 +440,6 @@ def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
     else:
         shape = _shape(shape)
         _check_shape("bernoulli", shape, np.shape(p))
-    lax = _lax()
     p = _bcast(_convert(p, dt), shape)
     if mode == "high":
         u = _uniform(data, (2, *shape), dt, 0.0, 1.0)
@@ -474,13 +455,11 @@ def rademacher(key, shape=(), dtype=None):
     data, _ = _check_prng_key("rademacher", key)
     dt = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     b = _convert(bernoulli(data, 0.5, _shape(shape)), dt)
-    lax = _lax()
     return lax.sub(lax.mul(_const(2, dt), b), _const(1, dt))
 
 
 def _clip_to_int(val, dtype):
     """val (an integer array) clipped to dtype's range (within val's) and converted."""
-    jnp = _jnp()
     vinfo, info = np.iinfo(get_aval(val).dtype), np.iinfo(dtype)
     lo, hi = max(info.min, vinfo.min), min(info.max, vinfo.max)
     vdt = get_aval(val).dtype
@@ -490,7 +469,6 @@ def _clip_to_int(val, dtype):
 def randint(key, shape, minval, maxval, dtype=None):
     """Uniform integers in [minval, maxval) (JAX's two-word algorithm)."""
     data, _ = _check_prng_key("randint", key)
-    jnp = _jnp()
     dt = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     if dt.kind not in "iu":
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
@@ -506,7 +484,6 @@ def randint(key, shape, minval, maxval, dtype=None):
 
 
 def _randint(data, shape, minval, maxval, dtype):
-    lax, jnp = _lax(), _jnp()
     _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
     minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
     if minval.dtype.kind not in "iu":

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, lax
+from minijax import numpy as jnp
 from minijax.core import get_aval
 from minijax.lax.vmap import vmap
 from minijax.random.base import (
@@ -20,8 +21,6 @@ from minijax.random.base import (
     _const,
     _convert,
     _float_dtype,
-    _jnp,
-    _lax,
     _random_bits,
     _sample_shape,
     _shape,
@@ -46,7 +45,6 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
     """A random permutation of range(x) (x an int), or of x's elements along `axis`
     (each slice permuted independently when `independent`)."""
     data, _ = _check_prng_key("permutation", key)
-    jnp = _jnp()
     ndim = np.ndim(x) if not hasattr(x, "ndim") else x.ndim
     if not ndim:
         if jnp.asarray(x).dtype.kind not in "iu":
@@ -64,7 +62,6 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
 
 
 def _shuffle(data, x, axis):
-    lax = _lax()
     size = math.prod(get_aval(x).shape)
     # Enough rounds of sorting by 32-bit keys that ties are unlikely (JAX's exponent 3).
     rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
@@ -82,7 +79,7 @@ def shuffle(key, x, axis: int = 0):
                   "Use jax.random.permutation with independent=True.", DeprecationWarning,
                   stacklevel=2)
     data, _ = _check_prng_key("shuffle", key)
-    x = _jnp().asarray(x)
+    x = jnp.asarray(x)
     if not -x.ndim <= axis < max(x.ndim, 1):
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
     return _shuffle(data, x, axis % max(x.ndim, 1))
@@ -93,7 +90,6 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
     """Random samples from range(a) (a an int) or from a's entries along `axis`, with or
     without replacement, optionally with probabilities p."""
     data, _ = _check_prng_key("choice", key)
-    jnp, lax = _jnp(), _lax()
     if not isinstance(shape, Sequence):
         raise TypeError("shape argument of jax.random.choice must be a sequence, got "
                         f"{shape}")
@@ -157,7 +153,6 @@ def gumbel(key, shape=(), dtype=None, mode: str | None = None):
 
 
 def _gumbel(data, shape, dt, mode):
-    lax = _lax()
     info = dtypes.finfo(dt)
     if mode == "low":
         u = _uniform(data, shape, dt, _const(info.tiny, dt), _const(1.0, dt))
@@ -179,7 +174,6 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True,
     """Samples from categorical distributions given by unnormalized log-probabilities
     (the Gumbel-max trick; top-k of perturbed logits without replacement)."""
     data, _ = _check_prng_key("categorical", key)
-    jnp, lax = _jnp(), _lax()
     logits = jnp.asarray(logits)
     ndim = logits.ndim
     if not -ndim <= axis < ndim:
@@ -217,7 +211,6 @@ def exponential(key, shape=(), dtype=None):
 
 
 def _exponential(data, shape, dt):
-    lax = _lax()
     u = _uniform(data, shape, dt, 0.0, 1.0)
     return lax.neg(lax.log1p(lax.neg(u)))
 
@@ -226,7 +219,6 @@ def laplace(key, shape=(), dtype=None):
     """Standard Laplace samples, sign(u) * log1p(-|u|) for u uniform in (-1, 1)."""
     data, _ = _check_prng_key("laplace", key)
     dt = _float_dtype(dtype, "laplace")
-    lax = _lax()
     lo = -1.0 + float(dtypes.finfo(dt).epsneg)
     u = _uniform(data, _shape(shape), dt, _const(lo, dt), _const(1.0, dt))
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
@@ -236,7 +228,6 @@ def logistic(key, shape=(), dtype=None):
     """Standard logistic samples, log(u) - log1p(-u)."""
     data, _ = _check_prng_key("logistic", key)
     dt = _float_dtype(dtype, "logistic")
-    lax = _lax()
     u = _uniform(data, _shape(shape), dt, _const(dtypes.finfo(dt).tiny, dt), _const(1.0, dt))
     return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
 
@@ -245,7 +236,6 @@ def cauchy(key, shape=(), dtype=None):
     """Standard Cauchy samples, tan(pi (u - 1/2))."""
     data, _ = _check_prng_key("cauchy", key)
     dt = _float_dtype(dtype, "cauchy")
-    lax = _lax()
     u = _uniform(data, _shape(shape), dt, _const(dtypes.finfo(dt).eps, dt), _const(1.0, dt))
     return lax.tan(lax.mul(_const(np.pi, dt), lax.sub(u, _const(0.5, dt))))
 
@@ -256,7 +246,6 @@ def cauchy(key, shape=(), dtype=None):
 def _gamma_one(data, alpha, log_space: bool):
     """One Gamma(alpha) sample by Marsaglia and Tsang's method (alpha < 1 boosted by
     U^(1/alpha)), the same sequence of key splits as JAX's."""
-    lax = _lax()
     dt = get_aval(alpha).dtype
     zero, one, two, minus_one = (_const(v, dt) for v in (0, 1, 2, -1))
     third = _const(1.0 / 3.0, dt)
@@ -299,7 +288,6 @@ def _gamma_one(data, alpha, log_space: bool):
 
 def _gamma_samples(data, a, log_space: bool):
     """Element i of a (flattened) uses key i of split(key, a.size), as JAX's random_gamma."""
-    jnp = _jnp()
     shape = a.shape
     n = math.prod(shape)
     if n == 0:
@@ -317,7 +305,7 @@ def _gamma(name, key, a, shape, dtype, log_space):
     else:
         shape = _shape(shape)
         _check_shape(name, shape, np.shape(a))
-    a = _jnp().broadcast_to(_convert(a, dt), shape)
+    a = jnp.broadcast_to(_convert(a, dt), shape)
     return _gamma_samples(data, a, log_space)
 
 
@@ -336,7 +324,6 @@ def beta(key, a, b, shape=None, dtype=None):
     data, _ = _check_prng_key("beta", key)
     dt = _float_dtype(dtype, "beta")
     shape = _sample_shape("beta", shape, np.shape(a), np.shape(b))
-    jnp, lax = _jnp(), _lax()
     key_a, key_b = _split_list(data)
     a = jnp.broadcast_to(_convert(a, dt), shape)
     b = jnp.broadcast_to(_convert(b, dt), shape)
@@ -361,7 +348,6 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     else:
         shape = _shape(shape)
         _check_shape("dirichlet", shape, alpha_shape[:-1])
-    jnp = _jnp()
     a = jnp.broadcast_to(_convert(alpha, dt), shape + alpha_shape[-1:])
     log_g = _gamma_samples(data, a, True)
     shifted = log_g - jnp.max(log_g, axis=-1, keepdims=True)
@@ -373,7 +359,6 @@ def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) samples: Knuth's method for lam < 10, else transformed rejection
     (Hormann), as JAX."""
     data, _ = _check_prng_key("poisson", key)
-    jnp, lax = _jnp(), _lax()
     dt = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     shape = tuple(np.shape(lam)) if shape is None else _shape(shape)
     lam = _convert(jnp.broadcast_to(lam, shape), np.float32)
@@ -387,7 +372,6 @@ def poisson(key, lam, shape=None, dtype=None):
 
 
 def _poisson_knuth(data, lam, shape, dt, max_iters):
-    lax, jnp = _lax(), _jnp()
 
     def body(state):
         i, k, rng, log_prod = state
@@ -407,7 +391,6 @@ def _poisson_knuth(data, lam, shape, dt, max_iters):
 
 
 def _poisson_rejection(data, lam, shape, dt, max_iters):
-    lax, jnp = _lax(), _jnp()
     f32 = np.dtype(np.float32)
     log_lam = lax.log(lam)
     b = 0.931 + 2.53 * lax.sqrt(lam)
@@ -445,7 +428,6 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "c
     """Multivariate normal samples mean + factor @ z, factor from cov by 'cholesky', 'svd'
     or 'eigh'; result shape `shape + mean.shape[-1:]`."""
     data, _ = _check_prng_key("multivariate_normal", key)
-    jnp = _jnp()
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     mean, cov = jnp.asarray(mean), jnp.asarray(cov)
@@ -479,7 +461,6 @@ def orthogonal(key, n: int, shape=(), dtype=None, m: int | None = None):
     """Random n x m matrices with orthonormal columns or rows (Haar measure for m = n),
     from the QR decomposition of a normal matrix with sign-corrected R diagonal."""
     data, _ = _check_prng_key("orthogonal", key)
-    jnp = _jnp()
     dt = _float_dtype(dtype, "orthogonal") if dtype is None or \
         np.dtype(dtype).kind != "c" else dtypes.canonicalize_dtype(dtype)
     n = _concrete_int(n, "The error occurred in jax.random.orthogonal()")

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, lax
+from minijax import numpy as jnp
 from minijax.numpy.util import check_arraylike
 from minijax.random.base import (
     _check_prng_key,
     _const,
     _convert,
     _float_dtype,
-    _jnp,
-    _lax,
     _sample_shape,
     _shape,
     _split,
@@ -37,7 +36,6 @@ _MAX_ITERS = np.iinfo(np.int32).max
 
 
 def _stirling_tail(k):
-    jnp, lax = _jnp(), _lax()
     dt = k.dtype
     table = jnp.asarray(np.asarray(_STIRLING_TAIL, dt))
     small = k <= 9
@@ -48,7 +46,6 @@ def _stirling_tail(k):
 
 
 def _binomial_inversion(data, count, prob, shape):
-    jnp, lax = _jnp(), _lax()
     dt = prob.dtype
     log_q = jnp.log1p(-prob)
 
@@ -68,7 +65,6 @@ def _binomial_inversion(data, count, prob, shape):
 
 
 def _btrs(data, count, prob, shape):
-    jnp, lax = _jnp(), _lax()
     dt = prob.dtype
     stddev = jnp.sqrt(count * prob * (1 - prob))
     b = 1.15 + 2.53 * stddev
@@ -114,7 +110,6 @@ def binomial(key, n, p, shape=None, dtype=None):
 
 
 def _binomial(data, count, prob, shape, dt):
-    jnp, lax = _jnp(), _lax()
     shape = _sample_shape("binomial", shape, np.shape(count), np.shape(prob))
     prob = jnp.asarray(prob)
     if dtypes.kind(prob.dtype) not in "fc":
@@ -148,7 +143,6 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     remaining count with the conditional probabilities p_i / sum(p_i..p_k)."""
     data, _ = _check_prng_key("multinomial", key)
     check_arraylike("multinomial", n, p)
-    jnp, lax = _jnp(), _lax()
     # As JAX, any dtype: the float counts are cast at the end.
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes
+from minijax import dtypes, lax
+from minijax import numpy as jnp
 from minijax.numpy.util import check_arraylike
 from minijax.random.base import (
     _check_prng_key,
@@ -19,8 +20,6 @@ from minijax.random.base import (
     _const,
     _convert,
     _float_dtype,
-    _jnp,
-    _lax,
     _shape,
     _split_list,
     _uniform,
@@ -46,7 +45,6 @@ def _result_shape(name: str, shape, *params) -> tuple:
 
 def _check_safe_cast(name: str, dtype, *params):
     """JAX refuses parameters whose type does not promote into the sample dtype."""
-    jnp = _jnp()
     for p in params:
         if isinstance(p, (list, tuple)):
             raise TypeError(f"Cannot determine dtype of {p}")
@@ -66,20 +64,18 @@ def _prologue(name, key, dtype, shape, *params):
 
 
 def _param(x, dt, shape):
-    return _jnp().broadcast_to(_convert(x, dt), shape)
+    return jnp.broadcast_to(_convert(x, dt), shape)
 
 
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) samples on [1, inf): exp(E / b) for E standard exponential."""
     data, dt, shape = _prologue("pareto", key, dtype, shape, b)
-    lax = _lax()
     return lax.exp(lax.div(_exponential(data, shape, dt), _param(b, dt, shape)))
 
 
 def t(key, df, shape=None, dtype=None):
     """Student's t(df) samples: N * sqrt((df/2) / G) for N normal, G ~ Gamma(df/2)."""
     data, dt, shape = _prologue("t", key, dtype, shape, df)
-    lax = _lax()
     key_n, key_g = _split_list(data)
     n = normal(key_n, shape, dt)
     half_df = lax.div(_param(df, dt, shape), _const(2, dt))
@@ -94,7 +90,6 @@ def chisquare(key, df, shape=None, dtype=None):
 
 
 def _chisquare(data, df, shape, dt):
-    lax = _lax()
     two = _const(2, dt)
     log_g = loggamma(data, lax.div(df, two), shape, dt)
     return lax.mul(lax.exp(log_g), two)
@@ -103,7 +98,6 @@ def _chisquare(data, df, shape, dt):
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F(dfnum, dfden) samples: (X1 / dfnum) / (X2 / dfden) for chi-square X1, X2."""
     data, dt, shape = _prologue("f", key, dtype, shape, dfnum, dfden)
-    lax = _lax()
     dfnum, dfden = _param(dfnum, dt, shape), _param(dfden, dt, shape)
     key_dfd, key_dfn = _split_list(data)
     num = lax.div(_chisquare(key_dfn, dfnum, shape, dt), dfnum)
@@ -119,7 +113,7 @@ def maxwell(key, shape=(), dtype=None):
 
 
 def _maxwell(data, shape, dt):
-    return _jnp().linalg.norm(normal(data, (*shape, 3), dt), axis=-1)
+    return jnp.linalg.norm(normal(data, (*shape, 3), dt), axis=-1)
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
@@ -131,11 +125,9 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     params_shape = tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
     shape = _shape(shape) or params_shape
     shape = shape + params_shape
-    lax = _lax()
     maxwell_key, sign_key = _split_list(data)
     rvs = _maxwell(maxwell_key, shape, dt)
     sign = rademacher(sign_key, shape, dt)
-    jnp = _jnp()
     return lax.mul(sign, rvs) * jnp.asarray(scale) + jnp.asarray(loc)
 
 
@@ -143,7 +135,6 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """Weibull samples by the inverse CDF: scale * (-log1p(-u)) ** (1 / concentration)."""
     data, _ = _check_prng_key("weibull_min", key)
     dt = _float_dtype(dtype, "weibull_min")
-    jnp = _jnp()
     u = _uniform(data, _shape(shape), dt, 0.0, 1.0)
     return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
 
@@ -157,7 +148,6 @@ def generalized_normal(key, p: float, shape=(), dtype=None):
 
 
 def _generalized_normal(data, p, shape, dt):
-    jnp = _jnp()
     k_gamma, k_sign = _split_list(data)
     inv_p = 1 / jnp.asarray(p) if not isinstance(p, (int, float)) else 1 / p
     g = gamma(k_gamma, inv_p, shape, dt)
@@ -175,7 +165,6 @@ def ball(key, d: int, p: float = 2, shape=(), dtype=None):
         raise TypeError(f"d must be a concrete integer (not a traced value): {d!r}. The "
                         "error occurred in jax.random.ball()") from e
     shape = _shape(shape)
-    jnp = _jnp()
     k1, k2 = _split_list(data)
     g = _generalized_normal(k1, p, (*shape, d), dt)
     e = _exponential(k2, shape, dt)
@@ -186,7 +175,6 @@ def ball(key, d: int, p: float = 2, shape=(), dtype=None):
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh(scale) samples: scale * sqrt(-2 log u)."""
     data, dt, shape = _prologue("rayleigh", key, dtype, shape, scale)
-    lax = _lax()
     u = _uniform(data, shape, dt, 0.0, 1.0)
     return lax.mul(_param(scale, dt, shape), lax.sqrt(lax.mul(lax.log(u), _const(-2, dt))))
 
@@ -195,7 +183,6 @@ def wald(key, mean, shape=None, dtype=None):
     """Wald (inverse Gaussian, unit shape) samples by Michael, Schucany and Haas's method
     from one normal and one uniform sample."""
     data, dt, shape = _prologue("wald", key, dtype, shape, mean)
-    lax = _lax()
     k1, k2 = _split_list(data)
     mean = _param(mean, dt, shape)
     v = normal(k1, shape, dt)
@@ -216,7 +203,6 @@ def geometric(key, p, shape=None, dtype=None):
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
     check_arraylike("geometric", p)
     shape = _result_shape("geometric", shape, p)
-    jnp, lax = _jnp(), _lax()
     p = jnp.asarray(p)
     if dtypes.kind(p.dtype) not in "fc":
         p = p.astype(dtypes.default_float_dtype())
@@ -230,7 +216,6 @@ def geometric(key, p, shape=None, dtype=None):
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular(left, mode, right) samples by the inverse CDF."""
     data, dt, shape = _prologue("triangular", key, dtype, shape, left, mode, right)
-    lax = _lax()
     left, right, mode = (_param(v, dt, shape) for v in (left, right, mode))
     fc = (mode - left) / (right - left)
     u = _uniform(data, shape, dt, 0.0, 1.0)
@@ -248,5 +233,4 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
                          f"got {dt}")
     shape = _result_shape("lognormal", shape, sigma)
     _check_safe_cast("lognormal", dt, sigma)
-    lax = _lax()
     return lax.exp(lax.mul(normal(data, shape, dt), _param(sigma, dt, shape)))
