@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ import pytest
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from thread_runner import run_in_threads  # noqa: E402
 
 from minijax.backends.cpu import CpuBackend  # noqa: E402
 from minijax.compiler.evaluator import evaluate_module  # noqa: E402
@@ -184,22 +184,15 @@ def test_thread_safety():
     text = "HloModule ts\nENTRY main {\n  x = f32[100003] parameter(0)\n" \
            "  e = f32[100003] sine(x)\n  ROOT out = (f32[100003]) tuple(e)\n}\n"
     exe = CpuBackend().compile(parse_module(text))
-    errors = []
 
     def work(seed):
         rng = np.random.default_rng(seed)
         for _ in range(20):
             x = rng.normal(size=100003).astype(np.float32)
             got = exe.execute([x])[0]
-            if not np.allclose(got, np.sin(x), rtol=1e-5, atol=1e-6):
-                errors.append(seed)
+            np.testing.assert_allclose(got, np.sin(x), rtol=1e-5, atol=1e-6)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_in_threads(work, 4)
 
 
 _CACHE_SCRIPT = textwrap.dedent("""
@@ -299,19 +292,13 @@ ENTRY main {{
     second = exe.execute([xs[1]])[0]
     assert not np.shares_memory(first, second)
     np.testing.assert_allclose(first, want[0], rtol=1e-5)
-    errors = []
 
     def work(k):
         for _ in range(20):
             got = exe.execute([xs[k]])[0]
-            if not np.allclose(got, want[k], rtol=1e-5):
-                errors.append(k)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(xs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+            np.testing.assert_allclose(got, want[k], rtol=1e-5)
+
+    run_in_threads(work, len(xs))
 
 
 _CONV_CASES = [

@@ -4,13 +4,13 @@ and no minor page faults in the steady state of a jitted training step."""
 
 import gc
 import resource
-import threading
 
 import numpy as np
 import pytest
 from child_process import run_child_json
 from hypothesis import given
 from hypothesis import strategies as st
+from thread_runner import run_in_threads
 
 import minijax
 import minijax.numpy as jnp
@@ -143,20 +143,14 @@ def test_a_zero_cap_turns_the_cache_off(cap):
 
 def test_concurrent_allocations_never_share_a_block():
     mem = HostMemory()
-    errors = []
 
     def work(tag):
         for _ in range(200):
             a = mem.empty((1 << 15,), np.float32)
             a.fill(tag)
-            if not (a == tag).all():
-                errors.append(tag)
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+            assert (a == tag).all(), f"thread {tag}'s block was written by another thread"
+
+    run_in_threads(work, 4)
 
 
 # --------------------------------------------------------------------------- through jit

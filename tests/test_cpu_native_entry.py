@@ -4,12 +4,12 @@ programs take that path."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
+
+from thread_runner import run_in_threads  # noqa: E402
 
 import minijax  # noqa: E402
 import minijax.numpy as jnp  # noqa: E402
@@ -126,24 +126,15 @@ def test_jitted_mlp_layer_and_threads():
     plan = f.lower(xs[0]).compile()._entry.executable.as_text()
     assert NATIVE in plan
     want = [(np.tanh(x @ w1 + b1).sum(1), np.tanh(x @ w1 + b1).T) for x in xs]
-    errors = []
 
     def work(seed):
-        try:
-            for k in range(40):
-                i = (seed + k) % 4
-                s, t = f(xs[i])
-                np.testing.assert_allclose(np.asarray(s), want[i][0], rtol=1e-4, atol=1e-5)
-                np.testing.assert_allclose(np.asarray(t), want[i][1], rtol=1e-5, atol=1e-6)
-        except AssertionError as exc:
-            errors.append(exc)
+        for k in range(40):
+            i = (seed + k) % 4
+            s, t = f(xs[i])
+            np.testing.assert_allclose(np.asarray(s), want[i][0], rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(np.asarray(t), want[i][1], rtol=1e-5, atol=1e-6)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    run_in_threads(work, 3)
 
 
 def test_zero_argument_program_and_empty_arrays():

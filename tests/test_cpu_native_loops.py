@@ -4,14 +4,13 @@ path and which fall back to the Python driver."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 pytest.importorskip("llvmlite", reason="the CPU backend needs llvmlite")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from thread_runner import run_in_threads  # noqa: E402
 
 import minijax  # noqa: E402
 from minijax import lax  # noqa: E402
@@ -545,22 +544,13 @@ def test_concurrent_calls_from_threads():
             w = w * np.float32(0.9) + np.float32(0.1)
         want[n] = w
     f(x, np.int32(1))
-    errors = []
 
     def work(seed):
-        try:
-            for k in range(30):
-                n = (seed + k) % 8 + 1
-                np.testing.assert_allclose(np.asarray(f(x, np.int32(n))), want[n], rtol=1e-6)
-        except AssertionError as exc:
-            errors.append(exc)
+        for k in range(30):
+            n = (seed + k) % 8 + 1
+            np.testing.assert_allclose(np.asarray(f(x, np.int32(n))), want[n], rtol=1e-6)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    run_in_threads(work, 3)
 
 
 def test_disk_cache_replay_rebuilds_the_native_loop(tmp_path):
