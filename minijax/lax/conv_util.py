@@ -109,12 +109,13 @@ def conv_out_spatial(in_sizes, window, strides, padding, lhs_dilation, rhs_dilat
     return tuple(out)
 
 
-def check_ints(name, what, values, n, minimum):
-    """`values` as a tuple of `n` ints >= minimum, or a TypeError/ValueError naming `name`."""
+def check_ints(name, what, values, n, minimum, per=None):
+    """`values` as a tuple of `n` ints >= minimum, or a TypeError/ValueError naming `name`;
+    `per` says what each entry belongs to (default: "spatial dimension (n)")."""
     values = tuple(operator.index(v) for v in values)
     if len(values) != n:
-        raise TypeError(f"{name}: {what} must have one entry per spatial dimension ({n}), "
-                        f"got {values}")
+        per = per or f"spatial dimension ({n})"
+        raise TypeError(f"{name}: {what} must have one entry per {per}, got {values}")
     if any(v < minimum for v in values):
         raise ValueError(f"{name}: {what} must be >= {minimum}, got {values}")
     return values

@@ -10,6 +10,7 @@ import operator
 import numpy as np
 
 from minijax.lax.conv_util import (
+    check_ints,
     conv_out_spatial,
     dilate,
     dilate_dim,
@@ -26,15 +27,10 @@ def window_params(name, shape, window_dimensions, window_strides, padding, base_
                   window_dilation):
     """Canonical window parameters (tuples of ints; string padding resolved)."""
     n = len(shape)
+    per = f"operand dimension ({n}, operand shape {tuple(shape)})"
 
     def ints(what, values, minimum):
-        values = tuple(operator.index(v) for v in values)
-        if len(values) != n:
-            raise TypeError(f"{name}: {what} must have one entry per operand dimension "
-                            f"({n}, operand shape {tuple(shape)}), got {values}")
-        if any(v < minimum for v in values):
-            raise ValueError(f"{name}: {what} must be >= {minimum}, got {values}")
-        return values
+        return check_ints(name, what, values, n, minimum, per)
     window_dimensions = ints("window_dimensions", window_dimensions, 0)
     window_strides = ints("window_strides", window_strides, 1)
     base_dilation = ints("base_dilation", base_dilation or (1,) * n, 1)
