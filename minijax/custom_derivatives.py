@@ -418,29 +418,29 @@ def custom_gradient(fun):
     """Define a function's gradient alongside it: `fun(*args)` returns `(value, vjp)` where
     `vjp(cotangent)` returns the cotangents of the arguments (a tuple, or one value when
     there is one argument). Reverse mode only, as in JAX."""
-    store = {}
-
-    def primal(*args):
-        return fun(*args)[0]
-
-    def fwd(*args):
-        value, vjp_fn = fun(*args)
-        converted, consts = closure_convert(vjp_fn, value)
-        store["vjp"] = converted
-        return value, consts
-
-    def bwd(consts, ct):
-        cts = store["vjp"](ct, *consts)
-        n = store["nargs"]
-        if n == 1 and not (isinstance(cts, tuple) and len(cts) == 1):
-            cts = (cts,)
-        return tuple(cts)
-
-    wrapped = custom_vjp(primal)
-    wrapped.defvjp(fwd, bwd)
 
     @functools.wraps(fun)
     def call(*args):
-        store["nargs"] = len(args)
+        # Each call gets its own rule: its backward pass must use the vjp of its own forward
+        # pass (calls with other shapes or other closed-over values in one trace differ).
+        vjps = []
+
+        def primal(*primals):
+            return fun(*primals)[0]
+
+        def fwd(*primals):
+            value, vjp_fn = fun(*primals)
+            converted, consts = closure_convert(vjp_fn, value)
+            vjps.append(converted)
+            return value, consts
+
+        def bwd(consts, ct):
+            cts = vjps[-1](ct, *consts)
+            if len(args) == 1 and not (isinstance(cts, tuple) and len(cts) == 1):
+                cts = (cts,)
+            return tuple(cts)
+
+        wrapped = custom_vjp(primal)
+        wrapped.defvjp(fwd, bwd)
         return wrapped(*args)
     return call

@@ -113,6 +113,21 @@ def test_custom_gradient():
     assert float(gx) == 3.0 and float(gy) == 20.0
 
 
+
+def test_custom_gradient_calls_in_one_trace_keep_their_own_vjp():
+    # Two calls of one custom_gradient function in one grad, with different shapes and
+    # different closed-over Python values: each backward pass uses its own call's vjp.
+    @minijax.custom_gradient
+    def f(x):
+        scale = float(x.shape[0])
+        return jnp.sin(x), lambda ct: ct * jnp.cos(x) * scale
+
+    x = np.linspace(0.1, 1, 3).astype(np.float32)
+    y = np.linspace(0.2, 2, 5).astype(np.float32)
+    gx, gy = minijax.grad(lambda a, b: f(a).sum() + f(b).sum(), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, np.cos(x) * 3, rtol=1e-6)
+    np.testing.assert_allclose(gy, np.cos(y) * 5, rtol=1e-6)
+
 def test_closure_convert_top_level():
     conv, consts = minijax.closure_convert(lambda x: x * 2.0, jnp.ones(2))
     assert consts == []
