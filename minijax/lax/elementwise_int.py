@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes
+from minijax.compiler.evaluator.elementwise import bitcast_convert as xla_bitcast_convert
 from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
 from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
@@ -462,14 +463,7 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 def _bitcast_impl(x, *, new_dtype):
     if dtypes.is_python_scalar(x):  # a weak scalar has the canonical width (float32, ...)
         x = np.asarray(x, dtypes.python_scalar_dtype(x))
-    x = np.asarray(x, order="C")
-    new_dtype = np.dtype(new_dtype)
-    if new_dtype.itemsize == x.dtype.itemsize:
-        return x.view(new_dtype)
-    if new_dtype.itemsize < x.dtype.itemsize:
-        ratio = x.dtype.itemsize // new_dtype.itemsize
-        return x.reshape(x.shape + (1,)).view(new_dtype).reshape(x.shape + (ratio,))
-    return x.view(new_dtype).reshape(x.shape[:-1])
+    return xla_bitcast_convert(np.asarray(x), new_dtype)
 
 
 def _bitcast_batch(trace, vals, dims, *, new_dtype):

@@ -470,7 +470,7 @@ def convert(x, dtype):
 def bitcast_convert(x, dtype):
     """Reinterpret the bits; a narrower result gains a minor dimension, a wider one loses it."""
     dtype = np.dtype(dtype)
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
     if dtype.itemsize == x.dtype.itemsize:
         return x.view(dtype)
     if dtype.itemsize < x.dtype.itemsize:
