@@ -48,19 +48,25 @@ def cho_factor(a, lower: bool = False, overwrite_a: bool = False,
     return cholesky(a, lower=lower), lower
 
 
+def _matrix_and_rhs(name, what, a, b):
+    """`a` and `b` (a vector or a matrix of right-hand sides) broadcast to one batch shape:
+    `(a, b as a matrix, whether b was a vector)`; a ValueError when their sizes disagree."""
+    vec = b.ndim == a.ndim - 1
+    bm = b[..., None] if vec else b
+    if bm.shape[-2] != a.shape[-1]:
+        raise ValueError(f"scipy.linalg.{name}: {what} of shape {a.shape} and b of shape "
+                         f"{b.shape} are incompatible")
+    batch = jnp.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    return (jnp.broadcast_to(a, batch + a.shape[-2:]), jnp.broadcast_to(bm, batch + bm.shape[-2:]),
+            vec)
+
+
 def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = True):
     """Solve a x = b given `cho_factor(a)`; b is a vector or a matrix of right-hand sides."""
     del overwrite_b, check_finite
     c, lower = c_and_lower
     c, b = _inexact("cho_solve", c, b)
-    vec = b.ndim == c.ndim - 1
-    bm = b[..., None] if vec else b
-    if bm.shape[-2] != c.shape[-1]:
-        raise ValueError(f"scipy.linalg.cho_solve: factor of shape {c.shape} and b of shape "
-                         f"{b.shape} are incompatible")
-    batch = jnp.broadcast_shapes(c.shape[:-2], bm.shape[:-2])
-    c = jnp.broadcast_to(c, batch + c.shape[-2:])
-    bm = jnp.broadcast_to(bm, batch + bm.shape[-2:])
+    c, bm, vec = _matrix_and_rhs("cho_solve", "factor", c, b)
     # lower: L (L^H x) = b;  upper: U^H (U x) = b
     y = lax_linalg.triangular_solve(c, bm, left_side=True, lower=lower,
                                     transpose_a=not lower, conjugate_a=not lower)
@@ -83,14 +89,7 @@ def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = F
     transpose_a, conjugate_a = _TRANS[trans]
     a, b = _inexact("solve_triangular", a, b)
     _square("solve_triangular", a)
-    vec = b.ndim == a.ndim - 1
-    bm = b[..., None] if vec else b
-    if bm.shape[-2] != a.shape[-1]:
-        raise ValueError(f"scipy.linalg.solve_triangular: a of shape {a.shape} and b of "
-                         f"shape {b.shape} are incompatible")
-    batch = jnp.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
-    a = jnp.broadcast_to(a, batch + a.shape[-2:])
-    bm = jnp.broadcast_to(bm, batch + bm.shape[-2:])
+    a, bm, vec = _matrix_and_rhs("solve_triangular", "a", a, b)
     x = lax_linalg.triangular_solve(a, bm, left_side=True, lower=lower,
                                     transpose_a=transpose_a, conjugate_a=conjugate_a,
                                     unit_diagonal=unit_diagonal)
