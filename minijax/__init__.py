@@ -111,8 +111,9 @@ from minijax.api_config import (  # noqa: E402
     transfer_guard_host_to_device,
 )
 from minijax.custom_derivatives import closure_convert, custom_gradient  # noqa: E402
-from minijax.devices import (  # noqa: E402
+from minijax.global_arrays import (  # noqa: E402
     make_array_from_callback,
+    make_array_from_process_local_data,
     make_array_from_single_device_arrays,
 )
 
@@ -120,7 +121,8 @@ __all__ += [
     "closure_convert", "custom_gradient", "debug_infs", "debug_nans", "default_device",
     "default_matmul_precision", "enable_checks", "enable_x64", "ensure_compile_time_eval",
     "explain_cache_misses", "host_count", "host_id", "host_ids", "linear_transpose",
-    "log_compiles", "make_array_from_callback", "make_array_from_single_device_arrays",
+    "log_compiles", "make_array_from_callback", "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays",
     "named_call", "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
     "print_environment_info", "process_indices", "profiler", "stages", "transfer_guard",
     "transfer_guard_device_to_device", "transfer_guard_device_to_host",

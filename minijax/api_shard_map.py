@@ -26,10 +26,9 @@ import math
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, global_arrays, tree_util
 from minijax.api_spmd import SpmdProgram
 from minijax.api_util import flatten_fun, prefix_leaves
-from minijax.array import sharded
 from minijax.core import get_aval
 from minijax.lax import collectives as coll
 from minijax.lax.collectives_all_to_all import all_to_all_p
@@ -83,31 +82,25 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
                 _check_vma(program.jaxpr, specs, o_specs, m)
             entry = cache[key] = (program, out_tree, o_specs)
         program, out_tree, o_specs = entry
-        devices = m.flat_devices()
-        hosts = [np.asarray(x) for x in leaves]
-        maps = [NamedSharding(m, s).devices_indices_map(a.shape) for s, a in zip(specs, avals)]
-        per_device = [[h[mp[d]] for h, mp in zip(hosts, maps, strict=True)] for d in devices]
-        outs = program.run(per_device)
+        # This process's devices of the mesh (all of them but in a multi-process run).
+        devices = global_arrays.local_part(m.flat_devices())
+        blocks = [global_arrays.local_blocks(x, NamedSharding(m, s), devices)
+                  for x, s in zip(leaves, specs, strict=True)]
+        hoisted = [np.asarray(h) for h in program.hoisted]
+        per_device = [[b[i] for b in blocks] + hoisted for i in range(len(devices))]
+        outs = global_arrays.run_on_mesh(program.backend, program.executable,
+                                         m.flat_devices(), per_device)
         results = []
         for k, (aval, spec) in enumerate(zip(program.out_avals, o_specs, strict=True)):
             sizes = m.shape
             shape = tuple(n * math.prod(sizes[a] for a in spec.axis_names_of(d))
                           for d, n in enumerate(aval.shape))
-            sharding = NamedSharding(m, spec)
-            value = np.empty(shape, aval.dtype)
-            for dev, index in reversed(list(zip(devices, _ordered_indices(sharding, shape,
-                                                                          devices)))):
-                value[index] = outs[devices.index(dev)][k]
-            results.append(sharded(value, sharding, aval.weak_type))
+            results.append(global_arrays.output_array(outs, devices, k, shape,
+                                                      NamedSharding(m, spec), aval, "shard_map"))
         return tree_util.tree_unflatten(out_tree, results)
 
     wrapped._programs = cache
     return wrapped
-
-
-def _ordered_indices(sharding, shape, devices) -> list:
-    mp = sharding.devices_indices_map(shape)
-    return [mp[d] for d in devices]
 
 
 def _is_spec(x) -> bool:

@@ -20,10 +20,8 @@ import functools
 
 import numpy as np
 
-from minijax import core, placement, tree_util
+from minijax import core, global_arrays, placement, tree_util
 from minijax.api_util import flatten_fun, normalize_argnums, prefix_leaves
-from minijax.array import sharded
-from minijax.backends.spmd import run_spmd
 from minijax.compiler import driver
 from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.hlo.sharding import spec_to_text
@@ -151,20 +149,19 @@ class ShardedJit:
         if mesh is None or any(isinstance(x, core.Tracer) for x in leaves):
             return call(*dyn)    # no mesh named, or traced inline by a transformation
         program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
-        devices = mesh.flat_devices()
-        hosts = [np.asarray(x) for x in leaves]
-        maps = [sh.devices_indices_map(a.shape) for sh, a in zip(in_sh, avals, strict=True)]
+        # This process's devices of the mesh (all of them but in a multi-process run).
+        devices = global_arrays.local_part(mesh.flat_devices())
+        blocks = [global_arrays.local_blocks(x, sh, devices)
+                  for x, sh in zip(leaves, in_sh, strict=True)]
         hoisted = [np.asarray(h) for h in program.hoisted]
-        per_device = [[h[mp[d]] for h, mp in zip(hosts, maps, strict=True)] + hoisted
-                      for d in devices]
-        outs = run_spmd(program.backend, program.executable, devices, per_device)
+        per_device = [[b[i] for b in blocks] + hoisted for i in range(len(devices))]
+        outs = global_arrays.run_on_mesh(program.backend, program.executable,
+                                         mesh.flat_devices(), per_device)
         results = []
         for k, (aval, sh) in enumerate(zip(program.jaxpr.out_avals, program.out_shardings,
                                            strict=True)):
-            value = np.empty(aval.shape, aval.dtype)
-            for dev, index in sh.devices_indices_map(aval.shape).items():
-                value[index] = placement.to_host(outs[devices.index(dev)][k])
-            results.append(sharded(value, sh, aval.weak_type))
+            results.append(global_arrays.output_array(outs, devices, k, aval.shape, sh, aval,
+                                                      "jit"))
         return tree_util.tree_unflatten(program.out_tree, results)
 
     def lower(self, *args):

@@ -64,14 +64,18 @@ class Array:
 
     @property
     def addressable_shards(self) -> list:
-        """Each device's part: Shards whose `data` is an Array committed to that device
-        (views of the host buffer on host backends)."""
-        value = self._value
+        """This process's parts, one per device: Shards whose `data` is an Array committed
+        to that device (views of the host buffer on host backends)."""
+        buf = self._buf
+        local = buf.shards if type(buf) is ProcessShards else None
+        value = self._value if local is None else None
         out, seen = [], {}
         for device, index in self.sharding.devices_indices_map(self.shape).items():
             key = tuple((s.start, s.stop) for s in index)
             replica = seen[key] = seen.get(key, -1) + 1
-            view = value[index]
+            if local is not None and device not in local:
+                continue
+            view = value[index] if local is None else local[device]
             buf = placement.transfer(view if view.flags.c_contiguous else np.array(view),
                                      None, device)
             out.append(Shard(device, index, replica, Array(buf, self.weak_type, device, True)))
@@ -144,8 +148,9 @@ class Array:
 
     @property
     def is_fully_addressable(self) -> bool:
-        """Whether this process holds every shard (always, within one process)."""
-        return True
+        """Whether this process holds every shard (False for an Array over the devices of
+        several processes, whose other shards live in the other processes)."""
+        return type(self._buf) is not ProcessShards
 
     # ----- Python protocol
     def __len__(self) -> int:
@@ -189,10 +194,17 @@ class Array:
         return format(str(self), spec)
 
     def __str__(self) -> str:
-        return str(self._value)
+        return str(self._value) if self._readable() else repr(self)
 
     def __repr__(self) -> str:
+        if not self._readable():  # spread over processes: JAX prints the shape only
+            weak = ", weak_type=True" if self.weak_type else ""
+            return f"Array(shape={self.shape}, dtype={self.dtype.name}{weak})"
         return array_repr(self._value, self.weak_type)
+
+    def _readable(self) -> bool:
+        buf = self._buf
+        return type(buf) is not ProcessShards or buf.replicated
 
 
 class _DeletedBuffer:
@@ -211,6 +223,42 @@ class _DeletedBuffer:
 
     def __getattr__(self, name):
         self._raise()
+
+
+class ProcessShards:
+    """The buffer of an Array laid out over the devices of several processes (a
+    minijax.distributed run): this process's shards only, `shards[device]` a host array
+    per local device of the sharding. The global value exists nowhere, so reading it
+    raises JAX's RuntimeError (see minijax/global_arrays.py)."""
+
+    __slots__ = ("shape", "dtype", "shards", "replicated")
+
+    def __init__(self, shape: tuple, dtype, shards: dict, replicated: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.shards = shards
+        self.replicated = replicated  # every device holds the whole value (readable here)
+
+    def to_host(self):
+        if self.replicated and self.shards:
+            return next(iter(self.shards.values()))
+        raise RuntimeError(
+            "Fetching value for `jax.Array` that spans non-addressable (non process local) "
+            "devices is not possible. You can use "
+            "`jax.experimental.multihost_utils.process_allgather` to print the global array "
+            "or use `.addressable_shards` method of jax.Array to inspect the addressable "
+            "(process local) shards.")
+
+    __array__ = to_host
+
+    def block_until_ready(self) -> None:
+        """Host shards are computed synchronously."""
+
+    def copy_to_host_async(self) -> None:
+        """Nothing to copy: the shards are host memory."""
+
+    def delete(self) -> None:
+        self.shards = {}
 
 
 def _reconstruct(value, weak_type):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import distributed, tree_util
+from minijax import distributed, global_arrays, tree_util
 from minijax.array import Array, sharded
 from minijax.backends import get_backend, transport
 from minijax.dispatch import device_put as _device_put_leaf
@@ -68,6 +68,14 @@ def device_put(x, device=None):
 
 
 def _put_sharded(leaf, sharding):
+    if global_arrays.is_global(leaf) or not sharding.is_fully_addressable:
+        # Over several processes: every process passes the same global value (or a global
+        # Array, resharded through the processes).
+        value = global_arrays.global_value(leaf)
+        weak = getattr(leaf, "weak_type", False)
+        return global_arrays.shards_to_array(value.shape, sharding,
+                                             lambda device, index: value[index],
+                                             value.dtype, weak, "device_put")
     value = _device_put_leaf(leaf, None)
     sharding.devices_indices_map(value.shape)  # checks divisibility (JAX's ValueError)
     return sharded(np.asarray(value), sharding, value.weak_type)
@@ -86,37 +94,3 @@ def block_until_ready(x):
             leaf.block_until_ready()
     return x
 
-
-def _assemble(shape, sharding, piece_for, dtype=None) -> np.ndarray:
-    """The global NumPy value from one piece per device index of `sharding`."""
-    out = None
-    for device, index in sharding.devices_indices_map(tuple(shape)).items():
-        piece = np.asarray(piece_for(device, index))
-        if out is None:
-            out = np.empty(tuple(shape), dtype or piece.dtype)
-        target = out[index]
-        if piece.shape != target.shape:
-            raise ValueError(f"the data for device {device} (index {index}) has shape "
-                             f"{piece.shape}; the sharding needs {target.shape}")
-        out[index] = piece
-    return out
-
-
-def make_array_from_callback(shape, sharding, data_callback, dtype=None):
-    """An Array of global `shape` laid out by `sharding`, each shard filled by
-    `data_callback(index)` where index is that shard's tuple of slices."""
-    value = _assemble(shape, sharding, lambda device, index: data_callback(index), dtype)
-    return device_put(value, sharding)
-
-
-def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
-    """An Array of global `shape` laid out by `sharding` from one array per device (in the
-    order of the sharding's devices_indices_map)."""
-    arrays = list(arrays)
-    indices = sharding.devices_indices_map(tuple(shape))
-    if len(arrays) != len(indices):
-        raise ValueError(f"make_array_from_single_device_arrays: {len(arrays)} arrays for a "
-                         f"sharding over {len(indices)} devices")
-    by_device = dict(zip(indices, arrays, strict=True))
-    value = _assemble(shape, sharding, lambda device, index: by_device[device], dtype)
-    return device_put(value, sharding)

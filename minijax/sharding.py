@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minijax.backends import get_backend
+from minijax import distributed
+from minijax.backends import get_backend, transport
 from minijax.backends.base import Device
 
 
@@ -88,6 +89,37 @@ class Mesh:
 
     def flat_devices(self) -> list:
         return list(self.devices.flat)
+
+    @property
+    def is_multi_process(self) -> bool:
+        """Whether the mesh holds devices of several processes."""
+        return len({d.process_index for d in self.devices.flat}) > 1
+
+    @property
+    def local_devices(self) -> list:
+        """This process's devices of the mesh, in mesh order."""
+        me = transport.process_index()
+        return [d for d in self.devices.flat if d.process_index == me]
+
+    @property
+    def local_mesh(self) -> Mesh:
+        """The sub-mesh of this process's devices, with the same axis names (JAX's
+        `Mesh.local_mesh`); they must form a sub-grid of the mesh (a box whose
+        coordinates along each axis need not be contiguous)."""
+        me = transport.process_index()
+        mine = np.vectorize(lambda d: d.process_index == me, otypes=[bool])(self.devices)
+        if not mine.all():
+            if not mine.any():
+                raise ValueError(f"Mesh.local_mesh: no device of {self!r} belongs to process "
+                                 f"{me}")
+            keep = [np.flatnonzero(mine.any(axis=tuple(a for a in range(mine.ndim) if a != k)))
+                    for k in range(mine.ndim)]
+            box = np.ix_(*keep)
+            if not mine[box].all():
+                raise ValueError("Devices connected to this process don't form a subcube of "
+                                 f"the mesh {self!r} (device ids {self.device_ids.tolist()})")
+            return Mesh(self.devices[box], self.axis_names)
+        return self
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Mesh) and self.axis_names == other.axis_names
@@ -167,10 +199,14 @@ def get_abstract_mesh() -> AbstractMesh:
 
 
 def make_mesh(axis_shapes, axis_names, *, devices=None, axis_types=None) -> Mesh:
-    """A Mesh of the first prod(axis_shapes) devices (jax.make_mesh)."""
+    """A Mesh of the first prod(axis_shapes) devices (jax.make_mesh); in a multi-process
+    run (minijax.distributed) every process's devices, in process order."""
     axis_shapes = tuple(int(s) for s in axis_shapes)
     n = math.prod(axis_shapes)
-    devices = list(devices) if devices is not None else get_backend().devices()
+    if devices is None:
+        backend = get_backend()
+        devices = distributed.global_devices(backend.name) or backend.devices()
+    devices = list(devices)
     if n > len(devices):
         raise ValueError(f"make_mesh: a mesh of shape {axis_shapes} needs {n} devices, but "
                          f"only {len(devices)} exist; set MINIJAX_NUM_CPU_DEVICES (or XLA_FLAGS="
@@ -195,11 +231,31 @@ class Sharding:
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        """Whether every device belongs to this process (False for shardings over the
+        devices of several processes, minijax.distributed)."""
+        me = transport.process_index()
+        return all(d.process_index == me for d in self.device_set)
 
     @property
     def addressable_devices(self) -> set:
-        return self.device_set
+        """The devices of this process."""
+        me = transport.process_index()
+        return {d for d in self.device_set if d.process_index == me}
+
+    def addressable_devices_indices_map(self, global_shape) -> dict:
+        """devices_indices_map restricted to this process's devices."""
+        me = transport.process_index()
+        return {d: index for d, index in self.devices_indices_map(global_shape).items()
+                if d.process_index == me}
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        """Whether every device holds the whole array."""
+        return len(self.device_set) == 1
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_set)
 
     def is_equivalent_to(self, other, ndim: int) -> bool:
         return self == other
@@ -248,6 +304,14 @@ class NamedSharding(Sharding):
     @property
     def device_set(self) -> set:
         return set(self.mesh.devices.flat)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(self.mesh.shape[a] == 1 for a in self.spec.all_names())
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
 
     def _check(self, global_shape) -> None:
         if len(self.spec) > len(global_shape):

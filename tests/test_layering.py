@@ -68,7 +68,8 @@ FRONTEND_LAYERS = [
                    "debugger", "callback", "typing", "flatten_util", "ops", "image",
                    "ref"]),
     ("api", ["api", "api_config", "api_jit", "api_jacobians", "api_spmd", "api_pmap",
-             "api_shard_map", "api_sharded_jit", "devices", "aot", "profiler", "stages", "extend"]),
+             "api_shard_map", "api_sharded_jit", "devices", "global_arrays", "aot", "profiler",
+             "stages", "extend"]),
     ("top", ["example_libraries", "experimental", "test_util", "tools", "compat", "__init__"]),
 ]
 
