@@ -31,7 +31,7 @@ from minijax.api_util import (
     mark_float0,
     normalize_argnums,
 )
-from minijax.array import Array
+from minijax.array import Array, ProcessShards
 from minijax.backends import get_backend
 from minijax.compiler import cache as cache_mod
 from minijax.compiler import driver
@@ -198,6 +198,7 @@ class JitWrapped:
             backend, opt_level))
         self._fast_ok = not (self._static_argnums or self._static_argnames
                              or self._donate_argnums)
+        self._sharded = None  # the ShardedJit running calls on global Arrays
         self._name = fun_name(fun)
         self._source = fun_source(fun)
 
@@ -231,6 +232,8 @@ class JitWrapped:
             signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
         except _RefArguments:
             return ref.jit_call_with_refs(self, args, kwargs, self._like)
+        except _GlobalArguments:
+            return self._over_processes(args, kwargs)
         entry = self._cache.entries.get(signature)
         if entry is None:
             entry = self._compile(signature, dyn_leaves, call_fun, names())
@@ -278,6 +281,8 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         if ref.has_refs(leaves):
             raise _RefArguments
+        if any(type(getattr(x, "_buf", None)) is ProcessShards for x in leaves):
+            raise _GlobalArguments
         if any(is_float0(x) for x in leaves):
             dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))
             leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
@@ -302,6 +307,18 @@ class JitWrapped:
             found += [f"{k}" for k in sorted(dyn_kwargs)][:max(0, len(leaves) - len(found))]
             return found
         return signature, leaves, call_fun, names
+
+    def _over_processes(self, args, kwargs):
+        """Arguments laid out over several processes' devices (global Arrays): the
+        program is partitioned as their shardings say and runs on every process's devices
+        (sharded jit with in/out_shardings left to the arguments and propagation)."""
+        if kwargs:
+            raise NotImplementedError(
+                f"jit({self._name}): keyword arguments with Arrays spread over several "
+                "processes; pass them positionally")
+        if self._sharded is None:
+            self._sharded = ShardedJit(self._fun, None, None, self._static_argnums)
+        return self._sharded(*args)
 
     def _like(self, fun) -> JitWrapped:
         """``fun`` jit-ed with this function's options."""
@@ -547,6 +564,10 @@ def _names_a_sharding(tree) -> bool:
     ``out_shardings=(None, None, None)``) is plain jit, compiled and cached as such."""
     is_spec = lambda x: isinstance(x, PartitionSpec)  # noqa: E731
     return any(leaf is not None for leaf in tree_util.tree_leaves(tree, is_leaf=is_spec))
+
+
+class _GlobalArguments(Exception):
+    """Raised by JitWrapped._signature for Arrays spread over several processes."""
 
 
 class _RefArguments(Exception):

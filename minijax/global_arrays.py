@@ -77,7 +77,9 @@ def shards_to_array(shape, sharding, piece_for, dtype=None, weak_type: bool = Fa
             return sharded(value, sharding, weak_type)
         return _put_on_device(value, next(iter(sharding.device_set)))
     shards = {d: np.array(p, dtype=dtype, order="C") for d, p in pieces.items()}
-    out = Array(ProcessShards(shape, dtype, shards, sharding.is_fully_replicated), weak_type)
+    # Committed (as in JAX), which also keeps it off jit's fast path for host arrays.
+    out = Array(ProcessShards(shape, dtype, shards, sharding.is_fully_replicated), weak_type,
+                committed=True)
     out._sharding = sharding
     return out
 

@@ -88,3 +88,23 @@ def test_processes_split_the_cores_and_step_the_same_bits():
     checks the pool size), and the data-parallel step is bit-identical everywhere."""
     out = run_mpi("core_share.py", 2, MINIJAX_NUM_THREADS="")
     _check(out, ["CORES OK 0", "CORES OK 1"])
+
+
+@pytest.mark.parametrize("devices", ["1", "2"])
+def test_global_arrays_over_a_mesh_of_both_processes(devices):
+    """make_mesh / Mesh over every process's devices; make_array_from_callback,
+    _single_device_arrays, _process_local_data give Arrays holding only this process's
+    shards (is_fully_addressable False, addressable_shards right); device_put to a global
+    sharding and resharding; host_local_array_to_global_array and back; process_allgather
+    (tiled) of global Arrays; all against NumPy."""
+    out = run_mpi("global_arrays.py", 2, MINIJAX_NUM_CPU_DEVICES=devices)
+    _check(out, ["GLOBAL ARRAYS OK 0", "GLOBAL ARRAYS OK 1"])
+
+
+@pytest.mark.parametrize("devices", ["1", "2"])
+def test_sharded_jit_and_shard_map_across_processes(devices):
+    """Sharded jit (elementwise, reductions, dots in several shardings, 2-D mesh), plain jit
+    on global Arrays, and a data-parallel training step under sharded jit and shard_map
+    (pmean of gradients across the processes) equal NumPy and the single-process run."""
+    out = run_mpi("sharded_programs.py", 2, MINIJAX_NUM_CPU_DEVICES=devices)
+    _check(out, ["SHARDED OK 0", "SHARDED OK 1"])

@@ -11,7 +11,8 @@ import numpy as np
 
 import minijax
 from minijax.experimental import multihost_utils as mhu
-from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from minijax.sharding import Mesh, NamedSharding
+from minijax.sharding import PartitionSpec as P
 
 
 def expect_error(kind, text, fn, *args, **kwargs):
@@ -69,7 +70,7 @@ def main():
     assert not x.is_fully_addressable and x.devices() == set(minijax.devices())
     check_shards(x, sharding, full)
     expect_error(RuntimeError, "spans non-addressable", np.asarray, x)
-    assert repr(x) == "Array(shape=(%d, 3), dtype=float32)" % (total * 2), repr(x)
+    assert repr(x) == f"Array(shape=({total * 2}, 3), dtype=float32)", repr(x)
     expect_error(ValueError, "only supports tiled=True", mhu.process_allgather, x)
 
     # Replicated over every process: readable everywhere.
@@ -145,8 +146,8 @@ def main():
     # A global Array laid out otherwise is resharded first.
     back = mhu.global_array_to_host_local_array(g2["b"], mesh, P("x"))
     np.testing.assert_array_equal(np.asarray(back), host_batch)
-    expect_error(ValueError, "not a valid input to the pspecs", mhu.host_local_array_to_global_array,
-                 host_batch, mesh, None)
+    expect_error(ValueError, "not a valid input to the pspecs",
+                 mhu.host_local_array_to_global_array, host_batch, mesh, None)
     # process_allgather of host-local leaves still stacks / tiles them.
     np.testing.assert_array_equal(mhu.process_allgather(host_batch), np.stack(batches))
 

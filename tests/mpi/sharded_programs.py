@@ -15,7 +15,8 @@ import minijax
 import minijax.numpy as jnp
 from minijax import lax
 from minijax.experimental import multihost_utils as mhu
-from minijax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from minijax.sharding import Mesh, NamedSharding
+from minijax.sharding import PartitionSpec as P
 
 TOL = {"rtol": 2e-5, "atol": 2e-5}
 
@@ -117,6 +118,14 @@ def main():
     check_tree(got_grads, want_grads)
     np.testing.assert_allclose(np.asarray(got_loss), np.asarray(single_loss), **TOL)
     check_tree(got_grads, {k: np.asarray(v) for k, v in single_grads.items()})
+
+    # Plain jit on global Arrays runs partitioned as their shardings say.
+    plain = minijax.jit(lambda a, b: a * 2 + b)(gx, gx)
+    assert plain.sharding == rows, plain.sharding
+    np.testing.assert_allclose(whole(plain), X * 3, **TOL)
+    plain_loss, plain_grads = minijax.jit(minijax.value_and_grad(loss))(params, gx, gy)
+    np.testing.assert_allclose(whole(plain_loss), want_loss, **TOL)
+    check_tree({k: whole(v) for k, v in plain_grads.items()}, want_grads)
 
     # A few SGD steps: the replicated params stay equal on every process and track the
     # single-process run.
