@@ -212,7 +212,7 @@ def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     out = []
     for data, s, shape in zip(leaves, shardings, shapes, strict=True):
         s = _as_sharding(s)
-        if transport.process_count() == 1:
+        if transport.process_count() == 1 and s.is_fully_addressable:
             if shape is not None and tuple(shape) != np.shape(data):
                 raise ValueError(
                     "When calling `make_array_from_process_local_data` on a single process, "
