@@ -75,7 +75,7 @@ def test_mesh_local_mesh_is_this_process_subgrid():
     assert list(mesh.local_mesh.devices.flat) == minijax.local_devices()[:2]
     broken = Mesh(devices_of([0, 1, 1, 0]).reshape(2, 2), ("x", "y"))
     with pytest.raises(ValueError, match="don't form a subcube"):
-        broken.local_mesh
+        _ = broken.local_mesh
     single = minijax.make_mesh((2,), ("x",))
     assert single.local_mesh is single and not single.is_multi_process
 
