@@ -94,6 +94,8 @@ class Array:
     def _value(self) -> np.ndarray:
         """The host NumPy contents (a copy from device memory on non-host backends)."""
         buf = self._buf
+        if type(buf) is ProcessShards:
+            return buf.value()
         return buf if type(buf) is np.ndarray else buf.to_host()
 
     # ----- host interop
@@ -225,6 +227,10 @@ class _DeletedBuffer:
         self._raise()
 
 
+class NotAddressableError(RuntimeError):
+    """The value of an Array spread over several processes was read in one of them."""
+
+
 class ProcessShards:
     """The buffer of an Array laid out over the devices of several processes (a
     minijax.distributed run): this process's shards only, `shards[device]` a host array
@@ -239,10 +245,16 @@ class ProcessShards:
         self.shards = shards
         self.replicated = replicated  # every device holds the whole value (readable here)
 
-    def to_host(self):
+    def value(self) -> np.ndarray:
+        """The global value when every device holds it (else raises, as to_host)."""
         if self.replicated and self.shards:
             return next(iter(self.shards.values()))
-        raise RuntimeError(
+        return self.to_host()
+
+    def to_host(self):
+        """Raises: computations reading the buffer run partitioned instead (an eager op
+        meeting this error reruns over every process, see dispatch.over_processes)."""
+        raise NotAddressableError(
             "Fetching value for `jax.Array` that spans non-addressable (non process local) "
             "devices is not possible. You can use "
             "`jax.experimental.multihost_utils.process_allgather` to print the global array "

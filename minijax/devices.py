@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import distributed, global_arrays, tree_util
+from minijax import dispatch, distributed, global_arrays, tree_util
+from minijax.api_sharded_jit import ShardedJit
 from minijax.array import Array, sharded
 from minijax.backends import get_backend, transport
 from minijax.dispatch import device_put as _device_put_leaf
@@ -94,3 +95,27 @@ def block_until_ready(x):
             leaf.block_until_ready()
     return x
 
+
+# ---------------------------------------------------------------------- eager operations
+
+_eager_programs: dict = {}
+
+
+def _apply_over_processes(primitive, args, params):
+    """An eager primitive on global Arrays: the one-op program partitioned as the
+    arguments' shardings say (as JAX runs eager ops on global Arrays), cached per
+    primitive and parameters."""
+    try:
+        key = (primitive, tuple(params.items()))
+        hash(key)
+    except TypeError:
+        key = None
+    program = _eager_programs.get(key) if key is not None else None
+    if program is None:
+        program = ShardedJit(lambda *a: primitive.bind(*a, **params), None, None, None)
+        if key is not None:
+            _eager_programs[key] = program
+    return program(*args)
+
+
+dispatch.over_processes = _apply_over_processes

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import dtypes, eager_compiled, placement
-from minijax.array import Array
+from minijax.array import Array, NotAddressableError
 from minijax.backends.base import Device
 from minijax.core import ShapedArray
 
@@ -27,6 +27,9 @@ compiled_from_size: dict = {}
 #: Called as post_check(primitive, out) after each eager primitive when set (the
 #: jax_debug_nans / jax_debug_infs checks of minijax/float_checks.py).
 post_check = None
+#: Called as over_processes(primitive, args, params) for an eager primitive on Arrays
+#: spread over several processes (set by minijax/global_arrays.py: a partitioned program).
+over_processes = None
 
 
 def _to_numpy(x):
@@ -97,11 +100,16 @@ def apply_primitive(primitive, *args, **params):
             if type(x) is Array and x._device is not None:
                 return _apply_placed(primitive, impl, args, params)
         out_aval = _out_aval(primitive, tuple(map(_aval_of, args)), params)
-        if primitive in compiled_from_size and _runs_compiled(primitive, out_aval,
-                                                              _DEFAULT[1]):
-            return _apply_compiled(primitive, args, params, out_aval, _DEFAULT[0])
-        with np.errstate(all="ignore"):
-            out = impl(*map(_to_numpy, args), **params)
+        try:
+            if primitive in compiled_from_size and _runs_compiled(primitive, out_aval,
+                                                                  _DEFAULT[1]):
+                return _apply_compiled(primitive, args, params, out_aval, _DEFAULT[0])
+            with np.errstate(all="ignore"):
+                out = impl(*map(_to_numpy, args), **params)
+        except NotAddressableError:  # an argument's shards live in several processes
+            if over_processes is None:
+                raise
+            return over_processes(primitive, args, params)
         if primitive.multiple_results:
             out = [wrap_output(o, a) for o, a in zip(out, out_aval, strict=True)]
         else:

@@ -127,6 +127,14 @@ def main():
     np.testing.assert_allclose(whole(plain_loss), want_loss, **TOL)
     check_tree({k: whole(v) for k, v in plain_grads.items()}, want_grads)
 
+    # Eager operations on global Arrays run partitioned too (JAX's eager ops).
+    eager = gx * 2 + 1
+    assert eager.sharding == rows and not eager.is_fully_addressable
+    np.testing.assert_allclose(whole(eager), X * 2 + 1, **TOL)
+    np.testing.assert_allclose(whole(jnp.mean(gx, axis=0)), X.mean(0), **TOL)
+    np.testing.assert_allclose(float(whole(gx.sum())), X.astype(np.float64).sum(), **TOL)
+    np.testing.assert_allclose(whole(jnp.maximum(gx, 0.0)), np.maximum(X, 0))
+
     # A few SGD steps: the replicated params stay equal on every process and track the
     # single-process run.
     def sgd(p, x, y):
