@@ -34,8 +34,10 @@ pytestmark = [
 ]
 
 
-def run_mpi(script: str, procs: int, timeout: int = 120, **env) -> subprocess.CompletedProcess:
-    """`mpiexec -n procs python tests/mpi/script` with this checkout on the path."""
+def run_mpi(script: str, procs: int, timeout: int = 120, args=(),
+            **env) -> subprocess.CompletedProcess:
+    """`mpiexec -n procs python tests/mpi/script *args` with this checkout on the path
+    (`script` may also be a path relative to tests/mpi)."""
     full = dict(os.environ)
     for name in ("MINIJAX_FLAGS", "MINIJAX_DEBUG"):
         full.pop(name, None)
@@ -43,7 +45,8 @@ def run_mpi(script: str, procs: int, timeout: int = 120, **env) -> subprocess.Co
     # deadline that turns a broken collective into a failure rather than a long wait.
     full.update({"PYTHONPATH": str(ROOT), "MINIJAX_NUM_THREADS": "1",
                  "MINIJAX_COLLECTIVE_TIMEOUT": "30", **env})
-    return subprocess.run([MPIEXEC, "-n", str(procs), sys.executable, str(SCRIPTS / script)],
+    return subprocess.run([MPIEXEC, "-n", str(procs), sys.executable, str(SCRIPTS / script),
+                           *args],
                           env=full, capture_output=True, text=True, cwd=str(ROOT),
                           timeout=timeout)
 
@@ -108,3 +111,14 @@ def test_sharded_jit_and_shard_map_across_processes(devices):
     (pmean of gradients across the processes) equal NumPy and the single-process run."""
     out = run_mpi("sharded_programs.py", 2, MINIJAX_NUM_CPU_DEVICES=devices)
     _check(out, ["SHARDED OK 0", "SHARDED OK 1"])
+
+
+def test_data_parallel_mpi_example_pmap_and_sharded_jit_follow_one_device():
+    """examples/data_parallel_mpi.py: pmap and sharded jit (global batches from
+    make_array_from_process_local_data) across 2 processes give one device's loss curve."""
+    out = run_mpi("../../examples/data_parallel_mpi.py", 2, timeout=300,
+                  args=("--steps", "5", "--batch", "64"), MINIJAX_NUM_CPU_DEVICES="1")
+    _check(out, ["sharded jit, 2 devices", "pmap over 2 devices"])
+    gaps = [float(line.rsplit("=", 1)[1]) for line in out.stdout.splitlines()
+            if "max |loss - 1-device loss|" in line]
+    assert len(gaps) == 2 and max(gaps) < 1e-5, out.stdout
