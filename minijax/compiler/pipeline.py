@@ -5,7 +5,7 @@ pipeline for `options.opt_level`:
 
   0: call inlining, DCE, dot canonicalization, layout and buffer assignment (no fusion)
   1: + a fixed-point group of algebraic simplifier, transpose folding, constant folding,
-     CSE and DCE, and a cleanup group after dot canonicalization
+     CSE and DCE, then loop dot hoisting, and a cleanup group after dot canonicalization
   2: + fusion, then row fusion (unless options.fuse is False)
 
 and leaves `module.buffer_assignment`, `module.fusion_log` (empty without fusion) and
@@ -41,7 +41,8 @@ _PASS_CLASSES = {
     "CallInliner": "call_inliner", "ConstantFolding": "constant_folding",
     "CommonSubexpressionElimination": "cse", "DeadCodeElimination": "dce",
     "DotCanonicalization": "dot_canonicalization", "Fusion": "fusion",
-    "LayoutAssignment": "layout_assignment", "RowFusion": "row_fusion",
+    "LayoutAssignment": "layout_assignment", "LoopDotHoisting": "loop_dot_hoisting",
+    "RowFusion": "row_fusion",
     "TransposeFolding": "transpose_folding",
 }
 
@@ -181,6 +182,7 @@ def default_passes(options: CompileOptions) -> list:
     from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
     from minijax.compiler.passes.fusion import Fusion
     from minijax.compiler.passes.layout_assignment import LayoutAssignment
+    from minijax.compiler.passes.loop_dot_hoisting import LoopDotHoisting
     from minijax.compiler.passes.row_fusion import RowFusion
     from minijax.compiler.passes.transpose_folding import TransposeFolding
     passes: list = [CallInliner(), DeadCodeElimination()]
@@ -188,6 +190,7 @@ def default_passes(options: CompileOptions) -> list:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
                                   ConstantFolding(), CommonSubexpressionElimination(),
                                   DeadCodeElimination()], name="simplify"))
+        passes += [LoopDotHoisting(), DeadCodeElimination()]
     passes.append(DotCanonicalization())
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), CommonSubexpressionElimination(),

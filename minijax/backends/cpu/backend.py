@@ -373,7 +373,8 @@ class _Compiler(ProgramPlanner):
         """JIT the LLVM module; bind each kernel's function. Returns the IR text."""
         symbols = list(dict.fromkeys([k.symbol for k in self.kernels] + [
             k.fast_symbol for k in self.kernels if k.fast_symbol] + [
-            loop.symbol for loop in self.loops] + (
+            loop.symbol for loop in self.loops] + [
+            loop.worker_symbol for loop in self.loops if loop.worker_symbol] + (
             [self.entry.fast_symbol] if self.entry is not None else [])))
         if self.replay is not None:
             if (len(self.kernels) != len(self.replay["kernels"])
@@ -402,7 +403,8 @@ class _Compiler(ProgramPlanner):
                 k.fast, k._keepalive = fastcall.make_builtin(
                     addrs[k.fast_symbol], k.fast_symbol.replace(SYMBOL_PLACEHOLDER, ""))
         for loop in self.loops:
-            loop.bind(addrs[loop.symbol])
+            loop.bind(addrs[loop.symbol],
+                      addrs[loop.worker_symbol] if loop.worker_symbol else None)
         if self.entry is not None:
             self.entry.bind_jitted(addrs)
 

@@ -20,6 +20,7 @@ its A or B buffer by the trip count's parity (or the input after zero trips).
 from __future__ import annotations
 
 import ctypes
+import platform
 import threading
 
 import numpy as np
@@ -28,6 +29,7 @@ from minijax.backends.cpu import blas as cpu_blas
 from minijax.backends.cpu.kernel import _DATA_OFFSET, _row_major
 from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
+from minijax.backends.cpu.thread_pool import get_pool
 from minijax.backends.planner import MOVES
 from minijax.compiler.cache import clear_caches
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
@@ -42,11 +44,19 @@ from minijax.compiler.codegen.cpu.native_loop import (
     UpdateSlice,
     emit_loop,
 )
+from minijax.compiler.codegen.cpu.team import TEAM_SIZE, TEAM_SLOTS, TEAM_YIELD, spin_hint_for
 from minijax.compiler.codegen.elemental import unsupported_reason
 from minijax.compiler.codegen.kernel_plan import wrap_instruction
 from minijax.config import config
 
 ALIGN = 64
+#: Kernels with at least this much work (elements times work per element, outer range of
+#: two or more) and gemms with at least this many multiply-adds and twice this many rows
+#: (or a batch) are split over the pool threads lent to the loop (codegen/cpu/team.py):
+#: a team's hand-off costs well under a microsecond, a piece of this size a few.
+TEAM_MIN_WORK = 1 << 14
+TEAM_MIN_GEMM_MNK = 1 << 17
+TEAM_MIN_GEMM_ROWS = 8
 #: Counters of how while loops were planned (tests and diagnostics).
 STATS = {"native": 0, "fallback": 0}
 
@@ -77,6 +87,9 @@ class _Planner:
         self._written: dict = {}
         self.inplace: dict = {}
         self.allow_loops = True
+        # Loops split large kernels and gemms over a team; without one (a native entry),
+        # work that size stays on the Python driver, which splits it over the pool.
+        self.team = True
 
     # ------------------------------------------------------------------ buffers
     def _temp(self, nbytes: int) -> Ref:
@@ -151,6 +164,7 @@ class _Planner:
             plan.body.append(CopyCall(i, ref[0], self.elems[i].nbytes))
         plan.num_consts = len(self.consts)
         plan.uses_gemm = _uses_gemm(plan)
+        plan.uses_team = _uses_team(plan)
         return plan
 
     def _inplace_updates(self, body, param, roots, invariant) -> dict:
@@ -274,12 +288,14 @@ class _Planner:
         first = 0
         for kernel in self.compiler.kernels_for(instr, comp, f"fusion {instr.name}"):
             self.kernels.append(kernel)
-            if kernel.threads != 1:
-                raise _Unsupported(f"{instr.name}: kernel large enough for the thread pool")
             n_out = len(kernel.out_specs)
             scratch = self._temp(FULL_CHUNKS * SLOT_BYTES * n_out) if kernel.full else None
+            if kernel.threads != 1 and not self.team:
+                raise _Unsupported(f"{instr.name}: kernel large enough for the thread pool")
+            spec = kernel.spec
+            parallel = self.team and spec.outer >= 2 and spec.outer * spec.work >= TEAM_MIN_WORK
             ops.append(KernelCall(getattr(kernel, "raw", "") + ".body", ins,
-                                  outs[first:first + n_out], kernel.spec.outer, scratch))
+                                  outs[first:first + n_out], spec.outer, scratch, parallel))
             first += n_out
         return outs
 
@@ -320,16 +336,24 @@ class _Planner:
         batch, m, n, k = form[:4]
         if batch * m * n == 0 or k == 0:
             raise _Unsupported(f"{instr.name}: empty dot")
-        if batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK:
+        if batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK and not self.team:
             raise _Unsupported(f"{instr.name}: gemm large enough for the thread pool")
         out = self._outputs(instr, direct)
+        parallel = self.team and (batch > 1 or m >= 2 * TEAM_MIN_GEMM_ROWS) and (
+            batch * m * n * k >= TEAM_MIN_GEMM_MNK)
         ops.append(GemmCall("f32" if dtype == np.float32 else "f64", form, operands[0][0],
-                            operands[1][0], out[0]))
+                            operands[1][0], out[0], parallel))
         return out
 
 
 def _uses_gemm(plan: LoopPlan) -> bool:
     return any(isinstance(op, GemmCall) or (isinstance(op, NestedLoop) and _uses_gemm(op.plan))
+               for op in plan.cond + plan.body)
+
+
+def _uses_team(plan: LoopPlan) -> bool:
+    return any(getattr(op, "parallel", False) or (isinstance(op, NestedLoop)
+                                                  and _uses_team(op.plan))
                for op in plan.cond + plan.body)
 
 
@@ -352,6 +376,17 @@ def state_shapes(instr) -> tuple[list, bool]:
 
 
 _LoopFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_SPIN_HINT = spin_hint_for(platform.machine())
+
+
+def _sched_yield_address() -> int:
+    try:
+        return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value or 0
+    except (AttributeError, OSError):
+        return 0
+
+
+_SCHED_YIELD = _sched_yield_address()
 
 
 class NativeWhile:
@@ -362,6 +397,7 @@ class NativeWhile:
         self.plan, self.consts, self.symbol = plan, consts, symbol
         self.src, self.s = src, s
         self.fn = None
+        self.worker = None
         layout = Layout(plan.n)
         self.layout = layout
         self.size = layout.size(plan.num_consts)
@@ -370,8 +406,15 @@ class NativeWhile:
         self._tls = threading.local()
         self._base: list | None = None
 
-    def bind(self, address: int) -> None:
+    @property
+    def worker_symbol(self) -> str | None:
+        """The symbol of the function lent threads run, for a loop that uses a team."""
+        return self.symbol + ".worker" if self.plan.uses_team else None
+
+    def bind(self, address: int, worker_address: int | None = None) -> None:
         self.fn = _LoopFn(address)
+        if worker_address is not None:
+            self.worker = _LoopFn(worker_address)
         lay, plan = self.layout, self.plan
         base = [0] * self.size
         if plan.uses_gemm:
@@ -387,6 +430,21 @@ class NativeWhile:
         # Elements updated in place live in their one buffer whatever the trip count.
         self._inplace = [(plan.inplace[i], self.elems[i].dims, self.elems[i].dtype,
                           self.elems[i].nbytes, i) for i in plan.inplace]
+
+    def _run_on_team(self, table) -> None:
+        """Call the loop with the threads of this thread's pool lent to it (team.py)."""
+        pool = get_pool()
+        raw = np.zeros(TEAM_SLOTS + ALIGN // 8, np.int64)
+        skip = (-raw.ctypes.data % ALIGN) // 8           # the word on its own cache line
+        team = raw[skip:skip + TEAM_SLOTS]
+        team[TEAM_SIZE] = pool.num_threads
+        team[TEAM_YIELD] = _SCHED_YIELD
+        address = team.ctypes.data
+        table[self.layout.team] = address
+        if pool.num_threads > 1:
+            # The job keeps `raw` alive until every lent thread has returned.
+            pool.lend(self.worker, address, pool.num_threads - 1, keepalive=raw)
+        self.fn(table)
 
     def _temps(self):
         temps = getattr(self._tls, "temps", None)
@@ -410,7 +468,10 @@ class NativeWhile:
             for i, a in enumerate(state):
                 table[i] = a.ctypes.data
             table[lay.carry], table[lay.temps] = carry.ctypes.data, temps.ctypes.data
-        self.fn(table)
+        if self.worker is not None:
+            self._run_on_team(table)
+        else:
+            self.fn(table)
         trips = table[lay.trips] or 0
         out = list(state)
         if trips:
@@ -436,7 +497,8 @@ def native_while_step(compiler, prog, instr, src: int, s: int) -> NativeWhile | 
     bits = cpu_blas.find_blas().int_bits if plan.uses_gemm else 64
     elems, tuple_state = state_shapes(instr)
     if compiler.replay is None:
-        emit_loop(compiler.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems])
+        emit_loop(compiler.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems],
+                  _SPIN_HINT)
     step = NativeWhile(plan, info, elems, tuple_state, src, s, symbol)
     prog.kernel_count += len(kernels)
     calls = plan.cond + plan.body
@@ -446,6 +508,8 @@ def native_while_step(compiler, prog, instr, src: int, s: int) -> NativeWhile | 
         f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
         + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
            else "")
+        + (f", {split} split over the thread team" if (split := sum(
+            getattr(c, "parallel", False) for c in calls)) else "")
         + (f", {nested} nested loops" if (nested := sum(
             isinstance(c, NestedLoop) for c in calls)) else "") + ")")
     return step

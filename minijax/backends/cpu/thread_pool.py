@@ -73,6 +73,32 @@ class ThreadPool:
         job.wait()
 
 
+    def lend(self, fn, arg, count: int, keepalive=None) -> None:
+        """Have up to `count` pool threads call fn(arg) once each, without waiting for them
+        (a native loop's team, codegen/cpu/team.py: fn returns when the loop has ended,
+        at once if it ended before the thread got to it). `keepalive` is held until then."""
+        count = min(count, self.num_threads - 1)
+        if count <= 0:
+            return
+        if len(self._workers) < self.num_threads - 1:
+            self._start()
+        lent = _Lent(fn, arg, keepalive)
+        for _ in range(count):
+            self._tasks.put(lent)
+
+
+class _Lent:
+    """A call lent to pool threads (ThreadPool.lend)."""
+
+    __slots__ = ("fn", "arg", "keepalive")
+
+    def __init__(self, fn, arg, keepalive):
+        self.fn, self.arg, self.keepalive = fn, arg, keepalive
+
+    def help(self) -> None:
+        self.fn(self.arg)
+
+
 class _Job:
     """One parallel_for: pieces handed out by an atomic counter; the last finisher signals."""
 

@@ -22,8 +22,13 @@ After the loop, `table[TRIPS]` holds the number of iterations run: none leaves a
 element in its input, an odd count in A, an even one in B.
 
 Table layout (`Layout`): n input arrays, the carry block, the temps block, the trip count
-(written), sgemm, dgemm, BLAS set/get-num-threads, then the constants. Arrays are passed as
-NumPy array objects (their data pointer read at `data_offset`) when the caller does so.
+(written), sgemm, dgemm, BLAS set/get-num-threads, the team block, then the constants.
+Arrays are passed as NumPy array objects (their data pointer read at `data_offset`) when
+the caller does so.
+
+Teams. Kernel calls and gemms marked `parallel` are split into pieces over a team of
+threads (team.py): the caller runs the loop and publishes each such op; the pool threads
+lent to the call run `NAME.worker(team)` and take pieces until the loop ends.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS
+from minijax.compiler.codegen.cpu.team import TeamEmitter, piece_range
 from minijax.compiler.codegen.llvm_types import (
     F32,
     F64,
@@ -64,6 +70,7 @@ class KernelCall:
     outs: list
     outer: int
     scratch: Ref | None = None   # full reductions: partials buffer (then two calls)
+    parallel: bool = False       # split over the loop's team (see "Teams" above)
 
 
 @dataclass
@@ -73,6 +80,7 @@ class GemmCall:
     a: Ref
     b: Ref
     c: Ref
+    parallel: bool = False       # rows (or batches) split over the loop's team
 
 
 @dataclass
@@ -111,6 +119,7 @@ class LoopPlan:
     pred: Ref | None = None
     body: list = field(default_factory=list)
     uses_gemm: bool = False
+    uses_team: bool = False                  # some op (here or nested) is split
 
 
 @dataclass
@@ -131,16 +140,20 @@ class Layout:
     def __init__(self, n: int):
         self.carry, self.temps, self.trips = n, n + 1, n + 2
         self.sgemm, self.dgemm, self.set_threads, self.get_threads = range(n + 3, n + 7)
-        self.consts = n + 7
+        self.team = n + 7
+        self.consts = n + 8
 
     def size(self, num_consts: int) -> int:
         return self.consts + num_consts
 
 
 class _LoopEmitter:
+    team = None            # the i64* team block while emitting a loop that uses a team
+
     def __init__(self, module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
-                 data_offset: int | None, sizes: list):
+                 data_offset: int | None, sizes: list, spin_hint: str = ""):
         self.module, self.plan, self.sizes = module, plan, sizes
+        self.name, self.spin_hint = name, spin_hint
         self.layout = Layout(plan.n)
         self.ity = I64 if blas_int_bits == 64 else I32
         self.data_offset = data_offset
@@ -177,10 +190,16 @@ class _LoopEmitter:
         carry = self._array(lay.carry)
         self.temps = self._array(lay.temps)
         self.consts = [self._entry(lay.consts + k) for k in range(plan.num_consts)]
+        if plan.uses_team:
+            self.team_fns = TeamEmitter(self.module, self.name, self.spin_hint)
+            self.team = b.bitcast(self._entry(lay.team), I64.as_pointer())
+            self.team_args = b.alloca(_I8P, ir.Constant(I64, _max_args(plan)), name="args")
         restore = self._single_blas_thread() if plan.uses_gemm else None
         _, trips = self._loop(plan, inputs, carry, self.sizes)
         if restore is not None:
             restore()
+        if plan.uses_team:
+            self.team_fns.emit_stop(b, self.team)
         b.store(b.inttoptr(trips, _I8P), b.gep(self.table, [ir.Constant(I64, lay.trips)],
                                                inbounds=True))
         b.ret_void()
@@ -282,6 +301,15 @@ class _LoopEmitter:
         fn = self.module.get_global(op.body)
         refs = op.ins + op.outs + ([op.scratch] if op.scratch is not None else [])
         args = [b.bitcast(self._ptr(r), t) for r, t in zip(refs, fn.function_type.args)]
+        if op.parallel and self.team is not None and op.outer > 0:
+            total = FULL_CHUNKS if op.scratch is not None else op.outer
+            self._publish(args, lambda ib, vals, start, end: ib.call(
+                fn, [ib.bitcast(v, t) for v, t in zip(vals, fn.function_type.args)]
+                + [start, end]), total)
+            if op.scratch is not None:
+                b.call(fn, args + [ir.Constant(I64, FULL_CHUNKS),
+                                   ir.Constant(I64, FULL_CHUNKS + 1)])
+            return
         if op.scratch is not None:
             b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, FULL_CHUNKS)])
             b.call(fn, args + [ir.Constant(I64, FULL_CHUNKS), ir.Constant(I64, FULL_CHUNKS + 1)])
@@ -307,17 +335,54 @@ class _LoopEmitter:
 
         lda, ldb = (m if ta else k), (k if tb else n)
 
-        def call(pa, pb, pc):
-            b.call(gemm, [ir.Constant(I32, _ROW_MAJOR), t(ta), t(tb), i(m), i(n), i(k),
-                          ir.Constant(fty, 1.0), b.bitcast(pa, fp), i(lda), b.bitcast(pb, fp),
-                          i(ldb), ir.Constant(fty, 0.0), b.bitcast(pc, fp), i(n)])
+        def call(cb, fn, pa, pb, pc, rows=None):
+            rows = i(m) if rows is None else cb.trunc(rows, ity) if ity is I32 else rows
+            cb.call(fn, [ir.Constant(I32, _ROW_MAJOR), t(ta), t(tb), rows, i(n), i(k),
+                         ir.Constant(fty, 1.0), cb.bitcast(pa, fp), i(lda),
+                         cb.bitcast(pb, fp), i(ldb), ir.Constant(fty, 0.0),
+                         cb.bitcast(pc, fp), i(n)])
 
-        if batch == 1:
-            call(a, bb, c)
+        def batches(cb, fn, pa, pb, pc, first, last):
+            with emit_counted_loop(cb, first, last, "batch") as e:
+                call(cb, fn, *(cb.gep(p, [cb.mul(e, ir.Constant(I64, step))])
+                               for p, step in ((pa, m * k * size), (pb, k * n * size),
+                                               (pc, m * n * size))))
+
+        if op.parallel and self.team is not None:
+            def piece(ib, vals, start, end):
+                pa, pb, pc, fn = vals
+                fn = ib.bitcast(fn, gemm_ty.as_pointer())
+                if batch > 1:
+                    batches(ib, fn, pa, pb, pc, start, end)
+                    return
+                with ib.if_then(ib.icmp_unsigned("<", start, end)):
+                    # Rows [start, end) of C: op(A)'s rows, a column offset of A stored
+                    # transposed.
+                    a_step = size if ta else k * size
+                    call(ib, fn, ib.gep(pa, [ib.mul(start, ir.Constant(I64, a_step))]), pb,
+                         ib.gep(pc, [ib.mul(start, ir.Constant(I64, n * size))]),
+                         ib.sub(end, start))
+            self._publish([a, bb, c, b.bitcast(gemm, _I8P)], piece, batch if batch > 1 else m)
             return
-        with emit_counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), "batch") as e:
-            call(*(b.gep(p, [b.mul(e, ir.Constant(I64, step))])
-                   for p, step in ((a, m * k * size), (bb, k * n * size), (c, m * n * size))))
+        if batch == 1:
+            call(b, gemm, a, bb, c)
+            return
+        batches(b, gemm, a, bb, c, ir.Constant(I64, 0), ir.Constant(I64, batch))
+
+    def _publish(self, values: list, emit_piece, total: int) -> None:
+        """Run an op split over the team: `emit_piece(builder, values, start, end)` emits
+        one piece's work on rows [start, end) of range(total), inside a new item function
+        that reads `values` (i8* each) back from the team's argument array."""
+        b = self.b
+        for k, v in enumerate(values):
+            b.store(b.bitcast(v, _I8P), b.gep(self.team_args, [ir.Constant(I64, k)]))
+        fn, ib = self.team_fns.item_function()
+        args, piece, pieces = fn.args
+        vals = [ib.load(ib.gep(args, [ir.Constant(I64, k)])) for k in range(len(values))]
+        start, end = piece_range(ib, ir.Constant(I64, total), piece, pieces)
+        emit_piece(ib, vals, start, end)
+        ib.ret_void()
+        b.call(self.team_fns.dispatch, [self.team, fn, self.team_args])
 
 
     def _update_slice(self, op: UpdateSlice) -> None:
@@ -367,11 +432,24 @@ class _LoopEmitter:
         self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(ir.IntType(1), 0)])
 
 
+def _max_args(plan: LoopPlan) -> int:
+    """The most values any split op of `plan` (nested loops included) publishes."""
+    most = 4                                  # a gemm: A, B, C and the gemm function
+    for op in plan.cond + plan.body:
+        if isinstance(op, KernelCall):
+            most = max(most, len(op.ins) + len(op.outs) + 1)
+        elif isinstance(op, NestedLoop):
+            most = max(most, _max_args(op.plan))
+    return most
+
+
 def emit_loop(module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
-              data_offset: int | None, sizes: list) -> None:
+              data_offset: int | None, sizes: list, spin_hint: str = "") -> None:
     """Emit `void name(i8 **table)` running `plan` into `module` (which defines the
-    kernels' `.body` functions the plan calls); `sizes` are the state elements' bytes."""
-    _LoopEmitter(module, name, plan, blas_int_bits, data_offset, sizes).emit()
+    kernels' `.body` functions the plan calls); `sizes` are the state elements' bytes.
+    A plan that uses a team also gets `name.worker(i8 *team)` for the lent threads, which
+    pause with the `spin_hint` instruction while they wait (team.py)."""
+    _LoopEmitter(module, name, plan, blas_int_bits, data_offset, sizes, spin_hint).emit()
 
 
 
