@@ -9,7 +9,7 @@ nothing to configure (MPI's launcher connects the processes), except
 `initialization_timeout`, the deadline of the start-up exchange.
 
 After it, `minijax.devices()` lists every process's devices (ids are global, JAX's CPU
-numbering `process_index << 17 | local index`; each device has its `process_index`),
+numbering `process_index << 11 | local index`; each device has its `process_index`),
 `minijax.local_devices()` this process's, and `process_index()` / `process_count()` say
 where this process stands. The processes' collectives go through the transport installed
 here (minijax.backends.transport; minijax.experimental.multihost_utils uses it).

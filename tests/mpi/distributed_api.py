@@ -36,8 +36,8 @@ def main():
     devices = minijax.devices()
     n = minijax.local_device_count()
     assert n == int(os.environ["MINIJAX_NUM_CPU_DEVICES"])
-    # JAX's CPU ids: process_index << 17 | local index; devices in process order.
-    assert [d.id for d in devices] == [p << 17 | i for p in range(procs) for i in range(n)]
+    # JAX's CPU ids: process_index << 11 | local index; devices in process order.
+    assert [d.id for d in devices] == [p << 11 | i for p in range(procs) for i in range(n)]
     assert [d.process_index for d in devices] == [p for p in range(procs) for _ in range(n)]
     assert minijax.device_count() == procs * n
     local = minijax.local_devices()

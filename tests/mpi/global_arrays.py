@@ -143,6 +143,12 @@ def main():
     # 2-D: rows over processes and devices of the grid, columns whole.
     g2 = mhu.host_local_array_to_global_array({"b": host_batch}, grid, {"b": P(("p", "d"))})
     check_shards(g2["b"], NamedSharding(grid, P(("p", "d"))), np.concatenate(batches))
+    # Columns over processes (JAX 0.10.2, 2 processes x 2 devices, host + 100 * process:
+    # gathers [[0, 1, 2, 100, 101, 102], ...], each process's shards its own columns).
+    g3 = mhu.host_local_array_to_global_array(host_batch, grid, P(None, "p"))
+    check_shards(g3, NamedSharding(grid, P(None, "p")), np.concatenate(batches, axis=1))
+    back = mhu.global_array_to_host_local_array(g3, grid, P(None, "p"))
+    np.testing.assert_array_equal(np.asarray(back), host_batch)
     # A global Array laid out otherwise is resharded first.
     back = mhu.global_array_to_host_local_array(g2["b"], mesh, P("x"))
     np.testing.assert_array_equal(np.asarray(back), host_batch)
