@@ -281,7 +281,8 @@ class JitWrapped:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         if ref.has_refs(leaves):
             raise _RefArguments
-        if any(type(getattr(x, "_buf", None)) is ProcessShards for x in leaves):
+        if ProcessShards.made and any(type(getattr(x, "_buf", None)) is ProcessShards
+                                      for x in leaves):
             raise _GlobalArguments
         if any(is_float0(x) for x in leaves):
             dyn_args, dyn_kwargs = mark_float0((dyn_args, dyn_kwargs))

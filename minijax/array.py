@@ -238,8 +238,11 @@ class ProcessShards:
     raises JAX's RuntimeError (see minijax/global_arrays.py)."""
 
     __slots__ = ("shape", "dtype", "shards", "replicated")
+    #: Whether any was made in this process (jit's slow path looks for them only then).
+    made = False
 
     def __init__(self, shape: tuple, dtype, shards: dict, replicated: bool = False):
+        ProcessShards.made = True
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.shards = shards
