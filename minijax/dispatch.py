@@ -148,6 +148,15 @@ def target_device(args, what: str):
 
 
 def _apply_placed(primitive, impl, args, params):
+    try:
+        return _apply_on_device(primitive, impl, args, params)
+    except NotAddressableError:  # an argument's shards live in several processes
+        if over_processes is None:
+            raise
+        return over_processes(primitive, args, params)
+
+
+def _apply_on_device(primitive, impl, args, params):
     device, committed = target_device(args, primitive.name)
     avals = tuple(map(_aval_of, args))
     out_aval = _out_aval(primitive, avals, params)

@@ -174,6 +174,14 @@ def main():
     np.testing.assert_allclose(whole(per_process),
                                X.reshape(procs, -1, 3).astype(np.float64).sum(1), **TOL)
 
+    # shard_map under jit and under (eager) grad, on global Arrays.
+    sq = minijax.shard_map(lambda b: lax.psum(jnp.sum(b * b, 0), "x"), mesh=mesh,
+                           in_specs=P("x"), out_specs=P())
+    np.testing.assert_allclose(whole(minijax.jit(sq)(gx)), (X.astype(np.float64) ** 2).sum(0),
+                               **TOL)
+    dx = minijax.grad(lambda v: jnp.sum(sq(v)))(gx)
+    np.testing.assert_allclose(whole(dx), 2 * X, **TOL)
+
     # A shard_map output split over the processes, read back per process.
     scaled = minijax.shard_map(lambda x: x * (lax.axis_index("x") + 1.0), mesh=mesh,
                                in_specs=P("x"), out_specs=P("x"))(gx)
