@@ -93,24 +93,24 @@ def test_processes_split_the_cores_and_step_the_same_bits():
     _check(out, ["CORES OK 0", "CORES OK 1"])
 
 
-@pytest.mark.parametrize("devices", ["1", "2"])
-def test_global_arrays_over_a_mesh_of_both_processes(devices):
+@pytest.mark.parametrize("procs,devices", [(2, "1"), (2, "2"), (3, "1")])
+def test_global_arrays_over_a_mesh_of_every_process(procs, devices):
     """make_mesh / Mesh over every process's devices; make_array_from_callback,
     _single_device_arrays, _process_local_data give Arrays holding only this process's
     shards (is_fully_addressable False, addressable_shards right); device_put to a global
     sharding and resharding; host_local_array_to_global_array and back; process_allgather
     (tiled) of global Arrays; all against NumPy."""
-    out = run_mpi("global_arrays.py", 2, MINIJAX_NUM_CPU_DEVICES=devices)
-    _check(out, ["GLOBAL ARRAYS OK 0", "GLOBAL ARRAYS OK 1"])
+    out = run_mpi("global_arrays.py", procs, MINIJAX_NUM_CPU_DEVICES=devices)
+    _check(out, [f"GLOBAL ARRAYS OK {p}" for p in range(procs)])
 
 
-@pytest.mark.parametrize("devices", ["1", "2"])
-def test_sharded_jit_and_shard_map_across_processes(devices):
+@pytest.mark.parametrize("procs,devices", [(2, "1"), (2, "2"), (3, "1")])
+def test_sharded_jit_and_shard_map_across_processes(procs, devices):
     """Sharded jit (elementwise, reductions, dots in several shardings, 2-D mesh), plain jit
     on global Arrays, and a data-parallel training step under sharded jit and shard_map
     (pmean of gradients across the processes) equal NumPy and the single-process run."""
-    out = run_mpi("sharded_programs.py", 2, MINIJAX_NUM_CPU_DEVICES=devices)
-    _check(out, ["SHARDED OK 0", "SHARDED OK 1"])
+    out = run_mpi("sharded_programs.py", procs, MINIJAX_NUM_CPU_DEVICES=devices)
+    _check(out, [f"SHARDED OK {p}" for p in range(procs)])
 
 
 def test_data_parallel_mpi_example_pmap_and_sharded_jit_follow_one_device():

@@ -82,7 +82,7 @@ def main():
     mhu.assert_equal(rep, "a replicated global array is one value")
 
     # Two mesh axes: rows over processes, columns over each process's devices.
-    wide = np.arange(total * 2 * n * 2, dtype=np.int32).reshape(total * 2, n * 2)
+    wide = np.arange(total * 2 * total * 2, dtype=np.int32).reshape(total * 2, total * 2)
     s2 = NamedSharding(grid, P("p", "d"))
     y = minijax.make_array_from_callback(wide.shape, s2, lambda idx: wide[idx])
     check_shards(y, s2, wide)

@@ -78,7 +78,7 @@ def main():
     # A global output fed to the next program as it is laid out, and laid out otherwise.
     again = minijax.jit(lambda x: x - 1, in_shardings=rows, out_shardings=rows)(ew)
     np.testing.assert_allclose(whole(again), np.sin(X) * 2, **TOL)
-    by_cols = NamedSharding(grid, P(None, "p")) if X.shape[1] % procs == 0 else rep
+    by_cols = NamedSharding(mesh, P(None, "x")) if X.shape[1] % total == 0 else rep
     moved = minijax.jit(lambda x: x * 3, in_shardings=by_cols, out_shardings=rows)(ew)
     np.testing.assert_allclose(whole(moved), (np.sin(X) * 2 + 1) * 3, **TOL)
 
