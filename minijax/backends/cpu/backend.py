@@ -81,7 +81,8 @@ from minijax.config import config, debug_level
 
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
 REUSE_MIN_BYTES = 1 << 16
-_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | WINDOWED | {"reduce"}) - {"reshape", "bitcast"}
+_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | WINDOWED | {"gather", "reduce"}) - {
+    "reshape", "bitcast"}
 _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
     (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
