@@ -65,12 +65,16 @@ from minijax.backends.cpu.thread_pool import device_share, set_device_share
 from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
-from minijax.compiler.codegen.cpu.loops import KernelSpec, emit_kernel, output_shapes
+from minijax.compiler.codegen.cpu.loops import (
+    KernelSpec,
+    emit_kernel,
+    kernel_unsupported_reason,
+    output_shapes,
+)
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
     WINDOWED,
-    unsupported_reason,
 )
 from minijax.compiler.codegen.kernel_plan import split_roots
 from minijax.compiler.codegen.llvm_types import I64
@@ -81,7 +85,8 @@ from minijax.config import config, debug_level
 
 #: Entry temporaries at least this large live in per-thread buffers reused across calls.
 REUSE_MIN_BYTES = 1 << 16
-_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | WINDOWED | {"reduce"}) - {"reshape", "bitcast"}
+_KERNEL_OPCODES = (ELEMENTWISE | INDEXING | WINDOWED | {"gather", "reduce", "scatter"}) - {
+    "reshape", "bitcast"}
 _REUSE_SAFE_USERS = frozenset({"fusion", "dot"}) | (
     (ELEMENTWISE | INDEXING | {"reduce"}) - {"reshape", "bitcast"})
 _NO_OP = {"parameter", "constant", "tuple", "get-tuple-element", "after-all",
@@ -254,7 +259,7 @@ class _Compiler(ProgramPlanner):
         return step
 
     def why_not_kernel(self, comp: Computation) -> str:
-        return unsupported_reason(comp) or "not supported"
+        return kernel_unsupported_reason(comp) or "not supported"
 
     def view_step(self, prog, instr, ops, s) -> bool:
         """Row-major reshapes and bitcasts are NumPy views."""
@@ -283,7 +288,7 @@ class _Compiler(ProgramPlanner):
 
     def fused_kernel(self, prog, comp, operands, instr, label) -> bool:
         """Add kernel steps for fused computation `comp`; False if it cannot be generated."""
-        if unsupported_reason(comp) is not None:
+        if kernel_unsupported_reason(comp) is not None:
             return False
         kernels = [(k, None) for k in self.kernels_for(instr, comp, label)]
         in_slots = [prog.slot[id(op)] for op in operands]

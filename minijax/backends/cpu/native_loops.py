@@ -32,7 +32,7 @@ from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
 from minijax.backends.cpu.thread_pool import get_pool
 from minijax.backends.planner import MOVES
 from minijax.compiler.cache import clear_caches
-from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES
+from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES, kernel_unsupported_reason
 from minijax.compiler.codegen.cpu.native_loop import (
     CopyCall,
     GemmCall,
@@ -45,7 +45,6 @@ from minijax.compiler.codegen.cpu.native_loop import (
     emit_loop,
 )
 from minijax.compiler.codegen.cpu.team import TEAM_SIZE, TEAM_SLOTS, TEAM_YIELD, spin_hint_for
-from minijax.compiler.codegen.elemental import unsupported_reason
 from minijax.compiler.codegen.kernel_plan import wrap_instruction
 from minijax.config import config
 
@@ -275,7 +274,7 @@ class _Planner:
         raise _Unsupported(f"{instr.name}: {op} has no native implementation")
 
     def _fused(self, instr, comp, operands, values, ops, direct) -> list:
-        reason = unsupported_reason(comp)
+        reason = kernel_unsupported_reason(comp)
         if reason is not None:
             raise _Unsupported(f"{instr.name}: {reason}")
         ins = []

@@ -19,7 +19,7 @@ import contextlib
 import llvmlite.ir as ir
 import numpy as np
 
-from minijax.compiler.codegen import math_approx, target, windows
+from minijax.compiler.codegen import gather, math_approx, target, windows
 from minijax.compiler.codegen.float16 import (
     bf16_bits,
     bf16_from_bits,
@@ -55,8 +55,8 @@ ELEMENTWISE_BINARY = set(opcodes.select(family="elementwise", arity=2)) - _NOT_E
 ELEMENTWISE = ELEMENTWISE_UNARY | ELEMENTWISE_BINARY | {"select", "clamp"}
 INDEXING = set(opcodes.select(family="data-movement"))
 WINDOWED = {"reduce-window", "select-and-scatter"}
-SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | WINDOWED | {"parameter", "constant", "reduce",
-                                                         "tuple"}
+SUPPORTED_OPCODES = ELEMENTWISE | INDEXING | WINDOWED | {"gather", "parameter", "constant",
+                                                         "reduce", "tuple"}
 
 
 def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | None:
@@ -75,6 +75,10 @@ def unsupported_reason(comp: Computation, allow_reduce: bool = True) -> str | No
                     return f"{instr.opcode} {name} computation: {inner}"
         if instr.opcode in WINDOWED:
             inner = windows.unsupported_window_reason(instr)
+            if inner:
+                return inner
+        if instr.opcode == "gather":
+            inner = gather.unsupported_gather_reason(instr)
             if inner:
                 return inner
         for leaf in instr.shape.flat():
@@ -522,6 +526,9 @@ class ElementalEmitter:
 
     def _select_and_scatter(self, instr, index):
         return windows.select_and_scatter(self, instr, index)
+
+    def _gather(self, instr, index):
+        return gather.gather(self, instr, index)
 
     # ---------------------------------------------------------------- reduce (not a root)
     def _inline_reduce(self, instr, index):

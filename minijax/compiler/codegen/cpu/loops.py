@@ -37,12 +37,14 @@ from minijax.compiler.codegen.cpu.blocks import (
     reducer_kind,
 )
 from minijax.compiler.codegen.cpu.row_loops import emit_row_fused
+from minijax.compiler.codegen.cpu.scatter_loop import emit_scatter, unsupported_scatter_reason
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     ElementalEmitter,
     Index,
     convert,
     scalar_index,
+    unsupported_reason,
 )
 from minijax.compiler.codegen.float16 import float_convert, round_to_bf16
 from minijax.compiler.codegen.kernel_plan import (
@@ -211,6 +213,10 @@ class KernelEmitter:
     # ------------------------------------------------------------------ kernels
     def emit(self) -> KernelSpec:
         self.extras = []
+        if self.comp.root.opcode == "scatter":
+            spec = emit_scatter(self, self.comp)
+            self.b.ret_void()
+            return spec
         plan = plan_for(self.comp)
         if plan is not None:
             spec = emit_row_fused(self, plan)
@@ -488,6 +494,15 @@ class KernelEmitter:
         return self._spec("full_reduce", FULL_CHUNKS, size // FULL_CHUNKS)
 
 
+def kernel_unsupported_reason(comp: Computation) -> str | None:
+    """Why `comp` cannot be a generated CPU kernel (None if it can): the elemental
+    emitter's rules, and a standalone scatter's (scatter_loop.py)."""
+    if comp.root.opcode == "scatter":
+        return unsupported_scatter_reason(comp) or unsupported_reason(
+            comp.root.called["to_apply"], allow_reduce=False)
+    return unsupported_reason(comp)
+
+
 def emit_kernel(module: ir.Module, name: str, comp: Computation,
                 noalias: bool = True, full_reduce: bool = False) -> KernelSpec:
     """Emit `name` computing `comp` (a fused computation) into `module`.
@@ -501,6 +516,6 @@ def emit_kernel(module: ir.Module, name: str, comp: Computation,
 
 
 __all__ = ["BLOCK", "FULL_CHUNKS", "FULL_REDUCE_MIN", "SLOT_BYTES", "reducer_kind",
-           "KernelSpec", "emit_counted_loop", "emit_kernel", "mixed_reduce_roots",
-           "reduce_roots",
+           "KernelSpec", "emit_counted_loop", "emit_kernel", "kernel_unsupported_reason",
+           "mixed_reduce_roots", "reduce_roots",
            "output_shapes", "convert", "is_signed"]
