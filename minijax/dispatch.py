@@ -28,7 +28,7 @@ compiled_from_size: dict = {}
 #: jax_debug_nans / jax_debug_infs checks of minijax/float_checks.py).
 post_check = None
 #: Called as over_processes(primitive, args, params) for an eager primitive on Arrays
-#: spread over several processes (set by minijax/global_arrays.py: a partitioned program).
+#: spread over several processes (set by minijax/devices.py: a partitioned program).
 over_processes = None
 
 
