@@ -20,13 +20,12 @@ import functools
 import numpy as np
 
 from minijax import core, tree_util
-from minijax.api_spmd import SpmdProgram
+from minijax.api_spmd import SpmdProgram, device_axis_vmap
 from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names, normalize_argnums
 from minijax.array import Array, sharded
 from minijax.backends import get_backend
 from minijax.backends import transport as processes
 from minijax.core import get_aval
-from minijax.lax.vmap import vmap
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec
 from minijax.traceback_util import api_boundary
 
@@ -82,8 +81,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
         if any(isinstance(x, core.Tracer) for x in leaves):
             # Under grad / vmap / jit: pmap means vmap with the named axis.
-            return vmap(call, axes_spec, out_axes, axis_name=axis_name,
-                        axis_size=axis_size)(*dyn)
+            return device_axis_vmap(call, axes_spec, out_axes, axis_name, axis_size)(*dyn)
         try:
             axes = broadcast_prefix(axes_spec, tuple(dyn))
         except ValueError:

@@ -27,14 +27,13 @@ import math
 import numpy as np
 
 from minijax import core, tree_util
-from minijax.api_spmd import SpmdProgram
+from minijax.api_spmd import SpmdProgram, device_axis_vmap
 from minijax.api_util import flatten_fun, prefix_leaves
 from minijax.array import sharded
 from minijax.core import get_aval
 from minijax.lax import collectives as coll
 from minijax.lax.collectives_all_to_all import all_to_all_p
 from minijax.lax.structural import reshape, transpose
-from minijax.lax.vmap import vmap
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec, _mesh_stack
 from minijax.traceback_util import api_boundary
 
@@ -251,4 +250,4 @@ def _vmap_level(fn, name, size, in_axes, out_specs):
     out_axes = tree_util.tree_unflatten(
         spec_tree, [0 if s is not None and name in s.all_names() else None
                     for s in spec_leaves])
-    return vmap(fn, in_axes=tuple(in_axes), out_axes=out_axes, axis_name=name, axis_size=size)
+    return device_axis_vmap(fn, tuple(in_axes), out_axes, name, size)
