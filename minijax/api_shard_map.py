@@ -65,7 +65,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
         avals = [get_aval(x) for x in leaves]
         for spec, aval in zip(specs, avals, strict=True):
             _check_spec(m, spec, aval.shape, "in_specs")
-        if any(isinstance(x, core.Tracer) for x in leaves):
+        if type(core.current_trace()) is not core.EvalTrace:
+            # Under jit / grad / vmap, also when only a closed-over value is traced.
             return _emulate(f, m, specs, out_specs, leaves, in_tree)
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(specs),
                m)

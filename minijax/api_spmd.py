@@ -73,7 +73,7 @@ def device_axis_vmap(fun, in_axes, out_axes, axis_name, axis_size=None):
     transformation (jit, grad, vmap): the same values on one device. Its axis is a device
     axis, so collectives over it accept `axis_index_groups`, as they do in JAX's pmap."""
     @functools.wraps(fun)
-    def on_device_axis(*args):
+    def on_device_axis(*args, **kwargs):
         core.current_trace().spmd = True        # the BatchTrace this vmap just made
-        return fun(*args)
+        return fun(*args, **kwargs)
     return vmap(on_device_axis, in_axes, out_axes, axis_name=axis_name, axis_size=axis_size)
