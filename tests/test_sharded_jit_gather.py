@@ -117,3 +117,39 @@ def test_sharded_jit_with_only_a_closed_over_tracer_is_traced_inline():
     f = minijax.grad(lambda z: minijax.jit(lambda a: jnp.sum(a * z * z),
                                            in_shardings=_sh(P("d")))(X))
     np.testing.assert_allclose(np.asarray(f(z0)), 2 * z0 * X.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_embedding_lookup_runs_on_blocks():
+    """A table split by columns and indices split by rows: the gather runs on each
+    device's blocks (no collective at all), the output split as both; the gradient
+    scatter-adds into each device's block of the table (the table is never gathered)."""
+    table = RNG.standard_normal((10, 8)).astype(np.float32)
+    ids = RNG.integers(0, 10, (4, 6)).astype(np.int32)
+    sh = (_sh(P(None, "m")), _sh(P("d")))
+    f = minijax.jit(lambda e, i: e[i], in_shardings=sh)
+    out = f(table, ids)
+    np.testing.assert_array_equal(np.asarray(out), table[ids])
+    assert out.sharding.spec == P("d", None, "m")
+    text = f.lower(table, ids).compile().as_text()
+    assert not any(op in text for op in ("all-gather(", "all-reduce(", "all-to-all("))
+    assert "f32[2,6,4]{2,1,0} gather(" in text          # one block of rows and columns
+
+    g = minijax.jit(minijax.grad(lambda e, i: jnp.sum(e[i] ** 2)), in_shardings=sh)
+    grad = g(table, ids)
+    want = np.zeros_like(table)
+    np.add.at(want, ids, 2 * table[ids])
+    np.testing.assert_allclose(np.asarray(grad), want, rtol=1e-6)
+    assert grad.sharding.spec == P(None, "m")
+    text = g.lower(table, ids).compile().as_text()
+    assert "f32[10,4]{1,0} scatter(" in text            # the device's columns only
+    assert not any("all-gather(" in ln and "f32[10," in ln for ln in text.splitlines())
+
+
+def test_concatenate_keeps_the_other_dimensions_split():
+    a, c = X[:, :6], X[:, 6:]
+    f = minijax.jit(lambda a, c: jnp.concatenate([a, c * 2], axis=1),
+                    in_shardings=(_sh(P("d")), _sh(P("d"))))
+    out = f(a, c)
+    np.testing.assert_array_equal(np.asarray(out), np.concatenate([a, c * 2], axis=1))
+    assert out.sharding.spec == P("d")
+    assert "all-gather(" not in f.lower(a, c).compile().as_text()
