@@ -219,3 +219,19 @@ def test_shard_map_with_only_a_closed_over_tracer():
         return jnp.sum(f(X))
     g = minijax.grad(run)(z0)
     np.testing.assert_allclose(np.asarray(g), 2 * z0 * X.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_shard_map_and_pmap_nested_in_shard_map():
+    m1 = Mesh(np.array(minijax.devices()[:2]), ("a",))
+    m2 = Mesh(np.array(minijax.devices()[2:4]), ("b",))
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    inner = minijax.shard_map(lambda v: lax.psum(v, "b"), mesh=m2, in_specs=P("b"),
+                              out_specs=P())
+    f = minijax.shard_map(lambda v: inner(v) + jnp.sum(lax.psum(v, "a")), mesh=m1,
+                          in_specs=P("a"), out_specs=P("a"))
+    blocks = x.reshape(2, 2, 2)
+    np.testing.assert_allclose(np.asarray(f(x)), blocks.sum(1) + x.sum(), rtol=1e-6)
+    g = minijax.shard_map(lambda v: minijax.pmap(lambda w: lax.psum(w, "p"), "p")(v),
+                          mesh=m1, in_specs=P("a"), out_specs=P("a"))
+    want = np.repeat(blocks.sum(1), 2, axis=0)
+    np.testing.assert_allclose(np.asarray(g(x)), want, rtol=1e-6)
