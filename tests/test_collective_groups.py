@@ -262,3 +262,27 @@ def test_errors_as_jax():
         with pytest.raises(NotImplementedError, match="axis_index_groups not supported in "
                                                       "vmap"):
             minijax.vmap(f, axis_name="i")(X)
+
+
+@pytest.mark.parametrize("name, reduce", [("psum", np.sum), ("pmean", np.mean),
+                                          ("pmax", np.max), ("pmin", np.min)])
+def test_grouped_reductions_inside_jit_and_grad_of_pmap(name, reduce):
+    g = [[3, 0], [1, 2]]
+    op = getattr(lax, name)
+    f = _pmap(lambda v: op(v, "i", axis_index_groups=g))
+    want = np.empty_like(X)
+    for grp in g:
+        want[grp] = reduce(X[grp], axis=0)
+    np.testing.assert_array_equal(np.asarray(minijax.jit(f)(X)), want)
+    np.testing.assert_array_equal(np.asarray(f(X)), want)
+    w = np.linspace(-1, 2, 24, dtype=np.float32).reshape(4, 6)
+    top = _pmap(minijax.grad(lambda v, w: jnp.sum(op(v, "i", axis_index_groups=g) * w)))(X, w)
+    outer = minijax.grad(lambda x: jnp.sum(f(x) * w))(X)
+    # The gradient of the summed per-device losses is what pmap(grad) gives (the
+    # transposes keep the groups): for psum the group's total weight, for pmean its mean.
+    np.testing.assert_allclose(np.asarray(outer), np.asarray(top), rtol=1e-6)
+    if name in ("psum", "pmean"):
+        want_grad = np.empty_like(X)
+        for grp in g:
+            want_grad[grp] = reduce(w[grp], axis=0)
+        np.testing.assert_allclose(np.asarray(outer), want_grad, rtol=1e-6)
