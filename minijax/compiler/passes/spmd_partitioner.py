@@ -21,7 +21,9 @@ instruction gets a dims spec (per dimension, the mesh axes splitting it):
 - concatenate keeps its operands' splits of the other dimensions;
 - gather keeps the operand's splits of dimensions it slices whole (and never indexes) and
   the indices' splits of their batch dimensions; scatter keeps the operand's (and the
-  updates' window) splits of dimensions it updates whole;
+  updates' window) splits of dimensions it updates whole; both keep a split of an operand
+  dimension indexed by an iota over an indices dimension split alike (take_along_axis's
+  row index), with a local iota;
 - every other instruction runs replicated: its operands are gathered whole first.
 Resharding moves a split from one dimension to another that is whole with one
 `all-to-all` (each device sends the others only the blocks they will own), gathers
@@ -377,6 +379,9 @@ class SpmdPartitioner(Pass):
                        for d, a in enumerate(os_))
         used = {a for axes in want_o for a in axes}
         want_i = tuple(() if d == ivd or set(a) & used else a for d, a in enumerate(is_))
+        iotas = self._batched_by_iota(operand, indices, ivd, at["start_index_map"],
+                                      collapsed, want_o, want_i, os_, is_, sizes)
+        want_o, want_i = self._with_batches(iotas, want_o, want_i)
         if not any(want_o) and not any(want_i):
             return None
         out = [()] * instr.shape.rank
@@ -389,7 +394,8 @@ class SpmdPartitioner(Pass):
             out[od] = want_i[idd]
         out = tuple(out)
         local_sizes = tuple(n // self._parts(a) for n, a in zip(sizes, want_o, strict=True))
-        return self._clone(b, instr, [get(operand, want_o), get(indices, want_i)],
+        idx = self._local_indices(b, indices, ivd, want_i, iotas, get)
+        return self._clone(b, instr, [get(operand, want_o), idx],
                            self._local(instr.shape, out), slice_sizes=local_sizes), out
 
     def _scatter(self, b, instr, get, spec):
@@ -411,16 +417,96 @@ class SpmdPartitioner(Pass):
             if d in to_op or updates.shape.dims[u] != operand.shape.dims[d]:
                 continue
             want_o[d] = os_[d] or us[u]
-        want_o = tuple(want_o)
+        ivd, is_ = at["index_vector_dim"], spec[id(indices)]
+        # The updates' scatter dims follow the indices' batch dims, in order.
+        scatter_u = dict(zip([d for d in range(indices.shape.rank) if d != ivd],
+                             [d for d in range(updates.shape.rank) if d not in uwd]))
+        from_u = tuple(us[scatter_u[d]] if d in scatter_u else () for d in range(len(is_)))
+        iotas = self._batched_by_iota(
+            operand, indices, ivd, at["scatter_dims_to_operand_dims"], inserted,
+            tuple(want_o), ((),) * len(is_), os_, tuple(a or c for a, c in zip(is_, from_u)),
+            [1 if d in inserted else n for d, n in enumerate(operand.shape.dims)])
+        want_o, want_i = self._with_batches(iotas, tuple(want_o), ((),) * len(is_))
         if not any(want_o):
             return None
         want_u = [()] * updates.shape.rank
         for k, d in enumerate(window):
             want_u[uwd[k]] = want_o[d]
-        rank_i = indices.shape.rank
-        new_ops = [get(operand, want_o), get(indices, ((),) * rank_i),
+        for d, u in scatter_u.items():
+            want_u[u] = want_i[d]
+        new_ops = [get(operand, want_o), self._local_indices(b, indices, ivd, want_i, iotas,
+                                                             get),
                    get(updates, tuple(want_u))]
         return self._clone(b, instr, new_ops, self._local(instr.shape, want_o)), want_o
+
+    # Indices that pair an iota with other indices (take_along_axis: row i takes
+    # x[i, idx[i]]) index a split operand dim only where the iota runs along an indices dim
+    # split alike: each device then gathers from (or scatters into) its own rows, with a
+    # local iota.
+    def _batched_by_iota(self, operand, indices, ivd, index_map, collapsed, want_o, want_i,
+                         os_, is_, sizes) -> dict:
+        """{operand dim: (indices dim, axes, piece)} for the index components (pieces of
+        the indices) that are an iota along an indices dim whose split (or the operand
+        dim's) they can share."""
+        pieces = self._index_pieces(indices, ivd)
+        if pieces is None:
+            return {}
+        found = {}
+        for j, (_, k) in enumerate(pieces):
+            o = index_map[j]
+            if (k is None or o not in collapsed or sizes[o] != 1
+                    or operand.shape.dims[o] != indices.shape.dims[k]):
+                continue
+            axes = is_[k] or os_[o]
+            others = [a for d, a in enumerate(want_i) if d != k] + list(want_o) + [
+                a for _, a, _ in found.values()]
+            if axes and not set(axes) & {a for x in others for a in x} and (
+                    not want_i[k] or want_i[k] == axes):
+                found[o] = (k, axes, j)
+        return found
+
+    @staticmethod
+    def _with_batches(iotas, want_o, want_i):
+        want_o, want_i = list(want_o), list(want_i)
+        for o, (k, axes, _) in iotas.items():
+            want_o[o], want_i[k] = axes, axes
+        return tuple(want_o), tuple(want_i)
+
+    @staticmethod
+    def _index_pieces(indices, ivd):
+        """For indices concatenated along the index vector dim from one-wide pieces: per
+        piece, (piece, k) with k the indices dim an iota piece runs along (else None)."""
+        if (indices.opcode != "concatenate" or ivd >= indices.shape.rank
+                or tuple(indices.attrs["dimensions"]) != (ivd,)):
+            return None
+        out = []
+        for p in indices.operands:
+            if p.shape.dims[ivd] != 1:
+                return None
+            src = p.operands[0] if p.opcode == "reshape" else p
+            k = None
+            if src.opcode == "iota":
+                d = src.attrs["iota_dimension"]
+                if src is p:
+                    k = d if d != ivd else None
+                elif list(src.shape.dims) == [n for i, n in enumerate(p.shape.dims)
+                                              if i != ivd]:
+                    k = d if d < ivd else d + 1
+            out.append((p, k))
+        return out
+
+    def _local_indices(self, b, indices, ivd, want_i, iotas, get):
+        if not iotas:
+            return get(indices, want_i)
+        batched = {j for _, _, j in iotas.values()}
+        pieces = []
+        for j, (p, k) in enumerate(self._index_pieces(indices, ivd)):
+            if j in batched:
+                local = self._local(p.shape, want_i)
+                pieces.append(b.iota(local, k))
+            else:
+                pieces.append(get(p, want_i))
+        return b.concatenate(pieces, ivd)
 
     def _add_computation(self, b, element_type):
         comp = self._adds.get(element_type)
