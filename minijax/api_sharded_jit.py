@@ -148,8 +148,10 @@ class ShardedJit:
         call, dyn, statics = self._prepare(args)
         leaves, in_tree = tree_util.tree_flatten(dyn)
         mesh, in_sh = self._shardings(dyn, leaves)
-        if mesh is None or any(isinstance(x, core.Tracer) for x in leaves):
-            return call(*dyn)    # no mesh named, or traced inline by a transformation
+        if mesh is None or type(core.current_trace()) is not core.EvalTrace:
+            # No mesh named, or traced inline by a transformation (also when only a value
+            # the function closes over is traced).
+            return call(*dyn)
         program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
         devices = mesh.flat_devices()
         hosts = [np.asarray(x) for x in leaves]
