@@ -7,9 +7,10 @@ and return NotImplemented for operand types minijax does not know.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-import minijax.numpy as numpy_namespace
 from minijax import dtypes, lax
 from minijax.array import Array
 from minijax.core import Tracer, get_aval
@@ -28,8 +29,9 @@ from minijax.numpy.creation import _user_dtype
 
 
 def _array_namespace(self, api_version=None):
-    """The array API namespace of minijax arrays: minijax.numpy."""
-    return numpy_namespace
+    """The array API namespace of minijax arrays: minijax.numpy (the package this module is
+    part of, so it is loaded; looked up, not imported, as imports flow into the package)."""
+    return sys.modules[__package__]
 
 
 def _accepted(other) -> bool:
