@@ -175,8 +175,6 @@ FUNCTION_LEVEL_IMPORTS = {
     ("compiler/driver.py", "minijax.compiler.dumps"): "only when MINIJAX_FLAGS asks for dumps",
     ("compiler/pipeline.py", "minijax.compiler.passes"):
         "importing CompileOptions (a cache hit) loads no pass",
-    ("compiler/hlo/ir.py", "minijax.compiler.hlo.printer"):
-        "Module.__str__ delegates to printer.py, which is built on ir.py",
     ("aot.py", "minijax.compiler.codegen.cpu"): "llvmlite, only when something is exported",
     ("backends/cpu/blas.py", "minijax.backends.cpu"):
         "llvmlite, only when a gemm driver is built (finding BLAS needs none)",
