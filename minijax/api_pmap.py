@@ -8,9 +8,11 @@ removed), lowered to one HLO module whose collectives are XLA's all-reduce, all-
 ... over all participants, compiled once, and run on the first n devices (or `devices=`)
 at once (api_spmd.py). Outputs are Arrays sharded over those devices along `out_axes`.
 
-Under another transformation (grad, vmap, jit of a function calling pmap) pmap computes
-what JAX computes by running as `vmap(fun, axis_name=...)` on one device: pmap's meaning is
-vmap's, with collectives over the mapped axis.
+Under another transformation (grad, vmap, jit of a function calling pmap, or a pmap whose
+function closes over a traced value) pmap computes what JAX computes by running as
+`vmap(fun, axis_name=...)` on one device (api_spmd.device_axis_vmap): pmap's meaning is
+vmap's, with collectives over the mapped axis (axis_index_groups included). The mapped size
+must still fit the devices, as in JAX.
 """
 
 from __future__ import annotations
@@ -20,13 +22,12 @@ import functools
 import numpy as np
 
 from minijax import core, tree_util
-from minijax.api_spmd import SpmdProgram
+from minijax.api_spmd import SpmdProgram, device_axis_vmap
 from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names, normalize_argnums
 from minijax.array import Array, sharded
 from minijax.backends import get_backend
 from minijax.backends import transport as processes
 from minijax.core import get_aval
-from minijax.lax.vmap import vmap
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec
 from minijax.traceback_util import api_boundary
 
@@ -54,9 +55,6 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     @functools.wraps(fun)
     @api_boundary
     def mapped(*args, **kwargs):
-        if kwargs:
-            raise TypeError("pmap: keyword arguments are not supported by minijax's pmap; "
-                            "pass them positionally")
         nargs = len(args)
         static_idx = normalize_argnums(static, nargs, "pmap static_broadcasted_argnums") \
             if static else ()
@@ -64,7 +62,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
             donate_argnums, nargs, "pmap donate_argnums")
         dyn_idx = [i for i in range(nargs) if i not in static_idx]
         statics = tuple(args[i] for i in static_idx)
-        dyn = [args[i] for i in dyn_idx]
+        dyn = tuple(args[i] for i in dyn_idx)
         axes_spec = in_axes
         if isinstance(in_axes, tuple):
             if len(in_axes) != nargs:
@@ -73,31 +71,40 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                                  f"{in_axes}")
             axes_spec = tuple(in_axes[i] for i in dyn_idx)
 
-        def call(*dyn_args):
+        def call(*dyn_args, **kw):
             full = list(args)
             for i, a in zip(dyn_idx, dyn_args, strict=True):
                 full[i] = a
-            return fun(*full)
+            return fun(*full, **kw)
 
-        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
-        if any(isinstance(x, core.Tracer) for x in leaves):
-            # Under grad / vmap / jit: pmap means vmap with the named axis.
-            return vmap(call, axes_spec, out_axes, axis_name=axis_name,
-                        axis_size=axis_size)(*dyn)
+        # Keyword arguments are mapped over their axis 0, as in JAX.
+        leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
         try:
-            axes = broadcast_prefix(axes_spec, tuple(dyn))
+            axes = broadcast_prefix(axes_spec if isinstance(axes_spec, tuple)
+                                    else (axes_spec,) * len(dyn), dyn)
         except ValueError:
             raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
                              f"corresponding value, got specification {in_axes} for value "
-                             f"tree {in_tree}.") from None
+                             f"tree {tree_util.tree_structure(dyn)}.") from None
+        axes = axes + [0] * (len(leaves) - len(axes))
+
+        def names():
+            return leaf_arg_names(call, dyn) + [
+                f"{k}{tree_util.keystr(p)}" for k, v in kwargs.items()
+                for p, _ in tree_util.tree_flatten_with_path(v)[0]]
         avals = [get_aval(x) for x in leaves]
-        n = _mapped_size(lambda: leaf_arg_names(call, tuple(dyn)), avals, axes, axis_size)
+        n = _mapped_size(names, avals, axes, axis_size)
         devs = list(devices) if devices is not None else get_backend(backend).devices()
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
                              f"only {len(devs)} XLA devices are available (num_replicas={n}); "
                              "set MINIJAX_NUM_CPU_DEVICES (or XLA_FLAGS=--xla_force_host_"
                              f"platform_device_count={n}) before minijax's first use")
+        if type(core.current_trace()) is not core.EvalTrace:
+            # Under jit / grad / vmap (also when only a closed-over value is traced): pmap
+            # means vmap with the named axis, on one device.
+            return device_axis_vmap(call, axes_spec, out_axes, axis_name, axis_size)(
+                *dyn, **kwargs)
         devs = devs[:n]
         # Several processes (distributed.initialize): each maps its n local devices, and the
         # named axis spans every process's (JAX's multi-process pmap); participant ids are
@@ -112,10 +119,9 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         if entry is None:
             dev_avals = [a if ax is None else a.update(shape=a.shape[:ax] + a.shape[ax + 1:])
                          for a, ax in zip(avals, axes, strict=True)]
-            flat_fun, store = flatten_fun(call, in_tree)
+            flat_fun, store = flatten_fun(lambda a, kw: call(*a, **kw), in_tree)
             program = SpmdProgram(flat_fun, dev_avals, (name,), (n * procs,), devs,
-                                  _fun_name(fun), leaf_arg_names(call, tuple(dyn)),
-                                  participants)
+                                  _fun_name(fun), names(), participants)
             out_tree = store["out_tree"]
             o_axes = broadcast_prefix(out_axes, tree_util.tree_unflatten(
                 out_tree, [0] * out_tree.num_leaves))

@@ -27,13 +27,12 @@ import math
 import numpy as np
 
 from minijax import core, global_arrays, tree_util
-from minijax.api_spmd import SpmdProgram
+from minijax.api_spmd import SpmdProgram, device_axis_vmap
 from minijax.api_util import flatten_fun, prefix_leaves
 from minijax.core import get_aval
 from minijax.lax import collectives as coll
 from minijax.lax.collectives_all_to_all import all_to_all_p
 from minijax.lax.structural import reshape, transpose
-from minijax.lax.vmap import vmap
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec, _mesh_stack
 from minijax.traceback_util import api_boundary
 
@@ -65,7 +64,8 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
         avals = [get_aval(x) for x in leaves]
         for spec, aval in zip(specs, avals, strict=True):
             _check_spec(m, spec, aval.shape, "in_specs")
-        if any(isinstance(x, core.Tracer) for x in leaves):
+        if type(core.current_trace()) is not core.EvalTrace:
+            # Under jit / grad / vmap, also when only a closed-over value is traced.
             return _emulate(f, m, specs, out_specs, leaves, in_tree)
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(specs),
                m)
@@ -244,4 +244,4 @@ def _vmap_level(fn, name, size, in_axes, out_specs):
     out_axes = tree_util.tree_unflatten(
         spec_tree, [0 if s is not None and name in s.all_names() else None
                     for s in spec_leaves])
-    return vmap(fn, in_axes=tuple(in_axes), out_axes=out_axes, axis_name=name, axis_size=size)
+    return device_axis_vmap(fn, tuple(in_axes), out_axes, name, size)

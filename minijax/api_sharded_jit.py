@@ -146,8 +146,10 @@ class ShardedJit:
         call, dyn, statics = self._prepare(args)
         leaves, in_tree = tree_util.tree_flatten(dyn)
         mesh, in_sh = self._shardings(dyn, leaves)
-        if mesh is None or any(isinstance(x, core.Tracer) for x in leaves):
-            return call(*dyn)    # no mesh named, or traced inline by a transformation
+        if mesh is None or type(core.current_trace()) is not core.EvalTrace:
+            # No mesh named, or traced inline by a transformation (also when only a value
+            # the function closes over is traced).
+            return call(*dyn)
         program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
         # This process's devices of the mesh (all of them but in a multi-process run).
         devices = global_arrays.local_part(mesh.flat_devices())

@@ -9,9 +9,11 @@ shard_map) per signature.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from minijax import placement
+from minijax import core, placement
 from minijax.backends import transport as processes
 from minijax.backends.spmd import run_spmd
 from minijax.backends.transport.cross_process import spmd_transport
@@ -21,6 +23,7 @@ from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.compiler.options import CompileOptions
 from minijax.interpreters import axis_env
 from minijax.interpreters.partial_eval import trace_to_jaxpr
+from minijax.lax.vmap import vmap
 
 
 class SpmdProgram:
@@ -63,3 +66,14 @@ class SpmdProgram:
     def as_text(self) -> str:
         """The HLO text as lowered, before any pass (collectives with replica groups)."""
         return self.lowered_text
+
+
+def device_axis_vmap(fun, in_axes, out_axes, axis_name, axis_size=None):
+    """`vmap(fun, ..., axis_name=axis_name)` standing for pmap / shard_map under an outer
+    transformation (jit, grad, vmap): the same values on one device. Its axis is a device
+    axis, so collectives over it accept `axis_index_groups`, as they do in JAX's pmap."""
+    @functools.wraps(fun)
+    def on_device_axis(*args, **kwargs):
+        core.current_trace().spmd = True        # the BatchTrace this vmap just made
+        return fun(*args, **kwargs)
+    return vmap(on_device_axis, in_axes, out_axes, axis_name=axis_name, axis_size=axis_size)

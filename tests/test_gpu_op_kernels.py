@@ -132,6 +132,25 @@ def test_gather_with_batching_dims():
     _run(m, [rng.normal(size=(3, 5, 4)).astype(np.float32), idx])
 
 
+
+@pytest.mark.parametrize("window, mode", [(1, "window"), (2, "element")])
+def test_scatter_with_batching_dims(window, mode):
+    """Operand batching dims start at the update's batch position, in both scatter modes
+    (the window start logic gather shares)."""
+    rng = np.random.default_rng(1)
+    wdims, inserted = ("{2}", "{1}") if window == 1 else ("{2,3}", "{}")
+    upd_shape = (3, 6, 4) if window == 1 else (3, 6, 2, 4)
+    m = _module("op = f32[3,5,4] parameter(0)\n  idx = s32[3,6,1] parameter(1)\n"
+                f"  upd = f32[{','.join(map(str, upd_shape))}] parameter(2)\n"
+                f"  ROOT s = f32[3,5,4] scatter(op, idx, upd), update_window_dims={wdims}, "
+                f"inserted_window_dims={inserted}, scatter_dims_to_operand_dims={{1}}, "
+                "input_batching_dims={0}, scatter_indices_batching_dims={0}, "
+                "index_vector_dim=2, to_apply=comb", _binary("comb", "f32", "add"))
+    idx = rng.integers(-1, 6, size=(3, 6, 1)).astype(np.int32)
+    ex = _run(m, [rng.normal(size=(3, 5, 4)).astype(np.float32), idx,
+                  rng.normal(size=upd_shape).astype(np.float32)])
+    assert f"scatter ({mode})" in ex.as_text()
+
 @settings(max_examples=10)
 @given(st.sampled_from(list(DTYPES)), st.sampled_from(["add", "maximum", "set", "multiply"]),
        st.integers(1, 9), st.integers(1, 6), st.integers(0, 30), st.integers(0, 2 ** 16))

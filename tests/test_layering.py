@@ -176,8 +176,6 @@ FUNCTION_LEVEL_IMPORTS = {
     ("compiler/driver.py", "minijax.compiler.dumps"): "only when MINIJAX_FLAGS asks for dumps",
     ("compiler/pipeline.py", "minijax.compiler.passes"):
         "importing CompileOptions (a cache hit) loads no pass",
-    ("compiler/hlo/ir.py", "minijax.compiler.hlo.printer"):
-        "Module.__str__ delegates to printer.py, which is built on ir.py",
     ("aot.py", "minijax.compiler.codegen.cpu"): "llvmlite, only when something is exported",
     ("backends/cpu/blas.py", "minijax.backends.cpu"):
         "llvmlite, only when a gemm driver is built (finding BLAS needs none)",
@@ -268,3 +266,128 @@ def test_function_level_import_check_sees_every_form(tmp_path):
     assert _function_level_imports(pathlib.Path(src), pkg) == [
         (4, "minijax.sub.other"), (5, "minijax.sub"), (6, "minijax.sub.other"),
         (7, "minijax.sub"), (12, "minijax.sub.other")]
+
+
+def _import_targets(path, root):
+    """(line, imported minijax module, at module level) for each import in `path` (a file
+    under `root`, the minijax package folder). `from pkg import name` imports the module
+    pkg.name when there is one, else pkg; imports under `if TYPE_CHECKING:` are skipped."""
+    import ast
+    import pathlib
+
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    me = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+
+    def is_module(dotted):
+        rel = pathlib.Path(*dotted.split(".")[1:])
+        return (root / rel).with_suffix(".py").exists() or (root / rel / "__init__.py").exists()
+
+    found = []
+
+    def visit(node, top):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.dump(child.test):
+                continue
+            if isinstance(child, ast.Import):
+                found.extend((child.lineno, a.name, top) for a in child.names
+                             if a.name.split(".")[0] == "minijax")
+            elif isinstance(child, ast.ImportFrom):
+                module = child.module or ""
+                if child.level:
+                    base = package
+                    for _ in range(child.level - 1):
+                        base = base.rpartition(".")[0]
+                    module = f"{base}.{module}" if module else base
+                if module.split(".")[0] == "minijax":
+                    found.extend((child.lineno, f"{module}.{a.name}" if is_module(
+                        f"{module}.{a.name}") else module, top) for a in child.names)
+            visit(child, top and not isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))
+
+    visit(ast.parse(path.read_text()), True)
+    return me, found
+
+
+def _import_cycles(root):
+    """The cycles (strongly connected groups of two or more modules) of the module-level
+    import graph of the package folder `root`."""
+    import sys
+
+    graph = {}
+    for path in sorted(root.rglob("*.py")):
+        me, found = _import_targets(path, root)
+        graph[me] = {target for _, target, top in found if top and target != me}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def connect(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                connect(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return cycles
+
+
+def test_module_level_imports_have_no_cycles():
+    """Imports flow one way across the whole package, packages' __init__ modules included
+    (a package that imports its submodules is never imported back by them)."""
+    import pathlib
+
+    import minijax
+    assert _import_cycles(pathlib.Path(minijax.__file__).parent) == []
+
+
+def test_import_cycle_check_sees_a_package_imported_back(tmp_path):
+    """The check above sees the old minijax.numpy cycle: the package imports a submodule
+    that imports the package back; `from pkg import submodule` alone is no cycle."""
+    pkg = tmp_path / "minijax" / "numpy"
+    pkg.mkdir(parents=True)
+    (tmp_path / "minijax" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from minijax.numpy.util import f\n"
+                                     "from minijax.numpy import extras\n")
+    (pkg / "util.py").write_text("def f():\n    from minijax.numpy import extras\n")
+    (pkg / "extras.py").write_text("from minijax.numpy import util\nimport minijax.numpy as jnp\n")
+    assert _import_cycles(tmp_path / "minijax") == [["minijax.numpy", "minijax.numpy.extras"]]
+    (pkg / "extras.py").write_text("from minijax.numpy import util\n")
+    assert _import_cycles(tmp_path / "minijax") == []
+
+
+def test_numpy_submodules_never_import_the_numpy_package():
+    """minijax/numpy/__init__.py imports its submodules, so none of them imports the package
+    back, not even inside a function: they import the concrete modules they need, or base.py
+    (the core of the namespace) as `jnp`."""
+    import pathlib
+
+    import minijax
+    root = pathlib.Path(minijax.__file__).parent
+    offenders = []
+    for path in sorted((root / "numpy").rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for line, target, _ in _import_targets(path, root)[1]:
+            if target == "minijax.numpy":
+                offenders.append(f"{path.relative_to(root)}:{line}")
+    assert offenders == []

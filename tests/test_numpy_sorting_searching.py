@@ -58,6 +58,24 @@ def test_sort_negative_zero_and_jit():
     _eq(perm, [3, 0, 1, 4, 2])
 
 
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_and_argsort_methods_are_the_functions(descending):
+    """x.sort() / x.argsort() are jnp.sort / jnp.argsort, eagerly and on tracers (the
+    methods were a copy that ordered -0.0 before 0.0). JAX 0.10.2's values hard-coded."""
+    x = np.array([0.0, -0.0, 1.0, -0.0, 0.0], np.float32)
+    want_perm = [2, 0, 1, 3, 4] if descending else [0, 1, 3, 4, 2]
+    want_signbit = ([False, False, True, True, False] if descending
+                    else [False, True, True, False, False])
+    for fn in (lambda f: f, minijax.jit):
+        out, perm = fn(lambda v: (v.sort(descending=descending),
+                                  v.argsort(descending=descending)))(jnp.asarray(x))
+        _eq(perm, want_perm)
+        np.testing.assert_array_equal(np.signbit(np.asarray(out)), want_signbit)
+        _eq(perm, jnp.argsort(x, descending=descending))
+        np.testing.assert_array_equal(np.signbit(np.asarray(out)),
+                                      np.signbit(np.asarray(jnp.sort(x, descending=descending))))
+
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 8), k=st.integers(1, 3), seed=st.integers(0, 100))
 def test_lexsort_partition(n, k, seed):

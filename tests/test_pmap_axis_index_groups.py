@@ -79,5 +79,3 @@ def test_errors_as_jax():
     with pytest.raises(NotImplementedError, match="not supported in vmap collectives"):
         minijax.vmap(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1], [2, 3]]),
                      axis_name="i")(X)
-    with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        _pmap(lambda v: lax.all_gather(v, "i", axis_index_groups=[[0, 1], [2, 3]]))(X)

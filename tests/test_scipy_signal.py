@@ -135,3 +135,26 @@ def test_spectral_jit_vmap_grad_and_errors():
         signal.welch(x, scaling="power")
     with pytest.raises(ValueError, match="average"):
         signal.csd(x, x, average="mode")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"nperseg": 0}, "nperseg must be a positive integer"),
+    ({"nperseg": 8, "noverlap": 8}, "noverlap must be less than nperseg"),
+    ({"nperseg": 8, "noverlap": 9}, "noverlap must be less than nperseg"),
+])
+def test_stft_and_istft_check_segment_arguments_alike(kwargs, match):
+    """stft and istft share their nperseg/noverlap checks (scipy's and JAX's messages)."""
+    x = np.random.RandomState(0).normal(size=64).astype(np.float32)
+    with pytest.raises(ValueError, match=match):
+        signal.stft(x, **kwargs)
+    z = signal.stft(x, nperseg=8)[2]
+    with pytest.raises(ValueError, match=match):
+        signal.istft(z, **kwargs)
+
+
+def test_stft_and_istft_nfft_shorter_than_a_segment_is_an_error():
+    x = np.random.RandomState(0).normal(size=64).astype(np.float32)
+    with pytest.raises(ValueError, match="nfft must be greater than or equal to nperseg"):
+        signal.stft(x, nperseg=8, nfft=4)
+    with pytest.raises(ValueError, match=r"FFT length \(nfft\) must be at least as long"):
+        signal.istft(signal.stft(x, nperseg=8)[2], nperseg=8, nfft=4)

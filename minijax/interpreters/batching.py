@@ -45,6 +45,10 @@ class BatchTracer(Tracer):
 class BatchTrace(core.Trace):
     """Applies batching rules to every primitive bound while it is current."""
 
+    # True when this vmap runs a pmap/shard_map body under an outer transformation: its
+    # axis is a device axis, so collectives over it accept axis_index_groups (as in JAX).
+    spmd = False
+
     def __init__(self, parent, axis_size: int, axis_name=None):
         super().__init__(parent)
         self.axis_size = axis_size

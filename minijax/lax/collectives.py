@@ -123,17 +123,43 @@ def _groups(axis_index_groups, names, what: str):
 
 
 def _no_vmap_groups(trace, axis_name, axis_index_groups):
-    if axis_index_groups is not None and trace.axis_name in axis_name:
+    if axis_index_groups is not None and trace.axis_name in axis_name and not trace.spmd:
         raise NotImplementedError(
-            "axis_index_groups not supported in vmap collectives (JAX's limit too); the "
-            "collective runs under vmap here, as pmap does inside an outer jit/grad/vmap. "
-            "Call the pmap at top level, or reduce the groups with reshapes and jnp.sum.")
+            "axis_index_groups not supported in vmap collectives (JAX's limit too): "
+            f"the axis {trace.axis_name!r} is bound by vmap(..., axis_name=...). Use pmap "
+            "(or shard_map), or reduce the groups with reshapes and jnp.sum.")
 
 
-def _no_groups(axis_index_groups, what: str):
-    if axis_index_groups is not None:
-        raise NotImplementedError(f"{what}: axis_index_groups is not supported in minijax "
-                                  "(vmap has no device groups).")
+def _group_size(groups, n: int) -> int:
+    """The number of members each collective instance combines: the axis size, or the size
+    of one index group."""
+    return n if groups is None else len(groups[0])
+
+
+class _GroupAxis:
+    """One index group of a device axis, seen by a batching rule as an axis of its own."""
+
+    spmd = True
+
+    def __init__(self, axis_name, axis_size: int):
+        self.axis_name, self.axis_size = axis_name, axis_size
+
+
+def _batch_by_groups(rule, trace, x, d, groups, **params):
+    """Batch a grouped collective over the vmap that runs a pmap/shard_map body under an
+    outer transformation: `rule` (the ungrouped batching rule) runs once per index group on
+    that group's members (in group order), and each member takes its own result back."""
+    n = trace.axis_size
+    x = bdim_at_front(x, d, n)
+    sub = _GroupAxis(trace.axis_name, len(groups[0]))
+    pieces = [None] * n
+    for g in groups:
+        xg = concatenate([index_in_dim(x, i, 0, keepdims=True) for i in g], 0)
+        out, od = rule(sub, [xg], [0], axis_index_groups=None, **params)
+        for j, i in enumerate(g):
+            piece = out if od is not_mapped else index_in_dim(out, j, od, keepdims=False)
+            pieces[i] = reshape(piece, (1,) + get_aval(piece).shape)
+    return concatenate(pieces, 0), 0
 
 
 def _unbound_impl(name):
@@ -202,6 +228,9 @@ def _psum_batcher(trace, vals, dims, *, axis_name, axis_index_groups=None):
     if trace.axis_name not in axis_name:
         return psum_p.bind(x, axis_name=axis_name, axis_index_groups=axis_index_groups), d
     _no_vmap_groups(trace, axis_name, axis_index_groups)
+    if axis_index_groups is not None:
+        return _batch_by_groups(_psum_batcher, trace, x, d, axis_index_groups,
+                                axis_name=axis_name)
     if d is not_mapped:
         out = mul(x, weak_scalar(trace.axis_size, get_aval(x).dtype))
     else:
@@ -268,6 +297,8 @@ def _pminmax_batcher(prim, reducer):
         if trace.axis_name not in axis_name:
             return prim.bind(x, axis_name=axis_name, axis_index_groups=axis_index_groups), d
         _no_vmap_groups(trace, axis_name, axis_index_groups)
+        if axis_index_groups is not None:
+            return _batch_by_groups(rule, trace, x, d, axis_index_groups, axis_name=axis_name)
         out = x if d is not_mapped else reducer(x, (d,))
         rest = _rest_names(trace, axis_name)
         if rest:
@@ -307,18 +338,19 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
 
     Each element gets the values stacked along a new axis `axis` (shape
     `x.shape[:axis] + (n,) + x.shape[axis:]`), or concatenated along the existing `axis`
-    when `tiled=True`.
+    when `tiled=True`. With `axis_index_groups` (pmap / shard_map only, as in JAX) each
+    element gathers from the members of its own group, in group order (n is the group size).
     """
     names = _single_name(axis_name, "all_gather")
-    _no_groups(axis_index_groups, "all_gather")
-    n = _axis_size(names)
+    groups = _groups(axis_index_groups, names, "all_gather")
+    n = _group_size(groups, _axis_size(names))
 
     def one(leaf):
         leaf = _as_array(leaf)
         aval = _numeric_check("all_gather", leaf)
         ax = _gather_axis(aval, axis, tiled)
         return all_gather_p.bind(leaf, axis_name=names, axis=ax, tiled=bool(tiled),
-                                 axis_size=n)
+                                 axis_size=n, axis_index_groups=groups)
     return tree_util.tree_map(one, x)
 
 
@@ -331,7 +363,8 @@ def _gather_axis(aval, axis, tiled) -> int:
     return axis % limit
 
 
-def _all_gather_abstract_eval(x, *, axis_name, axis, tiled, axis_size):
+def _all_gather_abstract_eval(x, *, axis_name, axis, tiled, axis_size,
+                              axis_index_groups=None):
     shape = list(x.shape)
     if tiled:
         shape[axis] *= axis_size
@@ -358,13 +391,19 @@ def _split_dim(x, axis, n):
     return reshape(x, tuple(shape))
 
 
-def _all_gather_batcher(trace, vals, dims, *, axis_name, axis, tiled, axis_size):
+def _all_gather_batcher(trace, vals, dims, *, axis_name, axis, tiled, axis_size,
+                        axis_index_groups=None):
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
         x = moveaxis(x, d, 0)
         out = all_gather_p.bind(x, axis_name=axis_name, axis=axis + 1, tiled=tiled,
-                                axis_size=axis_size)
+                                axis_size=axis_size, axis_index_groups=axis_index_groups)
         return out, 0
+    _no_vmap_groups(trace, axis_name, axis_index_groups)
+    if axis_index_groups is not None:
+        return _batch_by_groups(_all_gather_batcher, trace, x, d, axis_index_groups,
+                                axis_name=axis_name, axis=axis, tiled=tiled,
+                                axis_size=axis_size)
     x = bdim_at_front(x, d, trace.axis_size)
     out = moveaxis(x, 0, axis)
     if tiled:
@@ -372,11 +411,13 @@ def _all_gather_batcher(trace, vals, dims, *, axis_name, axis, tiled, axis_size)
     return out, not_mapped
 
 
-def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size):
+def _all_gather_transpose(ct, x, *, axis_name, axis, tiled, axis_size,
+                          axis_index_groups=None):
     if type(ct) is ad.Zero:
         return [ad.Zero(x.aval)]
     return [psum_scatter_p.bind(ct, axis_name=axis_name, scatter_dimension=axis,
-                                tiled=tiled, axis_size=axis_size)]
+                                tiled=tiled, axis_size=axis_size,
+                                axis_index_groups=axis_index_groups)]
 
 
 ad.deflinear(all_gather_p, _all_gather_transpose)
@@ -391,11 +432,14 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
 
     Without `tiled`, `x.shape[scatter_dimension]` must equal the axis size and that
     dimension is removed; with `tiled=True` it must be a multiple of the axis size and each
-    element gets a block of `x.shape[scatter_dimension] // n` rows.
+    element gets a block of `x.shape[scatter_dimension] // n` rows. With
+    `axis_index_groups` (pmap / shard_map only, as in JAX) each group sums on its own and n
+    is the group size: the member at position i of its group gets slice i.
     """
     names = _single_name(axis_name, "psum_scatter")
-    _no_groups(axis_index_groups, "psum_scatter")
-    n = _axis_size(names)
+    groups = _groups(axis_index_groups, names, "psum_scatter")
+    n = _group_size(groups, _axis_size(names))
+    of = f"axis {names[0]!r}" if groups is None else f"the axis_index_groups of {names[0]!r}"
 
     def one(leaf):
         leaf = _as_array(leaf)
@@ -409,13 +453,14 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
             need = "a multiple of" if tiled else "equal to"
             raise ValueError(f"psum_scatter: dimension {dim} of the operand (shape "
                              f"{aval.shape}) has size {size}, which must be {need} the size "
-                             f"{n} of axis {names[0]!r} (tiled={tiled})")
+                             f"{n} of {of} (tiled={tiled})")
         return psum_scatter_p.bind(leaf, axis_name=names, scatter_dimension=dim,
-                                   tiled=bool(tiled), axis_size=n)
+                                   tiled=bool(tiled), axis_size=n, axis_index_groups=groups)
     return tree_util.tree_map(one, x)
 
 
-def _psum_scatter_abstract_eval(x, *, axis_name, scatter_dimension, tiled, axis_size):
+def _psum_scatter_abstract_eval(x, *, axis_name, scatter_dimension, tiled, axis_size,
+                                axis_index_groups=None):
     shape = list(x.shape)
     if tiled:
         shape[scatter_dimension] //= axis_size
@@ -429,13 +474,19 @@ psum_scatter_p = standard_primitive("psum_scatter", _psum_scatter_abstract_eval,
 
 
 def _psum_scatter_batcher(trace, vals, dims, *, axis_name, scatter_dimension, tiled,
-                          axis_size):
+                          axis_size, axis_index_groups=None):
     (x,), (d,) = vals, dims
     if trace.axis_name not in axis_name:
         x = moveaxis(x, d, 0)
         out = psum_scatter_p.bind(x, axis_name=axis_name, scatter_dimension=scatter_dimension
-                                  + 1, tiled=tiled, axis_size=axis_size)
+                                  + 1, tiled=tiled, axis_size=axis_size,
+                                  axis_index_groups=axis_index_groups)
         return out, 0
+    _no_vmap_groups(trace, axis_name, axis_index_groups)
+    if axis_index_groups is not None:
+        return _batch_by_groups(_psum_scatter_batcher, trace, x, d, axis_index_groups,
+                                axis_name=axis_name, scatter_dimension=scatter_dimension,
+                                tiled=tiled, axis_size=axis_size)
     total, _ = _psum_batcher(trace, [x], [d], axis_name=axis_name)
     # Element i of the batch takes slice i of the total: the scatter dimension becomes the
     # batch dimension, with no data movement.
@@ -444,11 +495,12 @@ def _psum_scatter_batcher(trace, vals, dims, *, axis_name, scatter_dimension, ti
     return total, scatter_dimension
 
 
-def _psum_scatter_transpose(ct, x, *, axis_name, scatter_dimension, tiled, axis_size):
+def _psum_scatter_transpose(ct, x, *, axis_name, scatter_dimension, tiled, axis_size,
+                            axis_index_groups=None):
     if type(ct) is ad.Zero:
         return [ad.Zero(x.aval)]
     return [all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled,
-                              axis_size=axis_size)]
+                              axis_size=axis_size, axis_index_groups=axis_index_groups)]
 
 
 ad.deflinear(psum_scatter_p, _psum_scatter_transpose)

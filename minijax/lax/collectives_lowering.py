@@ -54,7 +54,7 @@ def _all_reduce(opcode):
     return rule
 
 
-def _all_gather(ctx, x, *, axis_name, axis, tiled, axis_size):
+def _all_gather(ctx, x, *, axis_name, axis, tiled, axis_size, axis_index_groups=None):
     env = _env("all_gather", axis_name)
     b = ctx.builder
     dims = list(x.shape.dims)
@@ -63,20 +63,21 @@ def _all_gather(ctx, x, *, axis_name, axis, tiled, axis_size):
         x = b.reshape(x, tuple(dims), metadata=ctx.metadata)
     dims[axis] *= axis_size
     shape = Shape.array(x.shape.element_type, tuple(dims))
-    return b.add_instruction("all-gather", [x], _group_attrs(env, axis_name, dimensions=(axis,)),
-                             shape=shape, metadata=ctx.metadata)
+    attrs = _group_attrs(env, axis_name, axis_index_groups, dimensions=(axis,))
+    return b.add_instruction("all-gather", [x], attrs, shape=shape, metadata=ctx.metadata)
 
 
-def _psum_scatter(ctx, x, *, axis_name, scatter_dimension, tiled, axis_size):
+def _psum_scatter(ctx, x, *, axis_name, scatter_dimension, tiled, axis_size,
+                  axis_index_groups=None):
     env = _env("psum_scatter", axis_name)
     b = ctx.builder
     dims = list(x.shape.dims)
     dims[scatter_dimension] //= axis_size
     comp = ctx.scalar_computation("region_add", "add", x.shape.element_type)
+    attrs = _group_attrs(env, axis_name, axis_index_groups, dimensions=(scatter_dimension,))
     out = b.add_instruction(
-        "reduce-scatter", [x], _group_attrs(env, axis_name, dimensions=(scatter_dimension,)),
-        {"to_apply": comp}, shape=Shape.array(x.shape.element_type, tuple(dims)),
-        metadata=ctx.metadata)
+        "reduce-scatter", [x], attrs, {"to_apply": comp},
+        shape=Shape.array(x.shape.element_type, tuple(dims)), metadata=ctx.metadata)
     if not tiled:
         del dims[scatter_dimension]
         out = b.reshape(out, tuple(dims), metadata=ctx.metadata)
@@ -107,7 +108,8 @@ def _axis_index(ctx, *, axis_name):
     return idx
 
 
-def _all_to_all(ctx, x, *, axis_name, split_axis, concat_axis, tiled, axis_size):
+def _all_to_all(ctx, x, *, axis_name, split_axis, concat_axis, tiled, axis_size,
+                axis_index_groups=None):
     """Locally: bring the chunks to send to a leading axis; all-to-all along it (member j's
     row i goes to member i's row j); then put the received rows at concat_axis."""
     env = _env("all_to_all", axis_name)
@@ -121,7 +123,8 @@ def _all_to_all(ctx, x, *, axis_name, split_axis, concat_axis, tiled, axis_size)
         front = split_axis
     perm = [front] + [d for d in range(len(dims)) if d != front]
     x = b.transpose(x, tuple(perm), metadata=md)
-    x = b.add_instruction("all-to-all", [x], _group_attrs(env, axis_name, dimensions=(0,)),
+    x = b.add_instruction("all-to-all", [x],
+                          _group_attrs(env, axis_name, axis_index_groups, dimensions=(0,)),
                           shape=x.shape, metadata=md)
     rest = list(range(1, len(dims)))
     rest.insert(concat_axis, 0)

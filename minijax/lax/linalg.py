@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes, lax
+from minijax import dtypes
 from minijax.compiler.evaluator import linalg as host_linalg
 from minijax.compiler.evaluator.linalg import custom_call_target
 from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
+from minijax.lax.elementwise import div, neg, sub
 from minijax.lax.linalg_util import (
     add,
     broadcast_in_dim,
@@ -99,19 +100,6 @@ def _per_matrix(fn, *arrays):
     results = [fn(*(a[idx] for a in arrays)) for idx in np.ndindex(*batch)]
     return results, batch
 
-
-
-
-def div(x, y):
-    return lax.div(x, y)
-
-
-def sub(x, y):
-    return lax.sub(x, y)
-
-
-def neg(x):
-    return lax.neg(x)
 
 # --------------------------------------------------------------------------- cholesky
 

@@ -9,71 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import dtypes, lax
+from minijax import dtypes
 from minijax.core import get_aval
 from minijax.lax.dot_conv import dot_general
-
-
-# Public lax names, looked up when called (lax's modules are still being reorganized).
-def add(x, y):
-    return lax.add(x, y)
-
-
-def mul(x, y):
-    return lax.mul(x, y)
-
-
-def conj(x):
-    return lax.conj(x)
-
-
-def real(x):
-    return lax.real(x)
-
-
-def imag(x):
-    return lax.imag(x)
-
-
-def eq(x, y):
-    return lax.eq(x, y)
-
-
-def ge(x, y):
-    return lax.ge(x, y)
-
-
-def le(x, y):
-    return lax.le(x, y)
-
-
-def select_n(which, *cases):
-    return lax.select_n(which, *cases)
-
-
-def reduce_sum(x, axes):
-    return lax.reduce_sum(x, axes)
-
-
-def broadcast_in_dim(x, shape, dims):
-    return lax.broadcast_in_dim(x, shape, dims)
-
-
-def broadcasted_iota(dtype, shape, dim):
-    return lax.broadcasted_iota(dtype, shape, dim)
-
-
-def convert_element_type(x, dtype):
-    return lax.convert_element_type(x, dtype)
-
-
-def full(shape, value, dtype):
-    return lax.full(shape, value, dtype)
-
-
-def transpose(x, perm):
-    return lax.transpose(x, perm)
-
+from minijax.lax.elementwise import add, mul
+from minijax.lax.elementwise_complex import conj, imag, real
+from minijax.lax.elementwise_int import eq, ge, le, select_n
+from minijax.lax.reductions import reduce_sum
+from minijax.lax.structural import (
+    broadcast_in_dim,
+    broadcasted_iota,
+    convert_element_type,
+    full,
+    transpose,
+)
 
 
 def is_complex(x) -> bool:

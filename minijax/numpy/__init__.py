@@ -1,340 +1,37 @@
-# ruff: noqa: F401
 """minijax.numpy: NumPy's API (as jax.numpy) written in terms of minijax.lax.
 
 Importing this package installs operators and NumPy-style methods on minijax.Array and
 on tracers (minijax/numpy/array_methods.py).
+
+Imports flow one way: the concrete modules (creation, manipulation, ufuncs, ...) build on
+each other; base.py gathers their public names (the core of this namespace); the modules
+built on top (einsum & contractions, linalg, sorting/searching/sets, signals & covariance,
+and the less common functions of extras*.py and functional.py) import base.py as `jnp`;
+this package imports all of them, and no submodule imports this package.
 """
 
-from minijax.array_types import ArrayType as ndarray  # JAX: jnp.ndarray is jax.Array
 from minijax.numpy import array_methods as _array_methods
+from minijax.numpy import einsum_ops as _einsum_ops
+from minijax.numpy import extras as _extras
+from minijax.numpy import extras_index as _extras_index
+from minijax.numpy import extras_poly as _extras_poly
+from minijax.numpy import fft, linalg  # noqa: F401  (jnp.fft, jnp.linalg)
+from minijax.numpy import functional as _functional
+from minijax.numpy import host_io as _host_io
+from minijax.numpy import signal_stats as _signal_stats
+from minijax.numpy import sorting_searching as _sorting_searching
 from minijax.numpy._missing import missing_attribute as _missing_attribute
-from minijax.numpy.array_api import __array_namespace_info__, from_dlpack, unstack
-from minijax.numpy.at import scatter_update as _scatter_update
-from minijax.numpy.creation import (
-    arange,
-    array,
-    asarray,
-    copy,
-    diag,
-    diagonal,
-    empty,
-    empty_like,
-    eye,
-    full,
-    full_like,
-    geomspace,
-    identity,
-    indices,
-    linspace,
-    logspace,
-    meshgrid,
-    ones,
-    ones_like,
-    tri,
-    tril,
-    triu,
-    zeros,
-    zeros_like,
-)
-from minijax.numpy.dtypes_api import (
-    bfloat16,
-    bool_,
-    can_cast,
-    cdouble,
-    character,
-    complex64,
-    complex128,
-    complex_,
-    complexfloating,
-    csingle,
-    double,
-    dtype,
-    e,
-    euler_gamma,
-    finfo,
-    flexible,
-    float4_e2m1fn,
-    float6_e2m3fn,
-    float6_e3m2fn,
-    float8_e3m4,
-    float8_e4m3,
-    float8_e4m3b11fnuz,
-    float8_e4m3fn,
-    float8_e4m3fnuz,
-    float8_e5m2,
-    float8_e5m2fnuz,
-    float8_e8m0fnu,
-    float16,
-    float32,
-    float64,
-    float_,
-    floating,
-    generic,
-    half,
-    iinfo,
-    inexact,
-    inf,
-    int1,
-    int2,
-    int4,
-    int8,
-    int16,
-    int32,
-    int64,
-    int_,
-    integer,
-    isdtype,
-    issubdtype,
-    nan,
-    ndim,
-    newaxis,
-    number,
-    object_,
-    pi,
-    promote_types,
-    result_type,
-    shape,
-    signedinteger,
-    single,
-    size,
-    uint,
-    uint1,
-    uint2,
-    uint4,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-    unsignedinteger,
-)
-from minijax.numpy.indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
-from minijax.numpy.manipulation import (
-    append,
-    array_split,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    broadcast_arrays,
-    column_stack,
-    concat,
-    concatenate,
-    dsplit,
-    dstack,
-    expand_dims,
-    flip,
-    fliplr,
-    flipud,
-    hsplit,
-    hstack,
-    matrix_transpose,
-    moveaxis,
-    permute_dims,
-    ravel,
-    repeat,
-    reshape,
-    resize,
-    roll,
-    rollaxis,
-    rot90,
-    row_stack,
-    split,
-    squeeze,
-    stack,
-    swapaxes,
-    tile,
-    transpose,
-    vsplit,
-    vstack,
-)
-from minijax.numpy.pad import pad
-from minijax.numpy.products import dot, inner, matmul, outer, tensordot, vdot, vecdot
-from minijax.numpy.reductions import (
-    all,
-    allclose,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    array_equal,
-    array_equiv,
-    count_nonzero,
-    cumprod,
-    cumsum,
-    cumulative_prod,
-    cumulative_sum,
-    max,
-    mean,
-    min,
-    nanargmax,
-    nanargmin,
-    nancumprod,
-    nancumsum,
-    prod,
-    ptp,
-    std,
-    sum,
-    trace,
-    var,
-)
-from minijax.numpy.statistics import (
-    average,
-    median,
-    nanmax,
-    nanmean,
-    nanmedian,
-    nanmin,
-    nanpercentile,
-    nanprod,
-    nanquantile,
-    nanstd,
-    nansum,
-    nanvar,
-    percentile,
-    quantile,
-)
-from minijax.numpy.ufuncs import (
-    abs,
-    absolute,
-    acos,
-    acosh,
-    add,
-    angle,
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    around,
-    asin,
-    asinh,
-    atan,
-    atan2,
-    atanh,
-    cbrt,
-    ceil,
-    clip,
-    conj,
-    conjugate,
-    copysign,
-    cos,
-    cosh,
-    deg2rad,
-    degrees,
-    divide,
-    divmod,
-    exp,
-    exp2,
-    expm1,
-    fix,
-    float_power,
-    floor,
-    floor_divide,
-    fmax,
-    fmin,
-    fmod,
-    heaviside,
-    hypot,
-    imag,
-    log,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    logaddexp2,
-    maximum,
-    minimum,
-    mod,
-    modf,
-    multiply,
-    negative,
-    nextafter,
-    positive,
-    power,
-    rad2deg,
-    radians,
-    real,
-    reciprocal,
-    remainder,
-    rint,
-    round,
-    round_,
-    sign,
-    signbit,
-    sin,
-    sinc,
-    sinh,
-    sqrt,
-    square,
-    subtract,
-    tan,
-    tanh,
-    true_divide,
-    trunc,
-)
-from minijax.numpy.ufuncs_logic import (
-    bitwise_and,
-    bitwise_invert,
-    bitwise_left_shift,
-    bitwise_not,
-    bitwise_or,
-    bitwise_right_shift,
-    bitwise_xor,
-    equal,
-    greater,
-    greater_equal,
-    invert,
-    isclose,
-    iscomplex,
-    isfinite,
-    isinf,
-    isnan,
-    isneginf,
-    isposinf,
-    isreal,
-    left_shift,
-    less,
-    less_equal,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    nan_to_num,
-    not_equal,
-    piecewise,
-    right_shift,
-    select,
-    where,
-)
-from minijax.numpy.util import AxisError as _AxisError
-from minijax.numpy.util import broadcast_shapes, broadcast_to
+from minijax.numpy.base import *  # noqa: F403  (the core of the namespace)
+from minijax.numpy.base import __array_namespace_info__  # noqa: F401  (not in a star import)
 
-pow = power
-
-del _array_methods, _scatter_update, _AxisError
-
-# einsum & contractions, linalg, sorting/searching/sets, signals & covariance
-# (minijax/numpy/einsum_ops.py, linalg.py, sorting_searching.py, signal_stats.py); less
-# common functions (extras.py, extras_index.py, extras_poly.py, functional.py); names
-# defined above take precedence.
-from minijax.numpy import einsum_ops as _einsum_ops  # noqa: E402
-from minijax.numpy import extras as _extras  # noqa: E402
-from minijax.numpy import extras_index as _extras_index  # noqa: E402
-from minijax.numpy import extras_poly as _extras_poly  # noqa: E402
-from minijax.numpy import fft, linalg  # noqa: E402
-from minijax.numpy import functional as _functional  # noqa: E402
-from minijax.numpy import host_io as _host_io  # noqa: E402
-from minijax.numpy import signal_stats as _signal_stats  # noqa: E402
-from minijax.numpy import sorting_searching as _sorting_searching  # noqa: E402
-
+# The less common functions; the core's names take precedence.
 for _mod in (_einsum_ops, _sorting_searching, _signal_stats, _extras, _extras_index,
              _extras_poly, _functional, _host_io):
     for _name in _mod.__all__:
         globals().setdefault(_name, getattr(_mod, _name))
 del _einsum_ops, _sorting_searching, _signal_stats, _mod, _name
 del _extras, _extras_index, _extras_poly, _functional, _host_io
+del _array_methods
 
 
 def __getattr__(name):

@@ -7,12 +7,12 @@ and return NotImplemented for operand types minijax does not know.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-import minijax.numpy as numpy_namespace
-from minijax import dtypes, lax
 from minijax.array import Array
-from minijax.core import Tracer, get_aval
+from minijax.core import Tracer
 from minijax.numpy import (
     at,
     creation,
@@ -20,6 +20,7 @@ from minijax.numpy import (
     manipulation,
     products,
     reductions,
+    sorting_searching,
     ufuncs,
     ufuncs_logic,
     util,
@@ -28,8 +29,9 @@ from minijax.numpy.creation import _user_dtype
 
 
 def _array_namespace(self, api_version=None):
-    """The array API namespace of minijax arrays: minijax.numpy."""
-    return numpy_namespace
+    """The array API namespace of minijax arrays: minijax.numpy (the package this module is
+    part of, so it is loaded; looked up, not imported, as imports flow into the package)."""
+    return sys.modules[__package__]
 
 
 def _accepted(other) -> bool:
@@ -113,33 +115,6 @@ def _flatten(self, order="C"):
     return manipulation.ravel(self, order)
 
 
-def _sort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Sorted copy along `axis` (the flattened array if None)."""
-    x = self
-    if axis is None:
-        x = manipulation.ravel(x)
-        axis = 0
-    ax = util.canonicalize_axis(axis, get_aval(x).ndim)
-    out = lax.sort(x, dimension=ax, is_stable=stable)
-    return manipulation.flip(out, ax) if descending else out
-
-
-def _argsort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Indices that sort the array along `axis`."""
-    x = self
-    if axis is None:
-        x = manipulation.ravel(x)
-        axis = 0
-    shape = get_aval(x).shape
-    ax = util.canonicalize_axis(axis, len(shape))
-    idx = util.iota(dtypes.default_int_dtype(), shape, ax)
-    if descending:
-        x = manipulation.flip(x, ax)
-        idx = manipulation.flip(idx, ax)
-    _, perm = lax.sort((x, idx), dimension=ax, is_stable=stable, num_keys=1)
-    return manipulation.flip(perm, ax) if descending else perm
-
-
 def _round(self, decimals=0, out=None):
     return ufuncs.round(self, decimals, out)
 
@@ -189,7 +164,8 @@ _METHODS = {
     "ravel": manipulation.ravel, "flatten": _flatten, "squeeze": manipulation.squeeze,
     "swapaxes": manipulation.swapaxes, "clip": _clip, "round": _round,
     "dot": products.dot, "conj": ufuncs.conjugate, "conjugate": ufuncs.conjugate,
-    "nonzero": _nonzero, "sort": _sort, "argsort": _argsort, "take": indexing.take,
+    "nonzero": _nonzero, "take": indexing.take,
+    "sort": sorting_searching.sort, "argsort": sorting_searching.argsort,
     "repeat": _repeat, "diagonal": creation.diagonal, "trace": reductions.trace,
     "__getitem__": _getitem, "__iter__": _iter, "__round__": _python_round,
     "__pow__": _pow, "__rpow__": _rpow,

@@ -11,13 +11,14 @@ import builtins
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError
+from minijax.numpy import base as jnp
 from minijax.numpy import util
 from minijax.numpy.creation import _user_dtype
 from minijax.numpy.dtypes_api import bool_
+from minijax.numpy.sorting_searching import argsort, sort
 from minijax.numpy.util import check_arraylike, to_array
 
 __all__ = [
@@ -356,7 +357,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
             raise ConcretizationTypeError("jnp.delete(arr, obj): obj must be concrete "
                                           "(static) unless assume_unique_indices=True")
         idx = jnp.ravel(to_array(obj))
-        idx = jnp.sort(jnp.where(idx < 0, idx + n, idx))
+        idx = sort(jnp.where(idx < 0, idx + n, idx))
         idx = idx - jnp.arange(idx.shape[0], dtype=idx.dtype)
         keep = jnp.arange(n - idx.shape[0], dtype=idx.dtype)
         keep = keep + jnp.sum(keep[None, :] >= idx[:, None], axis=0, dtype=idx.dtype)
@@ -395,7 +396,7 @@ def insert(arr, obj, values, axis=None):
     values = jnp.broadcast_to(values, tuple(shape))
     idx = idx.astype(dtypes.default_int_dtype())
     idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
-    order = jnp.argsort(idx)
+    order = argsort(idx)
     value_pos = idx.at[order].add(jnp.arange(k, dtype=idx.dtype))
     keep_mask = jnp.ones((n + k,), np.bool_).at[value_pos].set(False)
     arr_pos = jnp.nonzero(keep_mask, size=n)[0]

@@ -10,9 +10,9 @@ import operator
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.errors import ConcretizationTypeError
+from minijax.numpy import base as jnp
 from minijax.numpy import util
 from minijax.numpy.util import check_arraylike, to_array
 

@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError
-from minijax.numpy import util
+from minijax.numpy import base as jnp
+from minijax.numpy import linalg, util
+from minijax.numpy.signal_stats import convolve, vander
 from minijax.numpy.util import check_arraylike, to_array
 
 __all__ = ["bartlett", "blackman", "gradient", "hamming", "hanning", "i0", "kaiser", "poly",
@@ -67,7 +68,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
         a1 = jnp.zeros((1,), a1.dtype)
     if a2.shape[0] == 0:
         a2 = jnp.zeros((1,), a2.dtype)
-    return jnp.convolve(a1, a2, mode="full")
+    return convolve(a1, a2, mode="full")
 
 
 def polydiv(u, v, *, trim_leading_zeros=False):
@@ -147,7 +148,7 @@ def poly(seq_of_zeros):
     (a,) = util.promote_dtypes_inexact(a)
     coeffs = jnp.ones((1,), a.dtype)
     for i in range(a.shape[0]):
-        coeffs = jnp.convolve(coeffs, jnp.stack([jnp.ones((), a.dtype), -a[i]]), mode="full")
+        coeffs = convolve(coeffs, jnp.stack([jnp.ones((), a.dtype), -a[i]]), mode="full")
     if dtypes.is_complex(a.dtype):
         value = util.concrete_or_none(a)
         if value is not None:
@@ -264,7 +265,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         raise TypeError("expected x and y to have same length")
     if rcond is None:
         rcond = x.shape[0] * float(dtypes.finfo(x.dtype).eps)
-    lhs = jnp.vander(x, order)
+    lhs = vander(x, order)
     rhs = y
     if w is not None:
         check_arraylike("polyfit", w)
@@ -278,12 +279,12 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     scale = jnp.sqrt(jnp.sum(lhs * lhs, axis=0))
     scale = jnp.where(scale == 0, jnp.ones_like(scale), scale)
     lhs = lhs / scale
-    c, resids, rank, s = jnp.linalg.lstsq(lhs, rhs, rcond)
+    c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
     c = (c.T / scale).T
     if full:
         return c, resids, rank, s, jnp.asarray(rcond)
     if cov:
-        vbase = jnp.linalg.inv(lhs.T @ lhs) / jnp.outer(scale, scale)
+        vbase = linalg.inv(lhs.T @ lhs) / jnp.outer(scale, scale)
         if cov == "unscaled":
             fac = 1
         else:

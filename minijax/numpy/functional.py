@@ -8,8 +8,8 @@ import re
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax.lax.vmap import vmap
+from minijax.numpy import base as jnp
 from minijax.numpy import util
 from minijax.numpy.creation import _shape, _user_dtype
 from minijax.numpy.util import check_arraylike, to_array

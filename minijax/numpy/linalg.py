@@ -12,13 +12,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.lax import linalg as lax_linalg
 from minijax.lax.linalg_util import diagonal as _diag
 from minijax.lax.linalg_util import mH as _mH
 from minijax.lax.linalg_util import permutation_matrix as _perm_matrix
+from minijax.numpy import base as jnp
 from minijax.numpy import util
 from minijax.numpy.einsum_ops import cross as _cross
 from minijax.numpy.einsum_ops import matmul, outer, tensordot, vecdot

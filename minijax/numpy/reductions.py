@@ -1,10 +1,12 @@
 """Reductions: sum, prod, mean, var, std, max/min (amax/amin), ptp, argmax/argmin, all/any,
-cumsum/cumprod, the nan* variants and count_nonzero. Axis handling follows NumPy (None,
-int, tuples, negative axes, keepdims; out-of-range axes raise numpy's AxisError)."""
+cumsum/cumprod and their inverse diff, the nan* variants and count_nonzero. Axis handling
+follows NumPy (None, int, tuples, negative axes, keepdims; out-of-range axes raise numpy's
+AxisError)."""
 
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
@@ -13,9 +15,16 @@ from minijax.core import get_aval
 from minijax.numpy import ufuncs, util
 from minijax.numpy.creation import _user_dtype as ud
 from minijax.numpy.creation import diagonal
+from minijax.numpy.manipulation import concatenate
 from minijax.numpy.ufuncs import _c, _select, maximum, subtract
 from minijax.numpy.ufuncs_logic import equal, isclose, isnan, logical_and, logical_or
-from minijax.numpy.util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
+from minijax.numpy.util import (
+    broadcast_to,
+    canonicalize_axes,
+    canonicalize_axis,
+    check_arraylike,
+    to_array,
+)
 
 
 def _user_dtype(dtype):
@@ -408,7 +417,39 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = Fals
     out = _cumulative("cumulative_prod", "cumprod", x, axis, dtype, promote_int=True)
     return _with_initial("cumulative_prod", out, x, axis, 1, include_initial)
 
-_ = builtins
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """n-th discrete difference along `axis` (booleans use !=, as NumPy)."""
+    check_arraylike("diff", a)
+    a = to_array(a)
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative but got {n}")
+    if n == 0:
+        return a
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = canonicalize_axis(axis, a.ndim)
+    parts = []
+    for extra in (prepend, append):
+        if extra is None:
+            parts.append(None)
+            continue
+        extra = to_array(extra)
+        if extra.ndim == 0:
+            shape = list(a.shape)
+            shape[axis] = 1
+            extra = broadcast_to(extra, tuple(shape))
+        parts.append(extra)
+    if parts[0] is not None or parts[1] is not None:
+        seq = [p for p in (parts[0], a, parts[1]) if p is not None]
+        a = concatenate(seq, axis=axis)
+    for _ in range(n):
+        m = a.shape[axis]
+        hi = lax.slice_in_dim(a, builtins.min(1, m), m, axis=axis)
+        lo = lax.slice_in_dim(a, 0, builtins.max(m - 1, 0), axis=axis)
+        a = (hi != lo) if a.dtype == np.bool_ else hi - lo
+    return a
 
 
 # ------------------------------------------------- whole-array comparisons and trace

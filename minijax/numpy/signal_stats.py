@@ -1,5 +1,5 @@
-"""Differences, 1-D signals, polynomials and covariance: diff, ediff1d, convolve, correlate,
-interp, polyval, trapezoid, vander, cov, corrcoef, unwrap."""
+"""Differences, 1-D signals, polynomials and covariance: ediff1d, convolve, correlate,
+interp, polyval, trapezoid, vander, cov, corrcoef, unwrap (diff is in reductions.py)."""
 
 from __future__ import annotations
 
@@ -7,48 +7,14 @@ import operator
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax import lax
+from minijax.numpy import base as jnp
 from minijax.numpy import util
-from minijax.numpy.sorting_searching import searchsorted
+from minijax.numpy.sorting_searching import argsort, searchsorted
 from minijax.numpy.util import check_arraylike, to_array
 
-__all__ = ["convolve", "corrcoef", "correlate", "cov", "diff", "ediff1d", "interp", "polyval",
+__all__ = ["convolve", "corrcoef", "correlate", "cov", "ediff1d", "interp", "polyval",
            "trapezoid", "unwrap", "vander"]
-
-
-def diff(a, n=1, axis=-1, prepend=None, append=None):
-    """n-th discrete difference along `axis` (booleans use !=, as NumPy)."""
-    check_arraylike("diff", a)
-    a = to_array(a)
-    n = operator.index(n)
-    if n < 0:
-        raise ValueError(f"diff: order must be non-negative but got {n}")
-    if n == 0:
-        return a
-    if a.ndim == 0:
-        raise ValueError("diff requires input that is at least one dimensional")
-    axis = util.canonicalize_axis(axis, a.ndim)
-    parts = []
-    for extra in (prepend, append):
-        if extra is None:
-            parts.append(None)
-            continue
-        extra = to_array(extra)
-        if extra.ndim == 0:
-            shape = list(a.shape)
-            shape[axis] = 1
-            extra = jnp.broadcast_to(extra, tuple(shape))
-        parts.append(extra)
-    if parts[0] is not None or parts[1] is not None:
-        seq = [p for p in (parts[0], a, parts[1]) if p is not None]
-        a = jnp.concatenate(seq, axis=axis)
-    for _ in range(n):
-        m = a.shape[axis]
-        hi = lax.slice_in_dim(a, min(1, m), m, axis=axis)
-        lo = lax.slice_in_dim(a, 0, max(m - 1, 0), axis=axis)
-        a = (hi != lo) if a.dtype == np.bool_ else hi - lo
-    return a
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
@@ -156,7 +122,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         period = jnp.abs(jnp.asarray(period, x.dtype))
         x = x % period
         xp = xp % period
-        order = jnp.argsort(xp)
+        order = argsort(xp)
         xp, fp = xp[order], fp[order]
         xp = jnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
         fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
@@ -201,7 +167,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     if x is None:
         return jnp.sum((hi + lo) * (jnp.asarray(dx, y.dtype) / 2), axis=axis)
     x = jnp.asarray(x)
-    d = jnp.diff(x) if x.ndim == 1 else diff(x, axis=axis)
+    d = jnp.diff(x) if x.ndim == 1 else jnp.diff(x, axis=axis)
     if d.ndim == 1:
         shape = [1] * y.ndim
         shape[axis] = d.shape[0]
@@ -294,7 +260,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     axis = util.canonicalize_axis(axis, p.ndim)
     period = jnp.asarray(period, p.dtype)
     discont = period / 2 if discont is None else jnp.asarray(discont, p.dtype)
-    dd = diff(p, axis=axis)
+    dd = jnp.diff(p, axis=axis)
     half = period / 2
     ddmod = jnp.mod(dd + half, period) - half
     ddmod = jnp.where((ddmod == -half) & (dd > 0), half, ddmod)

@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-import minijax.numpy as jnp
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError, concretization_message
+from minijax.numpy import base as jnp
 from minijax.numpy import util
 from minijax.numpy.util import check_arraylike, to_array
 from minijax.source_info import user_frame_info

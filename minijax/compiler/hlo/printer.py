@@ -22,17 +22,15 @@ identity.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from minijax.compiler.hlo.ir import (
-    NARROW_ELEMENT_TYPES,
-    Computation,
-    Instruction,
-    Module,
-    Shape,
-    callees_first,
-)
+from minijax.compiler.hlo.element_types import NARROW_ELEMENT_TYPES
+from minijax.compiler.hlo.traversal import callees_first
+
+if TYPE_CHECKING:  # ir.py imports this module (Module.__str__)
+    from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
 
 # Known attributes, in the order they print (after the operand list). Values are Python
 # objects (see ir.py); everything else in Instruction.attrs is printed raw.

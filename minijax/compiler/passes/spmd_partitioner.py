@@ -18,6 +18,12 @@ instruction gets a dims spec (per dimension, the mesh axes splitting it):
   `all-reduce` over the contracting axes: data-parallel (batch rows split), model-parallel
   (weight columns split) and contracting-dim-split products all need no resharding of
   their operands;
+- concatenate keeps its operands' splits of the other dimensions;
+- gather keeps the operand's splits of dimensions it slices whole (and never indexes) and
+  the indices' splits of their batch dimensions; scatter keeps the operand's (and the
+  updates' window) splits of dimensions it updates whole; both keep a split of an operand
+  dimension indexed by an iota over an indices dimension split alike (take_along_axis's
+  row index), with a local iota;
 - every other instruction runs replicated: its operands are gathered whole first.
 Resharding moves a split from one dimension to another that is whole with one
 `all-to-all` (each device sends the others only the blocks they will own), gathers
@@ -283,6 +289,22 @@ class SpmdPartitioner(Pass):
             return local, kept
         if op == "dot":
             return self._dot(b, instr, get, spec)
+        if op == "concatenate" and not instr.shape.is_tuple:
+            (cat,) = instr.attrs["dimensions"]
+            cands = [spec[id(o)] for o in ops if spec[id(o)] and any(spec[id(o)])]
+            if cands:
+                s = max(cands, key=lambda c: sum(len(a) for a in c))
+                s = tuple(() if d == cat else a for d, a in enumerate(s))
+                return self._clone(b, instr, [get(o, s) for o in ops],
+                                   self._local(instr.shape, s)), s
+        if op == "gather":
+            done = self._gather(b, instr, get, spec)
+            if done is not None:
+                return done
+        if op == "scatter" and len(ops) == 3:
+            done = self._scatter(b, instr, get, spec)
+            if done is not None:
+                return done
         if op == "constant":
             c = b.add_instruction("constant", [], dict(instr.attrs), shape=instr.shape,
                                   literal=instr.literal, name=instr.name)
@@ -292,8 +314,9 @@ class SpmdPartitioner(Pass):
         out = self._clone(b, instr, new_ops, instr.shape)
         return out, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
 
-    def _clone(self, b, instr, operands, shape):
-        return b.add_instruction(instr.opcode, operands, dict(instr.attrs), dict(instr.called),
+    def _clone(self, b, instr, operands, shape, **attrs):
+        return b.add_instruction(instr.opcode, operands, {**instr.attrs, **attrs},
+                                 dict(instr.called),
                                  shape=shape, literal=instr.literal, metadata=instr.metadata,
                                  name=instr.name)
 
@@ -337,6 +360,153 @@ class SpmdPartitioner(Pass):
             add = self._add_computation(b, instr.shape.element_type)
             local = self._all_reduce(b, local, axes, add)
         return local, out_spec
+
+    def _gather(self, b, instr, get, spec):
+        """A gather runs on blocks when the operand is split only along dimensions it
+        slices whole (passthrough: the output's matching offset dims are split alike) and
+        the indices only along their batch dimensions (the output's batch dims are split
+        alike); the indices stay global since the indexed dims are whole. None: fall back
+        to running replicated."""
+        operand, indices = instr.operands
+        at = instr.attrs
+        if at.get("operand_batching_dims") or at.get("start_indices_batching_dims"):
+            return None
+        start_map, collapsed = set(at["start_index_map"]), set(at["collapsed_slice_dims"])
+        sizes, ivd = list(at["slice_sizes"]), at["index_vector_dim"]
+        os_, is_ = spec[id(operand)], spec[id(indices)]
+        want_o = tuple(a if d not in start_map and d not in collapsed
+                       and sizes[d] == operand.shape.dims[d] else ()
+                       for d, a in enumerate(os_))
+        used = {a for axes in want_o for a in axes}
+        want_i = tuple(() if d == ivd or set(a) & used else a for d, a in enumerate(is_))
+        iotas = self._batched_by_iota(operand, indices, ivd, at["start_index_map"],
+                                      collapsed, want_o, want_i, os_, is_, sizes)
+        want_o, want_i = self._with_batches(iotas, want_o, want_i)
+        if not any(want_o) and not any(want_i):
+            return None
+        out = [()] * instr.shape.rank
+        window = [d for d in range(operand.shape.rank) if d not in collapsed]
+        for k, od in enumerate(at["offset_dims"]):
+            out[od] = want_o[window[k]]
+        batch_out = [d for d in range(instr.shape.rank) if d not in at["offset_dims"]]
+        batch_idx = [d for d in range(indices.shape.rank) if d != ivd]
+        for od, idd in zip(batch_out, batch_idx, strict=True):
+            out[od] = want_i[idd]
+        out = tuple(out)
+        local_sizes = tuple(n // self._parts(a) for n, a in zip(sizes, want_o, strict=True))
+        idx = self._local_indices(b, indices, ivd, want_i, iotas, get)
+        return self._clone(b, instr, [get(operand, want_o), idx],
+                           self._local(instr.shape, out), slice_sizes=local_sizes), out
+
+    def _scatter(self, b, instr, get, spec):
+        """A scatter runs on blocks when the operand (and the updates' matching window
+        dims) are split only along dimensions it updates whole, with the indices and the
+        updates' scatter dims whole. None: fall back to running replicated."""
+        operand, indices, updates = instr.operands
+        at = instr.attrs
+        if at.get("input_batching_dims") or at.get("scatter_indices_batching_dims"):
+            return None
+        to_op = set(at["scatter_dims_to_operand_dims"])
+        inserted = set(at["inserted_window_dims"])
+        window = [d for d in range(operand.shape.rank) if d not in inserted]
+        uwd = list(at["update_window_dims"])
+        os_, us = spec[id(operand)], spec[id(updates)]
+        want_o = [()] * operand.shape.rank
+        for k, d in enumerate(window):
+            u = uwd[k]
+            if d in to_op or updates.shape.dims[u] != operand.shape.dims[d]:
+                continue
+            want_o[d] = os_[d] or us[u]
+        ivd, is_ = at["index_vector_dim"], spec[id(indices)]
+        # The updates' scatter dims follow the indices' batch dims, in order.
+        scatter_u = dict(zip([d for d in range(indices.shape.rank) if d != ivd],
+                             [d for d in range(updates.shape.rank) if d not in uwd]))
+        from_u = tuple(us[scatter_u[d]] if d in scatter_u else () for d in range(len(is_)))
+        iotas = self._batched_by_iota(
+            operand, indices, ivd, at["scatter_dims_to_operand_dims"], inserted,
+            tuple(want_o), ((),) * len(is_), os_, tuple(a or c for a, c in zip(is_, from_u)),
+            [1 if d in inserted else n for d, n in enumerate(operand.shape.dims)])
+        want_o, want_i = self._with_batches(iotas, tuple(want_o), ((),) * len(is_))
+        if not any(want_o):
+            return None
+        want_u = [()] * updates.shape.rank
+        for k, d in enumerate(window):
+            want_u[uwd[k]] = want_o[d]
+        for d, u in scatter_u.items():
+            want_u[u] = want_i[d]
+        new_ops = [get(operand, want_o), self._local_indices(b, indices, ivd, want_i, iotas,
+                                                             get),
+                   get(updates, tuple(want_u))]
+        return self._clone(b, instr, new_ops, self._local(instr.shape, want_o)), want_o
+
+    # Indices that pair an iota with other indices (take_along_axis: row i takes
+    # x[i, idx[i]]) index a split operand dim only where the iota runs along an indices dim
+    # split alike: each device then gathers from (or scatters into) its own rows, with a
+    # local iota.
+    def _batched_by_iota(self, operand, indices, ivd, index_map, collapsed, want_o, want_i,
+                         os_, is_, sizes) -> dict:
+        """{operand dim: (indices dim, axes, piece)} for the index components (pieces of
+        the indices) that are an iota along an indices dim whose split (or the operand
+        dim's) they can share."""
+        pieces = self._index_pieces(indices, ivd)
+        if pieces is None:
+            return {}
+        found = {}
+        for j, (_, k) in enumerate(pieces):
+            o = index_map[j]
+            if (k is None or o not in collapsed or sizes[o] != 1
+                    or operand.shape.dims[o] != indices.shape.dims[k]):
+                continue
+            axes = is_[k] or os_[o]
+            others = [a for d, a in enumerate(want_i) if d != k] + list(want_o) + [
+                a for _, a, _ in found.values()]
+            if axes and not set(axes) & {a for x in others for a in x} and (
+                    not want_i[k] or want_i[k] == axes):
+                found[o] = (k, axes, j)
+        return found
+
+    @staticmethod
+    def _with_batches(iotas, want_o, want_i):
+        want_o, want_i = list(want_o), list(want_i)
+        for o, (k, axes, _) in iotas.items():
+            want_o[o], want_i[k] = axes, axes
+        return tuple(want_o), tuple(want_i)
+
+    @staticmethod
+    def _index_pieces(indices, ivd):
+        """For indices concatenated along the index vector dim from one-wide pieces: per
+        piece, (piece, k) with k the indices dim an iota piece runs along (else None)."""
+        if (indices.opcode != "concatenate" or ivd >= indices.shape.rank
+                or tuple(indices.attrs["dimensions"]) != (ivd,)):
+            return None
+        out = []
+        for p in indices.operands:
+            if p.shape.dims[ivd] != 1:
+                return None
+            src = p.operands[0] if p.opcode == "reshape" else p
+            k = None
+            if src.opcode == "iota":
+                d = src.attrs["iota_dimension"]
+                if src is p:
+                    k = d if d != ivd else None
+                elif list(src.shape.dims) == [n for i, n in enumerate(p.shape.dims)
+                                              if i != ivd]:
+                    k = d if d < ivd else d + 1
+            out.append((p, k))
+        return out
+
+    def _local_indices(self, b, indices, ivd, want_i, iotas, get):
+        if not iotas:
+            return get(indices, want_i)
+        batched = {j for _, _, j in iotas.values()}
+        pieces = []
+        for j, (p, k) in enumerate(self._index_pieces(indices, ivd)):
+            if j in batched:
+                local = self._local(p.shape, want_i)
+                pieces.append(b.iota(local, k))
+            else:
+                pieces.append(get(p, want_i))
+        return b.concatenate(pieces, ivd)
 
     def _add_computation(self, b, element_type):
         comp = self._adds.get(element_type)

@@ -62,10 +62,29 @@ def _extend(x, n, kind):
                      "['even', 'odd', 'constant', 'zeros', None]")
 
 
+def _check_nperseg(nperseg) -> int:
+    nperseg = operator.index(nperseg)
+    if nperseg < 1:
+        raise ValueError("nperseg must be a positive integer")
+    return nperseg
+
+
+def _step(noverlap, nperseg: int) -> int:
+    """The step between segments that overlap by `noverlap` (default half a segment)."""
+    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
+    if noverlap >= nperseg:
+        raise ValueError("noverlap must be less than nperseg.")
+    return nperseg - noverlap
+
+
+def _segment_index(nseg: int, nperseg: int, step: int) -> np.ndarray:
+    """(nseg, nperseg): the signal positions of each segment's samples."""
+    return np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]
+
+
 def _segments(x, nperseg, step):
     nseg = (x.shape[-1] - nperseg) // step + 1
-    index = np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]
-    return x[..., index]  # (..., nseg, nperseg)
+    return x[..., _segment_index(nseg, nperseg, step)]  # (..., nseg, nperseg)
 
 
 def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_onesided,
@@ -96,18 +115,13 @@ def _spectral(x, y, fs, window, nperseg, noverlap, nfft, detrend_type, return_on
     length = x.shape[-1]
     if nperseg is None:
         nperseg = min(default_nperseg, length)
-    nperseg = operator.index(nperseg)
-    if nperseg < 1:
-        raise ValueError("nperseg must be a positive integer")
+    nperseg = _check_nperseg(nperseg)
     if mode == "psd" and nperseg > length:
         nperseg = length
     nfft = nperseg if nfft is None else operator.index(nfft)
     if nfft < nperseg:
         raise ValueError("nfft must be greater than or equal to nperseg.")
-    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
-    if noverlap >= nperseg:
-        raise ValueError("noverlap must be less than nperseg.")
-    step = nperseg - noverlap
+    step = _step(noverlap, nperseg)
     win = _window(window, nperseg, real_dtype)
     if boundary is not None:
         x = _extend(x, nperseg // 2, boundary)
@@ -227,9 +241,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg: int | None = None,
     nfreq, nseg = Zxx.shape[-2], Zxx.shape[-1]
     if nperseg is None:
         nperseg = 2 * (nfreq - 1) if input_onesided else nfreq
-    nperseg = operator.index(nperseg)
-    if nperseg < 1:
-        raise ValueError("nperseg must be a positive integer")
+    nperseg = _check_nperseg(nperseg)
     if nfft is None:
         if input_onesided and nperseg == nfreq:
             raise ValueError("nperseg must be specified for an onesided stft of an "
@@ -237,10 +249,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg: int | None = None,
         nfft = nperseg
     elif nfft < nperseg:
         raise ValueError("FFT length (nfft) must be at least as long as nperseg")
-    noverlap = nperseg // 2 if noverlap is None else operator.index(noverlap)
-    if noverlap >= nperseg:
-        raise ValueError("noverlap must be less than nperseg.")
-    step = nperseg - noverlap
+    step = _step(noverlap, nperseg)
     real_dtype = jnp.finfo(jnp.result_type(Zxx, 1.0)).dtype
     win = _window(window, nperseg, real_dtype)
     frames = jnp.swapaxes(Zxx, -1, -2)  # (..., seg, freq)
@@ -250,7 +259,7 @@ def istft(Zxx, fs=1.0, window="hann", nperseg: int | None = None,
         frames = jnp.fft.ifft(frames, n=nfft, axis=-1)
     frames = frames[..., :nperseg] * (jnp.sum(win) * win)
     out_len = nperseg + (nseg - 1) * step
-    index = (np.arange(nseg)[:, None] * step + np.arange(nperseg)[None, :]).reshape(-1)
+    index = _segment_index(nseg, nperseg, step).reshape(-1)
     batch = frames.shape[:-2]
     x = jnp.zeros(batch + (out_len,), frames.dtype).at[..., index].add(
         frames.reshape(batch + (-1,)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from minijax import numpy as jnp
-from minijax.scipy.stats._util import promote, standardize
+from minijax.scipy.stats._util import of_z, promote, standardize
 
 __all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
@@ -21,26 +21,18 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    """The Cauchy cumulative distribution function 1/2 + arctan(z) / pi."""
-    z, _ = standardize("cauchy.cdf", x, loc, scale)
+def _cdf(z):
     return 0.5 + jnp.arctan(z) / math.pi
 
 
-def logcdf(x, loc=0, scale=1):
-    """Log of the Cauchy cdf."""
-    return jnp.log(cdf(x, loc, scale))
-
-
-def sf(x, loc=0, scale=1):
-    """The Cauchy survival function."""
-    z, _ = standardize("cauchy.sf", x, loc, scale)
+def _sf(z):
     return 0.5 - jnp.arctan(z) / math.pi
 
 
-def logsf(x, loc=0, scale=1):
-    """Log of the Cauchy survival function."""
-    return jnp.log(sf(x, loc, scale))
+cdf = of_z("cauchy.cdf", _cdf, "The Cauchy cumulative distribution function 1/2 + arctan(z) / pi.")
+logcdf = of_z("cauchy.logcdf", lambda z: jnp.log(_cdf(z)), "Log of the Cauchy cdf.")
+sf = of_z("cauchy.sf", _sf, "The Cauchy survival function.")
+logsf = of_z("cauchy.logsf", lambda z: jnp.log(_sf(z)), "Log of the Cauchy survival function.")
 
 
 def ppf(q, loc=0, scale=1):

@@ -3,41 +3,24 @@
 from __future__ import annotations
 
 from minijax.scipy.stats import gamma
-from minijax.scipy.stats._util import promote
+from minijax.scipy.stats._util import named, promote
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
 
 
-def _args(name, x, df, loc, scale):
-    x, df, loc, scale = promote(name, x, df, loc, scale)
-    return x, df / 2, loc, 2 * scale
+def _via_gamma(fname: str, doc: str):
+    """chi2.`fname` as gamma.`fname` with shape df / 2 and scale 2 scale."""
+    qualname, of_gamma = f"chi2.{fname}", getattr(gamma, fname)
+
+    def fn(x, df, loc=0, scale=1):
+        x, df, loc, scale = promote(qualname, x, df, loc, scale)
+        return of_gamma(x, df / 2, loc, 2 * scale)
+    return named(fn, qualname, doc)
 
 
-def logpdf(x, df, loc=0, scale=1):
-    """Log of the chi-squared density with `df` degrees of freedom."""
-    return gamma.logpdf(*_args("chi2.logpdf", x, df, loc, scale))
-
-
-def pdf(x, df, loc=0, scale=1):
-    """The chi-squared density."""
-    return gamma.pdf(*_args("chi2.pdf", x, df, loc, scale))
-
-
-def cdf(x, df, loc=0, scale=1):
-    """The chi-squared cumulative distribution function."""
-    return gamma.cdf(*_args("chi2.cdf", x, df, loc, scale))
-
-
-def logcdf(x, df, loc=0, scale=1):
-    """Log of the chi-squared cdf."""
-    return gamma.logcdf(*_args("chi2.logcdf", x, df, loc, scale))
-
-
-def sf(x, df, loc=0, scale=1):
-    """The chi-squared survival function."""
-    return gamma.sf(*_args("chi2.sf", x, df, loc, scale))
-
-
-def logsf(x, df, loc=0, scale=1):
-    """Log of the chi-squared survival function."""
-    return gamma.logsf(*_args("chi2.logsf", x, df, loc, scale))
+logpdf = _via_gamma("logpdf", "Log of the chi-squared density with `df` degrees of freedom.")
+pdf = _via_gamma("pdf", "The chi-squared density.")
+cdf = _via_gamma("cdf", "The chi-squared cumulative distribution function.")
+logcdf = _via_gamma("logcdf", "Log of the chi-squared cdf.")
+sf = _via_gamma("sf", "The chi-squared survival function.")
+logsf = _via_gamma("logsf", "Log of the chi-squared survival function.")

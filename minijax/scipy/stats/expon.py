@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijax import numpy as jnp
-from minijax.scipy.stats._util import promote, standardize
+from minijax.scipy.stats._util import of_z, promote, standardize
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
@@ -21,28 +21,15 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    """The exponential cumulative distribution function 1 - e^-z."""
-    z, _ = standardize("expon.cdf", x, loc, scale)
-    return jnp.where(z < 0, 0, -jnp.expm1(-jnp.maximum(z, 0)))
-
-
-def logcdf(x, loc=0, scale=1):
-    """Log of the exponential cdf."""
-    z, _ = standardize("expon.logcdf", x, loc, scale)
-    return jnp.where(z < 0, -np.inf, jnp.log(-jnp.expm1(-jnp.maximum(z, 0))))
-
-
-def sf(x, loc=0, scale=1):
-    """The exponential survival function e^-z."""
-    z, _ = standardize("expon.sf", x, loc, scale)
-    return jnp.where(z < 0, 1, jnp.exp(-jnp.maximum(z, 0)))
-
-
-def logsf(x, loc=0, scale=1):
-    """Log of the exponential survival function, -z."""
-    z, _ = standardize("expon.logsf", x, loc, scale)
-    return jnp.where(z < 0, 0, -z)
+cdf = of_z("expon.cdf", lambda z: jnp.where(z < 0, 0, -jnp.expm1(-jnp.maximum(z, 0))),
+           "The exponential cumulative distribution function 1 - e^-z.")
+logcdf = of_z("expon.logcdf",
+              lambda z: jnp.where(z < 0, -np.inf, jnp.log(-jnp.expm1(-jnp.maximum(z, 0)))),
+              "Log of the exponential cdf.")
+sf = of_z("expon.sf", lambda z: jnp.where(z < 0, 1, jnp.exp(-jnp.maximum(z, 0))),
+          "The exponential survival function e^-z.")
+logsf = of_z("expon.logsf", lambda z: jnp.where(z < 0, 0, -z),
+             "Log of the exponential survival function, -z.")
 
 
 def ppf(q, loc=0, scale=1):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minijax import numpy as jnp
-from minijax.scipy.stats._util import promote, standardize
+from minijax.scipy.stats._util import of_z, promote, standardize
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
@@ -19,26 +19,14 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    """The cumulative distribution function 1 - exp(-e^z)."""
-    z, _ = standardize("gumbel_l.cdf", x, loc, scale)
+def _cdf(z):
     return -jnp.expm1(-jnp.exp(z))
 
 
-def logcdf(x, loc=0, scale=1):
-    """Log of the cdf."""
-    return jnp.log(cdf(x, loc, scale))
-
-
-def logsf(x, loc=0, scale=1):
-    """Log of the survival function, -e^z."""
-    z, _ = standardize("gumbel_l.logsf", x, loc, scale)
-    return -jnp.exp(z)
-
-
-def sf(x, loc=0, scale=1):
-    """The survival function exp(-e^z)."""
-    return jnp.exp(logsf(x, loc, scale))
+cdf = of_z("gumbel_l.cdf", _cdf, "The cumulative distribution function 1 - exp(-e^z).")
+logcdf = of_z("gumbel_l.logcdf", lambda z: jnp.log(_cdf(z)), "Log of the cdf.")
+logsf = of_z("gumbel_l.logsf", lambda z: -jnp.exp(z), "Log of the survival function, -e^z.")
+sf = of_z("gumbel_l.sf", lambda z: jnp.exp(-jnp.exp(z)), "The survival function exp(-e^z).")
 
 
 def ppf(p, loc=0, scale=1):

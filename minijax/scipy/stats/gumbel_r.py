@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minijax import numpy as jnp
-from minijax.scipy.stats._util import promote, standardize
+from minijax.scipy.stats._util import of_z, promote, standardize
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
@@ -19,26 +19,15 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def logcdf(x, loc=0, scale=1):
-    """Log of the Gumbel cdf, -e^-z."""
-    z, _ = standardize("gumbel_r.logcdf", x, loc, scale)
-    return -jnp.exp(-z)
-
-
-def cdf(x, loc=0, scale=1):
-    """The Gumbel cumulative distribution function exp(-e^-z)."""
-    return jnp.exp(logcdf(x, loc, scale))
-
-
-def sf(x, loc=0, scale=1):
-    """The Gumbel survival function 1 - exp(-e^-z)."""
-    z, _ = standardize("gumbel_r.sf", x, loc, scale)
+def _sf(z):
     return -jnp.expm1(-jnp.exp(-z))
 
 
-def logsf(x, loc=0, scale=1):
-    """Log of the Gumbel survival function."""
-    return jnp.log(sf(x, loc, scale))
+logcdf = of_z("gumbel_r.logcdf", lambda z: -jnp.exp(-z), "Log of the Gumbel cdf, -e^-z.")
+cdf = of_z("gumbel_r.cdf", lambda z: jnp.exp(-jnp.exp(-z)),
+           "The Gumbel cumulative distribution function exp(-e^-z).")
+sf = of_z("gumbel_r.sf", _sf, "The Gumbel survival function 1 - exp(-e^-z).")
+logsf = of_z("gumbel_r.logsf", lambda z: jnp.log(_sf(z)), "Log of the Gumbel survival function.")
 
 
 def ppf(p, loc=0, scale=1):

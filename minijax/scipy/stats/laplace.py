@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minijax import numpy as jnp
-from minijax.scipy.stats._util import standardize
+from minijax.scipy.stats._util import of_z, standardize
 
 __all__ = ["cdf", "logpdf", "pdf"]
 
@@ -19,8 +19,6 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    """The Laplace cumulative distribution function."""
-    z, _ = standardize("laplace.cdf", x, loc, scale)
-    return jnp.where(z < 0, 0.5 * jnp.exp(jnp.minimum(z, 0)),
-                     1 - 0.5 * jnp.exp(-jnp.maximum(z, 0)))
+cdf = of_z("laplace.cdf", lambda z: jnp.where(z < 0, 0.5 * jnp.exp(jnp.minimum(z, 0)),
+                                             1 - 0.5 * jnp.exp(-jnp.maximum(z, 0))),
+           "The Laplace cumulative distribution function.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from minijax import numpy as jnp
 from minijax.scipy.special import expit, logit
-from minijax.scipy.stats._util import promote, standardize
+from minijax.scipy.stats._util import of_z, promote, standardize
 
 __all__ = ["cdf", "isf", "logpdf", "pdf", "ppf", "sf"]
 
@@ -21,16 +21,8 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    """The logistic cumulative distribution function expit(z)."""
-    z, _ = standardize("logistic.cdf", x, loc, scale)
-    return expit(z)
-
-
-def sf(x, loc=0, scale=1):
-    """The logistic survival function expit(-z)."""
-    z, _ = standardize("logistic.sf", x, loc, scale)
-    return expit(-z)
+cdf = of_z("logistic.cdf", expit, "The logistic cumulative distribution function expit(z).")
+sf = of_z("logistic.sf", lambda z: expit(-z), "The logistic survival function expit(-z).")
 
 
 def ppf(x, loc=0, scale=1):

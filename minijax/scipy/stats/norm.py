@@ -6,7 +6,7 @@ import math
 
 from minijax import numpy as jnp
 from minijax.scipy.special import log_ndtr, ndtr, ndtri
-from minijax.scipy.stats._util import promote, standardize
+from minijax.scipy.stats._util import of_z, promote, standardize
 
 __all__ = ["cdf", "isf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
@@ -24,28 +24,11 @@ def pdf(x, loc=0, scale=1):
     return jnp.exp(logpdf(x, loc, scale))
 
 
-def cdf(x, loc=0, scale=1):
-    """The normal cumulative distribution function."""
-    z, _ = standardize("norm.cdf", x, loc, scale)
-    return ndtr(z)
-
-
-def logcdf(x, loc=0, scale=1):
-    """Log of the normal cumulative distribution function (accurate in the lower tail)."""
-    z, _ = standardize("norm.logcdf", x, loc, scale)
-    return log_ndtr(z)
-
-
-def sf(x, loc=0, scale=1):
-    """The normal survival function 1 - cdf."""
-    z, _ = standardize("norm.sf", x, loc, scale)
-    return ndtr(-z)
-
-
-def logsf(x, loc=0, scale=1):
-    """Log of the normal survival function."""
-    z, _ = standardize("norm.logsf", x, loc, scale)
-    return log_ndtr(-z)
+cdf = of_z("norm.cdf", ndtr, "The normal cumulative distribution function.")
+logcdf = of_z("norm.logcdf", log_ndtr,
+              "Log of the normal cumulative distribution function (accurate in the lower tail).")
+sf = of_z("norm.sf", lambda z: ndtr(-z), "The normal survival function 1 - cdf.")
+logsf = of_z("norm.logsf", lambda z: log_ndtr(-z), "Log of the normal survival function.")
 
 
 def ppf(q, loc=0, scale=1):

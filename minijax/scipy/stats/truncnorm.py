@@ -55,14 +55,23 @@ def pdf(x, a, b, loc=0, scale=1):
     return jnp.exp(logpdf(x, a, b, loc, scale))
 
 
-def logcdf(x, a, b, loc=0, scale=1):
-    """Log of the truncated normal cdf."""
-    z, a, b, _ = _parts("truncnorm.logcdf", x, a, b, loc, scale)
+def _log_tail(name, x, a, b, loc, scale, upper: bool):
+    """Log of the truncated normal cdf (upper=False) or survival function (upper=True)."""
+    z, a, b, _ = _parts(name, x, a, b, loc, scale)
     inside = (z > a) & (z < b)
     zc = jnp.where(inside, z, (a + b) / 2)
     logs_a, logs_b, logs_z = _logs(a, b, zc)
-    out = _log_gauss_mass(a, zc, logs_a, logs_z) - _log_gauss_mass(a, b, logs_a, logs_b)
+    total = _log_gauss_mass(a, b, logs_a, logs_b)
+    if upper:
+        out = _log_gauss_mass(zc, b, logs_z, logs_b) - total
+        return jnp.where(z <= a, 0, jnp.where(z >= b, -np.inf, out))
+    out = _log_gauss_mass(a, zc, logs_a, logs_z) - total
     return jnp.where(z <= a, -np.inf, jnp.where(z >= b, 0, out))
+
+
+def logcdf(x, a, b, loc=0, scale=1):
+    """Log of the truncated normal cdf."""
+    return _log_tail("truncnorm.logcdf", x, a, b, loc, scale, upper=False)
 
 
 def cdf(x, a, b, loc=0, scale=1):
@@ -72,12 +81,7 @@ def cdf(x, a, b, loc=0, scale=1):
 
 def logsf(x, a, b, loc=0, scale=1):
     """Log of the truncated normal survival function."""
-    z, a, b, _ = _parts("truncnorm.logsf", x, a, b, loc, scale)
-    inside = (z > a) & (z < b)
-    zc = jnp.where(inside, z, (a + b) / 2)
-    logs_a, logs_b, logs_z = _logs(a, b, zc)
-    out = _log_gauss_mass(zc, b, logs_z, logs_b) - _log_gauss_mass(a, b, logs_a, logs_b)
-    return jnp.where(z <= a, 0, jnp.where(z >= b, -np.inf, out))
+    return _log_tail("truncnorm.logsf", x, a, b, loc, scale, upper=True)
 
 
 def sf(x, a, b, loc=0, scale=1):

@@ -21,6 +21,9 @@ faster but not deterministic for floats).
 
 from __future__ import annotations
 
+import contextlib
+import math
+
 from minijax.compiler.codegen.elemental import Index
 from minijax.compiler.codegen.gpu.function import delinearize, stride_loop
 from minijax.compiler.codegen.gpu.op_kernel import INDEX_TYPES, OpKernel, all_row_major
@@ -38,10 +41,14 @@ def _batch_axis(indices_dim: int, ivd: int) -> int:
 
 
 class _IndexVectors:
-    """Reads component k of the index vector at a batch position (indices operand `k_op`)."""
+    """Reads the index vectors of indices operand `k_op`, which give the starts of operand
+    dims `start_map` (gather's start_index_map, scatter's scatter_dims_to_operand_dims);
+    operand batching dim `op_batch[i]` starts at the batch position along indices dim
+    `idx_batch[i]`."""
 
-    def __init__(self, kern: OpKernel, k_op: int, ivd: int):
+    def __init__(self, kern: OpKernel, k_op: int, ivd: int, start_map, op_batch, idx_batch):
         self.kern, self.k_op, self.ivd = kern, k_op, ivd
+        self.start_map, self.op_batch, self.idx_batch = start_map, op_batch, idx_batch
         shape = kern.instr.operands[k_op].shape
         self.dims = shape.dims
         self.has_vector_dim = ivd < shape.rank
@@ -53,6 +60,15 @@ class _IndexVectors:
         if self.has_vector_dim:
             multi.insert(self.ivd, const(I64, k))
         return self.kern.load_index(self.k_op, self.kern.linear(self.dims, multi))
+
+    def start(self, batch_multi, d: int):
+        """Operand dim d's window start (i64, not yet clamped or checked) for the index
+        vector at batch position `batch_multi`."""
+        if d in self.start_map:
+            return self.component(batch_multi, self.start_map.index(d))
+        if d in self.op_batch:
+            return batch_multi[_batch_axis(self.idx_batch[self.op_batch.index(d)], self.ivd)]
+        return const(I64, 0)
 
 
 def gather_reason(instr: Instruction) -> str | None:
@@ -79,20 +95,16 @@ def emit_gather(module, name: str, instr: Instruction) -> GpuKernel:
     out = instr.shape
     window = [d for d in range(len(op_dims)) if d not in collapsed and d not in op_batch]
     batch_pos = [p for p in range(out.rank) if p not in offset_dims]
-    vectors = _IndexVectors(k, 1, ivd)
+    vectors = _IndexVectors(k, 1, ivd, start_map, op_batch, idx_batch)
     with f.em.scope(), stride_loop(b, f.global_id(), const(I64, out.size), f.grid_size(),
                                    "elem") as i:
         multi = Index(out, linear=i).get_multi(b) if out.rank else []
         batch_multi = [multi[p] for p in batch_pos]
         src = []
         for d in range(len(op_dims)):
+            s = vectors.start(batch_multi, d)
             if d in start_map:
-                s = vectors.component(batch_multi, start_map.index(d))
                 s = k.clamp(s, 0, op_dims[d] - sizes[d])
-            elif d in op_batch:
-                s = batch_multi[_batch_axis(idx_batch[op_batch.index(d)], ivd)]
-            else:
-                s = const(I64, 0)
             if d in window:
                 s = b.add(s, multi[offset_dims[window.index(d)]])
             src.append(s)
@@ -143,15 +155,21 @@ class _Scatter:
         ok = const(I1, 1)
         starts = []
         for d in range(len(self.op_dims)):
-            if d in self.to_operand:
-                s = vectors.component(bmulti, self.to_operand.index(d))
-            elif d in self.in_batch:
-                s = bmulti[_batch_axis(self.idx_batch[self.in_batch.index(d)], self.ivd)]
-            else:
-                s = const(I64, 0)
+            s = vectors.start(bmulti, d)
             ok = b.and_(ok, k.in_range(s, 0, self.op_dims[d] - self.extent[d] + 1))
             starts.append(s)
         return starts, ok
+
+    @contextlib.contextmanager
+    def each_window(self, k: OpKernel, vectors: _IndexVectors):
+        """A serial loop, in order, over the update windows (the scatter batch positions):
+        the body sees (batch position, window starts, whether the window fits)."""
+        b = k.b
+        with k.f.em.scope(), stride_loop(b, const(I64, 0), const(I64, math.prod(self.bdims)),
+                                         const(I64, 1), "u") as u:
+            bmulti = delinearize(b, u, self.bdims) if self.bdims else []
+            starts, ok = self.starts(k, vectors, bmulti)
+            yield bmulti, starts, ok
 
     def update_offset(self, k: OpKernel, bmulti, wmulti):
         multi = [None] * len(self.upd_dims)
@@ -184,21 +202,12 @@ def emit_scatter(module, name: str, instr: Instruction) -> GpuKernel:
 
     k = OpKernel(module, name, instr)
     b, f = k.b, k.f
-    vectors = _IndexVectors(k, n, sc.ivd)
-    n_batch = 1
-    for d in sc.bdims:
-        n_batch *= d
-    n_window = 1
-    for d in sc.wsizes:
-        n_window *= d
+    vectors = _IndexVectors(k, n, sc.ivd, sc.to_operand, sc.in_batch, sc.idx_batch)
     if sc.disjoint_windows():
-        mode, work = "window", n_window
-        with stride_loop(b, f.global_id(), const(I64, n_window), f.grid_size(), "w") as w:
+        mode, work = "window", math.prod(sc.wsizes)
+        with stride_loop(b, f.global_id(), const(I64, work), f.grid_size(), "w") as w:
             wmulti = delinearize(b, w, sc.wsizes) if sc.wsizes else []
-            with f.em.scope(), stride_loop(b, const(I64, 0), const(I64, n_batch),
-                                           const(I64, 1), "u") as u:
-                bmulti = delinearize(b, u, sc.bdims) if sc.bdims else []
-                starts, ok = sc.starts(k, vectors, bmulti)
+            with sc.each_window(k, vectors) as (bmulti, starts, ok):
                 with b.if_then(ok):
                     target = [b.add(s, wmulti[sc.window.index(d)]) if d in sc.window else s
                               for d, s in enumerate(starts)]
@@ -208,10 +217,7 @@ def emit_scatter(module, name: str, instr: Instruction) -> GpuKernel:
         mode, work = "element", op_size
         with stride_loop(b, f.global_id(), const(I64, op_size), f.grid_size(), "t") as t:
             tmulti = delinearize(b, t, sc.op_dims) if sc.op_dims else []
-            with f.em.scope(), stride_loop(b, const(I64, 0), const(I64, n_batch),
-                                           const(I64, 1), "u") as u:
-                bmulti = delinearize(b, u, sc.bdims) if sc.bdims else []
-                starts, ok = sc.starts(k, vectors, bmulti)
+            with sc.each_window(k, vectors) as (bmulti, starts, ok):
                 wmulti = [None] * len(sc.window)
                 for d, s in enumerate(starts):
                     off = b.sub(tmulti[d], s)
