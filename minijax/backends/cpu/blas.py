@@ -354,15 +354,16 @@ class GemmCall:
     Tiny products (below GIL_GEMM_MNK) are called through the builtin entry, the GIL held;
     the others through ctypes, the GIL released, so that several devices' programs (or the
     user's threads) run their gemms at the same time. Small ones (below SMALL_GEMM_MNK) run
-    on the calling thread with one BLAS thread. A larger one runs on the pool the *calling
-    thread* uses (thread_pool.get_pool(): inside a multi-device program that is its
-    device's share) in one of two ways, chosen by timing its first calls (GEMM_CHOICES):
-    "split", one single-threaded piece per pool thread along batch, M or N (the pool's
-    caller takes pieces that no helper has started, so on a busy machine this degrades to
-    one thread instead of OpenBLAS's own threads waiting on each other), or "blas", one call
-    on BLAS's own threads. A one-thread pool runs the gemm whole with one BLAS thread.
-    Without a thread-count control in the BLAS (or with minijax_dot_split off), larger
-    products are one call on BLAS's own threads.
+    on the calling thread with one BLAS thread. For larger ones the first calls of each
+    shape time three ways to run it on the pool the *calling thread* uses
+    (thread_pool.get_pool(): inside a multi-device program that is its device's share) and
+    keep the fastest (GEMM_CHOICES): "split", one single-threaded piece per pool thread along
+    batch, M or N (the pool's caller takes pieces that no helper has started, so on a busy
+    machine this degrades to one thread instead of OpenBLAS's own threads waiting on each
+    other); "blas", one call on BLAS's own threads; "one", one call on one thread. A
+    one-thread pool runs the gemm whole with one BLAS thread. Without a thread-count
+    control in the BLAS (or with minijax_dot_split off), larger products are one call on
+    BLAS's own threads.
     """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None,
@@ -428,7 +429,9 @@ class GemmCall:
                 return got
 
             def run(strategy: str, threads: int, pool, a, b, out) -> None:
-                if strategy == "blas":
+                if strategy == "one":
+                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
+                elif strategy == "blas":
                     kernel(ptrs_of(whole_threaded, a, b, out), 0, 1)
                 else:
                     prm, pieces = plans.get(threads) or plan(threads)
@@ -453,11 +456,7 @@ class GemmCall:
                 if strategy is not None:
                     run(strategy, threads, pool, a, b, out)
                     return
-                if (plans.get(threads) or plan(threads))[1] == 1:
-                    GEMM_CHOICES[key] = strategy = "blas"   # nothing to split
-                    run(strategy, threads, pool, a, b, out)
-                    return
-                strategy = _next_trial(key)
+                strategy = _next_trial(key, plans.get(threads) or plan(threads))
                 faults = _minor_faults()
                 start = time.perf_counter()
                 run(strategy, threads, pool, a, b, out)
@@ -467,14 +466,12 @@ class GemmCall:
 
 
 #: How each measured gemm runs: (((batch, m, n, k, ta, tb), dtype), pool threads) ->
-#: "split" (one single-threaded piece per pool thread) or "blas" (one call on BLAS's own
-#: threads), chosen from timings of its first calls.
+#: "split" (one single-threaded piece per pool thread), "blas" (one call on BLAS's own
+#: threads) or "one" (one call, one thread), chosen from timings of its first calls.
 GEMM_CHOICES: dict = {}
-#: Timed calls of each strategy before the choice (they alternate, so that warm-up effects
-#: such as threads waking or pages first touched do not all fall on one strategy).
-GEMM_TRIALS = 2
-#: BLAS's threads replace the split only when clearly faster: by this factor.
-BLAS_MARGIN = 0.9
+#: Timed calls of each strategy before the choice (the first one of each is discarded
+#: as a warm-up: threads waking, pages first touched).
+GEMM_TRIALS = 3
 _trials: dict = {}
 
 
@@ -482,26 +479,26 @@ def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
 
 
-def _next_trial(key) -> str:
+def _next_trial(key, planned) -> str:
     """The strategy the next call of an undecided gemm runs (the least-timed one)."""
-    timed = _trials.setdefault(key, {"split": [], "blas": []})
+    strategies = ("split", "blas", "one") if planned[1] > 1 else ("blas", "one")
+    timed = _trials.setdefault(key, {name: [] for name in strategies})
     return min(timed, key=lambda name: len(timed[name]))
 
 
 def _record_trial(key, strategy: str, seconds: float, faults: int) -> None:
-    """Note one timed call; once both strategies have GEMM_TRIALS, keep the split unless
-    BLAS's own threads were faster by BLAS_MARGIN without faulting pages on their later
-    calls (OpenBLAS's threaded path allocates work buffers per call, which a process whose
-    malloc returns large blocks to the system pays in page faults every call)."""
+    """Note one timed call; once every strategy has GEMM_TRIALS, choose the fastest of
+    those that stopped faulting pages after their first call (OpenBLAS's own threads
+    allocate work buffers per call, which a process whose malloc returns large blocks to
+    the system pays in page faults every call), or the fastest of all if none did."""
     timed = _trials.get(key)
     if timed is None:                  # decided meanwhile by another thread
         return
     timed[strategy].append((seconds, faults))
     if all(len(t) >= GEMM_TRIALS for t in timed.values()):
-        split = min(sec for sec, _ in timed["split"])
-        blas = min(sec for sec, _ in timed["blas"])
-        quiet = min(f for _, f in timed["blas"][1:]) == 0
-        GEMM_CHOICES[key] = "blas" if quiet and blas < BLAS_MARGIN * split else "split"
+        warm = {name: t[1:] for name, t in timed.items()}
+        quiet = [name for name, t in warm.items() if min(f for _, f in t) == 0] or list(warm)
+        GEMM_CHOICES[key] = min(quiet, key=lambda name: min(sec for sec, _ in warm[name]))
         _trials.pop(key, None)
 
 
