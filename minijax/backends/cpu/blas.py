@@ -26,11 +26,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-try:
-    import resource
-except ImportError:  # not on Windows: gemms are then chosen by time alone
-    resource = None
-
 import numpy as np
 
 from minijax.backends.cpu.thread_pool import get_pool
@@ -457,11 +452,9 @@ class GemmCall:
                     run(strategy, threads, pool, a, b, out)
                     return
                 strategy = _next_trial(key, plans.get(threads) or plan(threads))
-                faults = _minor_faults()
                 start = time.perf_counter()
                 run(strategy, threads, pool, a, b, out)
-                _record_trial(key, strategy, time.perf_counter() - start,
-                              _minor_faults() - faults)
+                _record_trial(key, strategy, time.perf_counter() - start)
         self.call = call
 
 
@@ -475,10 +468,6 @@ GEMM_TRIALS = 3
 _trials: dict = {}
 
 
-def _minor_faults() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
-
-
 def _next_trial(key, planned) -> str:
     """The strategy the next call of an undecided gemm runs (the least-timed one)."""
     strategies = ("split", "blas", "one") if planned[1] > 1 else ("blas", "one")
@@ -486,19 +475,13 @@ def _next_trial(key, planned) -> str:
     return min(timed, key=lambda name: len(timed[name]))
 
 
-def _record_trial(key, strategy: str, seconds: float, faults: int) -> None:
-    """Note one timed call; once every strategy has GEMM_TRIALS, choose the fastest of
-    those that stopped faulting pages after their first call (OpenBLAS's own threads
-    allocate work buffers per call, which a process whose malloc returns large blocks to
-    the system pays in page faults every call), or the fastest of all if none did."""
+def _record_trial(key, strategy: str, seconds: float) -> None:
     timed = _trials.get(key)
     if timed is None:                  # decided meanwhile by another thread
         return
-    timed[strategy].append((seconds, faults))
+    timed[strategy].append(seconds)
     if all(len(t) >= GEMM_TRIALS for t in timed.values()):
-        warm = {name: t[1:] for name, t in timed.items()}
-        quiet = [name for name, t in warm.items() if min(f for _, f in t) == 0] or list(warm)
-        GEMM_CHOICES[key] = min(quiet, key=lambda name: min(sec for sec, _ in warm[name]))
+        GEMM_CHOICES[key] = min(timed, key=lambda name: min(timed[name][1:]))
         _trials.pop(key, None)
 
 
