@@ -161,41 +161,6 @@ def test_large_gemm_uses_all_blas_threads_path_and_restores_thread_count():
         assert get() == before
 
 
-@pytest.mark.parametrize("form", [(1, 96, 80, 600, False, True), (1, 8, 900, 700, True, False),
-                                  (3, 40, 50, 800, False, False)])
-def test_large_gemm_strategy_is_chosen_from_timings_and_every_strategy_is_exact(form):
-    """The first calls of a large gemm shape time split / BLAS-threaded / one-thread runs
-    and record the fastest; each of them gives the same product (NumPy in float64)."""
-    blas = cpu_blas.find_blas()
-    if blas is None or not blas.set_threads:
-        pytest.skip("no BLAS gemm with a thread-count control in this NumPy")
-    batch, m, n, k, ta, tb = form
-    assert batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((batch, k, m) if ta else (batch, m, k)).astype(np.float32)
-    b = rng.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(np.float32)
-    want = (np.swapaxes(a, -1, -2) if ta else a).astype(np.float64) @ (
-        np.swapaxes(b, -1, -2) if tb else b).astype(np.float64)
-    before = minijax.config._values["minijax_num_threads"]
-    minijax.config.update("minijax_num_threads", 2)
-    try:
-        call = cpu_blas.GemmCall(blas, form, np.float32)
-        key = ((form, np.dtype(np.float32).str), 2)
-        out = np.empty((batch, m, n), np.float32)
-        for _ in range(3 * cpu_blas.GEMM_TRIALS):
-            out[...] = np.nan
-            call.call(a, b, out)
-            np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
-        assert cpu_blas.GEMM_CHOICES[key] in ("split", "blas", "one")
-        for strategy in ("split", "blas", "one"):
-            cpu_blas.GEMM_CHOICES[key] = strategy
-            out[...] = np.nan
-            call.call(a, b, out)
-            np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
-    finally:
-        minijax.config.update("minijax_num_threads", before)
-
-
 @pytest.fixture
 def no_blas(monkeypatch):
     """The backend as on a platform without a CBLAS gemm: find_blas() finds nothing."""

@@ -23,7 +23,6 @@ import glob
 import math
 import os
 import threading
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -349,16 +348,14 @@ class GemmCall:
     Tiny products (below GIL_GEMM_MNK) are called through the builtin entry, the GIL held;
     the others through ctypes, the GIL released, so that several devices' programs (or the
     user's threads) run their gemms at the same time. Small ones (below SMALL_GEMM_MNK) run
-    on the calling thread with one BLAS thread. For larger ones the first calls of each
-    shape time three ways to run it on the pool the *calling thread* uses
-    (thread_pool.get_pool(): inside a multi-device program that is its device's share) and
-    keep the fastest (GEMM_CHOICES): "split", one single-threaded piece per pool thread along
-    batch, M or N (the pool's caller takes pieces that no helper has started, so on a busy
-    machine this degrades to one thread instead of OpenBLAS's own threads waiting on each
-    other); "blas", one call on BLAS's own threads; "one", one call on one thread. A
-    one-thread pool runs the gemm whole with one BLAS thread. Without a thread-count
-    control in the BLAS (or with minijax_dot_split off), larger products are one call on
-    BLAS's own threads.
+    on the calling thread with one BLAS thread. Larger ones are cut into one piece per
+    thread of the pool the *calling thread* uses (thread_pool.get_pool(): inside a
+    multi-device program that is its device's share), along batch, M or N, each piece a
+    single-threaded gemm: the pool's caller takes pieces that no helper has started, so on
+    a busy machine this degrades to one thread instead of OpenBLAS's own threads waiting
+    on each other; a one-thread pool runs the gemm whole with one BLAS thread. Without a
+    thread-count control in the BLAS (or with minijax_dot_split off), larger products are
+    one call on BLAS's own threads.
     """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None,
@@ -415,30 +412,11 @@ class GemmCall:
             plans: dict[int, tuple] = {}
             setn = ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads)
             getn = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads)
-            whole_threaded = params(False, 0, batch, 1)
-            shape_key = (form, dtype.str)
 
             def plan(threads: int):
                 split, length, pieces = _split(batch, m, n, threads)
                 got = plans[threads] = (params(False, split, length, pieces), pieces)
                 return got
-
-            def run(strategy: str, threads: int, pool, a, b, out) -> None:
-                if strategy == "one":
-                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
-                elif strategy == "blas":
-                    kernel(ptrs_of(whole_threaded, a, b, out), 0, 1)
-                else:
-                    prm, pieces = plans.get(threads) or plan(threads)
-                    ptrs = ptrs_of(prm, a, b, out)
-                    prev = getn()
-                    if prev > 1:
-                        setn(1)
-                    try:
-                        pool.parallel_for(kernel, ptrs, pieces, pieces)
-                    finally:
-                        if prev > 1:
-                            setn(prev)
 
             def call(a, b, out):
                 pool = get_pool()
@@ -446,43 +424,20 @@ class GemmCall:
                 if threads == 1:
                     kernel(ptrs_of(whole_one, a, b, out), 0, 1)
                     return
-                key = (shape_key, threads)
-                strategy = GEMM_CHOICES.get(key)
-                if strategy is not None:
-                    run(strategy, threads, pool, a, b, out)
+                prm, pieces = plans.get(threads) or plan(threads)
+                if pieces == 1:
+                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
                     return
-                strategy = _next_trial(key, plans.get(threads) or plan(threads))
-                start = time.perf_counter()
-                run(strategy, threads, pool, a, b, out)
-                _record_trial(key, strategy, time.perf_counter() - start)
+                ptrs = ptrs_of(prm, a, b, out)
+                prev = getn()
+                if prev > 1:
+                    setn(1)
+                try:
+                    pool.parallel_for(kernel, ptrs, pieces, pieces)
+                finally:
+                    if prev > 1:
+                        setn(prev)
         self.call = call
-
-
-#: How each measured gemm runs: (((batch, m, n, k, ta, tb), dtype), pool threads) ->
-#: "split" (one single-threaded piece per pool thread), "blas" (one call on BLAS's own
-#: threads) or "one" (one call, one thread), chosen from timings of its first calls.
-GEMM_CHOICES: dict = {}
-#: Timed calls of each strategy before the choice (the first one of each is discarded
-#: as a warm-up: threads waking, pages first touched).
-GEMM_TRIALS = 3
-_trials: dict = {}
-
-
-def _next_trial(key, planned) -> str:
-    """The strategy the next call of an undecided gemm runs (the least-timed one)."""
-    strategies = ("split", "blas", "one") if planned[1] > 1 else ("blas", "one")
-    timed = _trials.setdefault(key, {name: [] for name in strategies})
-    return min(timed, key=lambda name: len(timed[name]))
-
-
-def _record_trial(key, strategy: str, seconds: float) -> None:
-    timed = _trials.get(key)
-    if timed is None:                  # decided meanwhile by another thread
-        return
-    timed[strategy].append(seconds)
-    if all(len(t) >= GEMM_TRIALS for t in timed.values()):
-        GEMM_CHOICES[key] = min(timed, key=lambda name: min(timed[name][1:]))
-        _trials.pop(key, None)
 
 
 _held = {"count": 0, "saved": 0}
@@ -528,8 +483,6 @@ def release_blas_threads() -> None:
 def _dot_options_changed(_value) -> None:
     # Dots are planned when a program is compiled: recompile with the new setting.
     find_blas.cache_clear()
-    GEMM_CHOICES.clear()
-    _trials.clear()
     clear_caches()
 
 
