@@ -39,6 +39,29 @@ def _as_i64(b, value, element_type: str):
     return b.sext(value, I64) if is_signed(element_type) else b.zext(value, I64)
 
 
+class IndexVectors:
+    """Reads the index vectors of a gather's start indices or a scatter's scatter indices
+    at a batch position (the indices' dims without `vector_dim`, as i64 values)."""
+
+    def __init__(self, em, indices: Instruction, vector_dim: int, position: list):
+        self.em, self.indices, self.vector_dim = em, indices, vector_dim
+        self.position = position
+        self.has_vector = vector_dim < indices.shape.rank
+
+    def batch_position(self, indices_dim: int):
+        """The position along the batch dim that is indices dim `indices_dim`."""
+        skip = self.has_vector and indices_dim > self.vector_dim
+        return self.position[indices_dim - 1 if skip else indices_dim]
+
+    def component(self, k: int):
+        """Component k of the index vector, as i64."""
+        at = list(self.position)
+        if self.has_vector:
+            at.insert(self.vector_dim, const(I64, k))
+        v = self.em.emit(self.indices, Index(self.indices.shape, multi=at))
+        return _as_i64(self.em.b, v, self.indices.shape.element_type)
+
+
 def gather(em, instr: Instruction, index: Index):
     """The value of gather `instr` at output position `index` (em: the elemental emitter)."""
     b = em.b
@@ -55,29 +78,16 @@ def gather(em, instr: Instruction, index: Index):
     multi = index.get_multi(b) if instr.shape.rank else []
     batch = [m for p, m in enumerate(multi) if p not in offset_dims]
     window = [d for d in range(len(dims)) if d not in collapsed and d not in operand_batching]
-    has_vector = vector_dim < indices.shape.rank
-
-    def batch_position(indices_dim: int):
-        # Batch positions list the indices' dims without the index vector dim.
-        return batch[indices_dim - 1 if has_vector and indices_dim > vector_dim
-                     else indices_dim]
-
-    def start(k: int):
-        at = list(batch)
-        if has_vector:
-            at.insert(vector_dim, const(I64, k))
-        v = em.emit(indices, Index(indices.shape, multi=at))
-        return _as_i64(b, v, indices.shape.element_type)
-
+    vectors = IndexVectors(em, indices, vector_dim, batch)
     src = []
     for d, size in enumerate(dims):
         if d in start_map:
-            s = start(start_map.index(d))
+            s = vectors.component(start_map.index(d))
             s = b.select(b.icmp_signed("<", s, const(I64, 0)), const(I64, 0), s)
             hi = const(I64, max(size - sizes[d], 0))
             s = b.select(b.icmp_signed(">", s, hi), hi, s)
         elif d in operand_batching:
-            s = batch_position(indices_batching[operand_batching.index(d)])
+            s = vectors.batch_position(indices_batching[operand_batching.index(d)])
         else:
             s = const(I64, 0)
         if d in window:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from minijax.compiler.codegen.gather import INDEX_TYPES
+from minijax.compiler.codegen.gather import INDEX_TYPES, IndexVectors
 from minijax.compiler.codegen.index import Index
-from minijax.compiler.codegen.llvm_types import I1, I64, const, emit_counted_loop, is_signed
+from minijax.compiler.codegen.llvm_types import I1, I64, const, emit_counted_loop
 from minijax.compiler.hlo.ir import Computation, Shape
 
 
@@ -57,7 +57,6 @@ def emit_scatter(kernel, comp: Computation):
     input_batching = _ints(a, "input_batching_dims")
     indices_batching = _ints(a, "scatter_indices_batching_dims")
     vector_dim = int(a.get("index_vector_dim", indices.shape.rank))
-    has_vector = vector_dim < indices.shape.rank
     dims = operand.shape.dims
     operand_window = [d for d in range(len(dims))
                       if d not in inserted and d not in input_batching]
@@ -77,27 +76,14 @@ def emit_scatter(kernel, comp: Computation):
             position = [m for d, m in enumerate(multi) if d not in window_dims]
             offsets = [multi[d] for d in window_dims]
 
-            def batch_position(indices_dim: int):
-                return position[indices_dim - 1 if has_vector and indices_dim > vector_dim
-                                else indices_dim]
-
-            def start(k: int):
-                at = list(position)
-                if has_vector:
-                    at.insert(vector_dim, const(I64, k))
-                v = em.emit(indices, Index(indices.shape, multi=at))
-                if v.type.width == 64:
-                    return v
-                et = indices.shape.element_type
-                return b.sext(v, I64) if is_signed(et) else b.zext(v, I64)
-
+            vectors = IndexVectors(em, indices, vector_dim, position)
             inside = ir.Constant(I1, 1)
             target = []
             for d, size in enumerate(dims):
                 if d in to_operand:
-                    s = start(to_operand.index(d))
+                    s = vectors.component(to_operand.index(d))
                 elif d in input_batching:
-                    s = batch_position(indices_batching[input_batching.index(d)])
+                    s = vectors.batch_position(indices_batching[input_batching.index(d)])
                 else:
                     s = const(I64, 0)
                 extent = 1
