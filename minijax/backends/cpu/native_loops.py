@@ -1,15 +1,17 @@
 """while loops run as one native call (no Python per iteration) where the body allows.
 
 `plan_native_while(compiler, instr)` reads a while instruction's condition and body and,
-when every instruction in them is a generated kernel running on one thread, a small float
-gemm, a view, plain tuple plumbing or another such while loop (emitted inline), returns a
-`LoopPlan` (codegen/cpu/native_loop.py emits its function into the module's LLVM module)
-and the kernels it calls; otherwise it returns the reason, and the shared planner's Python
-driver runs the loop. Loops whose kernels or gemms are large enough for the thread pool
-stay on that driver (the per-iteration Python cost is small there, and the pool splits each
-kernel); so do bodies with evaluator thunks, host callbacks, collectives, conditionals and
-custom calls. A state element whose only update is one dynamic-update-slice of itself (a
-scan's stacked outputs) is updated in place on one buffer instead of being copied.
+when every instruction in them is a generated kernel, a float gemm, a view, plain tuple
+plumbing, a conditional or another such while loop (emitted inline), returns a `LoopPlan`
+(codegen/cpu/native_loop.py emits its function into the module's LLVM module) and the
+kernels it calls; otherwise it returns the reason, and the shared planner's Python driver
+runs the loop. Kernels and gemms large enough are split over a team of pool threads lent
+to the call (TEAM_MIN_WORK, codegen/cpu/team.py). Bodies with evaluator thunks, host
+callbacks, collectives or custom calls stay on the driver. A conditional becomes a branch
+of the native code: each branch's ops are planned like the body's, and the chosen branch's
+results are copied to the conditional's buffers. A state element whose only update is one
+dynamic-update-slice of itself (a scan's stacked outputs) is updated in place on one buffer
+instead of being copied.
 
 `NativeWhile` is the step: per call it takes one block from the host cache for the carried
 elements' A/B buffers, reuses a per-thread temps block, calls the native loop through
@@ -34,6 +36,7 @@ from minijax.backends.planner import MOVES
 from minijax.compiler.cache import clear_caches
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS, SLOT_BYTES, kernel_unsupported_reason
 from minijax.compiler.codegen.cpu.native_loop import (
+    Branch,
     CopyCall,
     GemmCall,
     KernelCall,
@@ -271,6 +274,8 @@ class _Planner:
             return self._dot(instr, operands, ops, direct)
         if op == "while" and self.allow_loops:
             return self._while(instr, operands, ops, direct)
+        if op == "conditional" and self.allow_loops:
+            return self._conditional(instr, operands, ops, direct)
         raise _Unsupported(f"{instr.name}: {op} has no native implementation")
 
     def _fused(self, instr, comp, operands, values, ops, direct) -> list:
@@ -322,6 +327,40 @@ class _Planner:
         ops.append(NestedLoop(plan, src, outs, sizes))
         return result
 
+    def _conditional(self, instr, operands, ops, direct) -> list:
+        """Each branch planned into its own op list; the chosen one runs (Branch)."""
+        called = instr.called
+        branches = list(called["branch_computations"]) if "branch_computations" in called \
+            else [called["true_computation"], called["false_computation"]]
+        if len(operands[0]) != 1 or instr.operands[0].shape.rank != 0:
+            raise _Unsupported(f"{instr.name}: branch index is not a scalar")
+        leaves = instr.shape.flat()
+        if instr.shape.is_tuple and any(s.is_tuple for s in instr.shape.tuple_shapes):
+            raise _Unsupported(f"{instr.name}: nested tuple result")
+        written = self._written
+        plans, results = [], []
+        for k, comp in enumerate(branches):
+            if len(comp.parameters) != 1:
+                raise _Unsupported(f"{instr.name}: branch {k} does not take one parameter")
+            branch_ops: list = []
+            root = comp.root
+            tuple_root = root.opcode == "tuple" and instr.shape.is_tuple
+            values = self._computation(comp, branch_ops, {}, skip=root if tuple_root
+                                       else None,
+                                       params={id(comp.parameters[0]): operands[1 + k]})
+            refs = [values[id(o)] for o in root.operands] if tuple_root else [values[id(root)]]
+            if not tuple_root and instr.shape.is_tuple:
+                refs = [[r] for r in refs[0]]
+            if any(len(r) != 1 for r in refs) or len(refs) != len(leaves):
+                raise _Unsupported(f"{instr.name}: branch {k} result is nested")
+            plans.append(branch_ops)
+            results.append([r[0] for r in refs])
+        self._written = written
+        outs = self._outputs(instr, direct)
+        ops.append(Branch(operands[0][0], instr.operands[0].shape.element_type, plans, results,
+                          outs, [leaf.nbytes for leaf in leaves]))
+        return outs
+
     def _dot(self, instr, operands, ops, direct) -> list:
         dtype = instr.shape.dtype
         if dtype not in (np.float32, np.float64) or any(
@@ -345,15 +384,23 @@ class _Planner:
         return out
 
 
+def _ops_of(plan: LoopPlan):
+    """Every op of `plan`, those inside nested loops and branches included."""
+    for op in plan.cond + plan.body:
+        yield op
+        if isinstance(op, NestedLoop):
+            yield from _ops_of(op.plan)
+        elif isinstance(op, Branch):
+            for ops in op.branches:
+                yield from _ops_of(LoopPlan(n=0, carried=[], body=ops))
+
+
 def _uses_gemm(plan: LoopPlan) -> bool:
-    return any(isinstance(op, GemmCall) or (isinstance(op, NestedLoop) and _uses_gemm(op.plan))
-               for op in plan.cond + plan.body)
+    return any(isinstance(op, GemmCall) for op in _ops_of(plan))
 
 
 def _uses_team(plan: LoopPlan) -> bool:
-    return any(getattr(op, "parallel", False) or (isinstance(op, NestedLoop)
-                                                  and _uses_team(op.plan))
-               for op in plan.cond + plan.body)
+    return any(getattr(op, "parallel", False) for op in _ops_of(plan))
 
 
 def plan_native_while(compiler, instr):
@@ -500,17 +547,18 @@ def native_while_step(compiler, prog, instr, src: int, s: int) -> NativeWhile | 
                   _SPIN_HINT)
     step = NativeWhile(plan, info, elems, tuple_state, src, s, symbol)
     prog.kernel_count += len(kernels)
-    calls = plan.cond + plan.body
+    calls = list(_ops_of(plan))
+    counts = [(sum(isinstance(c, KernelCall) for c in calls), "kernel calls"),
+              (sum(isinstance(c, GemmCall) for c in calls), "gemms"),
+              (sum(getattr(c, "parallel", False) for c in calls), "split over the thread team"),
+              (sum(isinstance(c, Branch) for c in calls), "conditionals"),
+              (sum(isinstance(c, NestedLoop) for c in calls), "nested loops")]
     prog.notes.append(
         f"{instr.name}: while as one native loop {symbol.replace(SYMBOL_PLACEHOLDER, '')} "
-        f"({sum(isinstance(c, KernelCall) for c in calls)} kernel calls, "
-        f"{sum(isinstance(c, GemmCall) for c in calls)} gemms per iteration"
+        f"({counts[0][0]} kernel calls, {counts[1][0]} gemms per iteration"
         + (f", {len(plan.inplace)} state elements updated in place" if plan.inplace
            else "")
-        + (f", {split} split over the thread team" if (split := sum(
-            getattr(c, "parallel", False) for c in calls)) else "")
-        + (f", {nested} nested loops" if (nested := sum(
-            isinstance(c, NestedLoop) for c in calls)) else "") + ")")
+        + "".join(f", {n} {what}" for n, what in counts[2:] if n) + ")")
     return step
 
 

@@ -123,6 +123,20 @@ class LoopPlan:
 
 
 @dataclass
+class Branch:
+    """A conditional inside a loop body: the branch index (a pred, true -> branch 0, or an
+    integer, out of range -> the last branch, as XLA) picks one list of ops, which leaves
+    its results at `results[k]`; they are copied to `outputs` (sizes in bytes)."""
+
+    index: Ref
+    index_type: str                           # "pred", "s32", ...
+    branches: list                            # per branch: its ops
+    results: list                             # per branch: the refs of its result leaves
+    outputs: list                             # refs the chosen branch's results go to
+    sizes: list
+
+
+@dataclass
 class NestedLoop:
     """A while loop inside a loop body: `plan`'s offsets are in the temps block; `inputs`
     are the enclosing scope's refs of its initial state; after it, state element i is
@@ -261,6 +275,35 @@ class _LoopEmitter:
         for i, dst in op.outputs:
             self._memcpy(self._ptr(dst), final[i], op.sizes[i])
 
+    def _branch(self, op: Branch) -> None:
+        """Jump to the chosen branch's ops, copy its results out, and meet after."""
+        b = self.b
+        ty = storage_type(op.index_type)
+        v = b.load(b.bitcast(self._ptr(op.index), ty.as_pointer()))
+        last = len(op.branches) - 1
+        if op.index_type == "pred":
+            chosen = b.select(b.icmp_unsigned("!=", v, ir.Constant(ty, 0)),
+                              ir.Constant(I64, 0), ir.Constant(I64, 1))
+        else:
+            v = b.sext(v, I64) if is_signed(op.index_type) and ty.width < 64 else (
+                b.zext(v, I64) if ty.width < 64 else v)
+            inside = b.icmp_unsigned("<", v, ir.Constant(I64, last))   # negative: huge
+            chosen = b.select(inside, v, ir.Constant(I64, last))
+        after = self.fn.append_basic_block("branch_done")
+        blocks = [self.fn.append_basic_block(f"branch{k}") for k in range(len(op.branches))]
+        switch = b.switch(chosen, blocks[-1])
+        for k, block in enumerate(blocks[:-1]):
+            switch.add_case(ir.Constant(I64, k), block)
+        for ops, results, block in zip(op.branches, op.results, blocks):
+            b.position_at_end(block)
+            for inner in ops:
+                self._op(inner)
+            for src, dst, nbytes in zip(results, op.outputs, op.sizes):
+                if src != dst:
+                    self._memcpy(self._ptr(dst), self._ptr(src), nbytes)
+            b.branch(after)
+        b.position_at_end(after)
+
     def _single_blas_thread(self):
         """Run the loop's gemms on one BLAS thread (they are small); returns the emitter
         of the restoring code for the loop's exit."""
@@ -293,6 +336,8 @@ class _LoopEmitter:
             self._update_slice(op)
         elif isinstance(op, NestedLoop):
             self._nested(op)
+        elif isinstance(op, Branch):
+            self._branch(op)
         else:
             self._memcpy(self.tgt[op.dst], self._ptr(op.src), op.nbytes)
 
@@ -440,6 +485,9 @@ def _max_args(plan: LoopPlan) -> int:
             most = max(most, len(op.ins) + len(op.outs) + 1)
         elif isinstance(op, NestedLoop):
             most = max(most, _max_args(op.plan))
+        elif isinstance(op, Branch):
+            for ops in op.branches:
+                most = max(most, _max_args(LoopPlan(n=0, carried=[], body=ops)))
     return most
 
 
@@ -508,5 +556,5 @@ def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
                   blas_int_bits).emit()
 
 
-__all__ = ["CopyCall", "EntryLayout", "GemmCall", "KernelCall", "Layout", "LoopPlan",
+__all__ = ["Branch", "CopyCall", "EntryLayout", "GemmCall", "KernelCall", "Layout", "LoopPlan",
            "NestedLoop", "Ref", "UpdateSlice", "emit_entry", "emit_loop"]
