@@ -172,3 +172,23 @@ def test_small_loops_stay_on_one_thread():
     plan = _plan(minijax.jit(_rnn_step_loop(5)), h, wh, b)
     assert "native loop" in plan and "split over the thread team" not in plan, plan
     assert native_loops.TEAM_MIN_GEMM_MNK > 4 * 8 * 8
+
+
+def test_team_loops_inside_pmap_use_each_devices_share_of_the_pool():
+    """Two devices, four pool threads: each device's native loop runs on a team drawn from
+    its own share (two threads) of the pool."""
+    before = config._values["minijax_num_threads"]
+    config.update("minijax_num_threads", 4)
+    try:
+        rng = np.random.default_rng(6)
+        h = rng.standard_normal((2, 64, 128)).astype(np.float32) / 8
+        wh = (rng.standard_normal((128, 128)) / 12).astype(np.float32)
+        b = rng.standard_normal(128).astype(np.float32)
+        f = minijax.pmap(_rnn_step_loop(7), in_axes=(0, None, None),
+                         devices=minijax.devices()[:2])
+        got = np.asarray(f(h, wh, b))
+        for d in range(2):
+            np.testing.assert_allclose(got[d], _rnn_numpy(h[d], wh, b, 7), rtol=2e-5,
+                                       atol=2e-5)
+    finally:
+        config.update("minijax_num_threads", before)
