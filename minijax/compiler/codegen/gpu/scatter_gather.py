@@ -1,8 +1,9 @@
 """GPU kernels for gather and scatter (XLA semantics, as the HLO evaluator computes them).
 
-gather: one thread per output element (grid-stride): the element's batch position picks
-an index vector, each start index is clamped to [0, operand_dim - slice_size] (as XLA
-does), and the element is copied from the operand. Operand batching dims are supported.
+gather: one thread per output element (grid-stride), computed by the elemental emitter's
+gather (codegen/gather.py, shared with the CPU): the element's batch position picks an
+index vector, each start index is clamped to [0, operand_dim - slice_size] (as XLA does),
+and the element is read from the operand. Operand batching dims are supported.
 
 scatter: deterministic, without atomics (a float sum gives the same bits on every run,
 and the evaluator's, which applies updates in order). Two launches: the operands are
@@ -80,35 +81,14 @@ def gather_reason(instr: Instruction) -> str | None:
 
 
 def emit_gather(module, name: str, instr: Instruction) -> GpuKernel:
+    """One thread per output element (grid-stride) computing it with the shared elemental
+    gather (codegen/gather.py)."""
     k = OpKernel(module, name, instr)
     b, f = k.b, k.f
-    a = instr.attrs
-    offset_dims = sorted(_ints(a, "offset_dims"))
-    collapsed = set(_ints(a, "collapsed_slice_dims"))
-    start_map = _ints(a, "start_index_map")
-    op_batch = _ints(a, "operand_batching_dims")
-    idx_batch = _ints(a, "start_indices_batching_dims")
-    ind_rank = instr.operands[1].shape.rank
-    ivd = int(a.get("index_vector_dim", ind_rank))
-    sizes = [int(s) for s in a["slice_sizes"]]
-    op_dims = instr.operands[0].shape.dims
     out = instr.shape
-    window = [d for d in range(len(op_dims)) if d not in collapsed and d not in op_batch]
-    batch_pos = [p for p in range(out.rank) if p not in offset_dims]
-    vectors = _IndexVectors(k, 1, ivd, start_map, op_batch, idx_batch)
     with f.em.scope(), stride_loop(b, f.global_id(), const(I64, out.size), f.grid_size(),
                                    "elem") as i:
-        multi = Index(out, linear=i).get_multi(b) if out.rank else []
-        batch_multi = [multi[p] for p in batch_pos]
-        src = []
-        for d in range(len(op_dims)):
-            s = vectors.start(batch_multi, d)
-            if d in start_map:
-                s = k.clamp(s, 0, op_dims[d] - sizes[d])
-            if d in window:
-                s = b.add(s, multi[offset_dims[window.index(d)]])
-            src.append(s)
-        k.store_raw(0, i, k.load_raw(0, k.linear(op_dims, src)))
+        k.store(0, i, f.em.emit(k.comp.root, Index(out, linear=i)))
     k.finish()
     return GpuKernel(k.f.name, "gather", [Launch(k.f.name, grid_for(out.size), BLOCK)],
                      len(instr.operands), k.outs)
