@@ -12,8 +12,10 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.compiler.evaluator.elementwise import bitcast_convert as xla_bitcast_convert
+from minijax.compiler.evaluator.elementwise import count_leading_zeros as xla_count_leading_zeros
 from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
 from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
+from minijax.compiler.evaluator.elementwise import popcnt as xla_popcnt
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
@@ -206,31 +208,11 @@ def shift_right_arithmetic(x, y):
 # --------------------------------------------------------------------------- popcount / clz
 
 
-def _popcount_impl(x):
-    x = np.asarray(x)
-    return np.bitwise_count(_unsigned(x)).astype(x.dtype)
-
-
-def _clz_impl(x):
-    x = np.asarray(x)
-    bits = x.dtype.itemsize * 8
-    u = _unsigned(x).astype(np.uint64)
-    length = np.zeros(u.shape, np.int64)
-    shift = bits // 2
-    while shift:  # binary search for the highest set bit
-        high = (u >> np.uint64(shift)) != 0
-        u = np.where(high, u >> np.uint64(shift), u)
-        length = np.where(high, length + shift, length)
-        shift //= 2
-    length = np.where(u != 0, length + 1, 0)
-    return (bits - length).astype(x.dtype)
-
-
 population_count_p = _unary(
-    "population_count", _popcount_impl, None, kinds="iu",
+    "population_count", xla_popcnt, None, kinds="iu",
     lowering=lambda ctx, x: ctx.builder.unary("popcnt", x, metadata=ctx.metadata))
 clz_p = _unary(
-    "clz", _clz_impl, None, kinds="iu",
+    "clz", xla_count_leading_zeros, None, kinds="iu",
     lowering=lambda ctx, x: ctx.builder.unary("count-leading-zeros", x,
                                               metadata=ctx.metadata))
 ad.defjvp_zero(population_count_p)

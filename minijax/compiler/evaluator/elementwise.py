@@ -91,20 +91,26 @@ def _round_afz(x):
     return np.where(frac >= 0.5, t + step, t).astype(x.dtype)
 
 
-def _popcnt(x):
+def popcnt(x):
+    """XLA's popcnt: set bits of each element's two's complement (bool: itself)."""
+    x = np.asarray(x)
     if x.dtype == np.bool_:
         return x
     # np.bitwise_count counts |x| for signed types; count the two's complement bits.
-    return np.bitwise_count(_unsigned_view(np.ascontiguousarray(x))).astype(x.dtype)
+    return np.bitwise_count(_unsigned_view(x)).astype(x.dtype)
 
 
 def _unsigned_view(x):
+    """The same bits as the unsigned integer type of x's width (0-d stays 0-d)."""
+    x = np.asarray(x, order="C")
     return x.view(np.dtype(f"u{x.dtype.itemsize}"))
 
 
-def _clz(x):
+def count_leading_zeros(x):
+    """XLA's count-leading-zeros of each integer element."""
+    x = np.asarray(x)
     bits = x.dtype.itemsize * 8
-    u = _unsigned_view(np.ascontiguousarray(x)).astype(np.uint64)
+    u = _unsigned_view(x).astype(np.uint64)
     count = np.zeros(u.shape, dtype=np.int64)
     # Binary search for the highest set bit, all lanes at once.
     shift = bits // 2
@@ -151,12 +157,12 @@ UNARY = {
     "tan": _transcendental(np.tan),
     "erf": _transcendental(_erf64),
     "not": _not,
-    "popcnt": _popcnt,
+    "popcnt": popcnt,
     "is-finite": np.isfinite,
     "real": _real,
     "imag": _imag,
-    "clz": _clz,
-    "count-leading-zeros": _clz,
+    "clz": count_leading_zeros,
+    "count-leading-zeros": count_leading_zeros,
     "copy": np.copy,
 }
 
