@@ -83,6 +83,14 @@ def _along(transform, x, n, axis, norm):
     return jnp.moveaxis(y, -1, axis)
 
 
+def _along_axes(transform, x, s, axes, norm):
+    """`transform` along each of `axes` in turn, each resized to its entry of `s`."""
+    axes, sizes = _axes_and_sizes(x, s, axes)
+    for axis, n in zip(axes, sizes):
+        x = _along(transform, x, n, axis, norm)
+    return x
+
+
 def dct(x, type: int = 2, n: int | None = None, axis: int = -1, norm: str | None = None):
     """DCT-II along ``axis``: ``y[k] = 2 sum_j x[j] cos(pi k (2j + 1) / (2N))``; ``n``
     truncates or zero-pads the input along ``axis`` first."""
@@ -122,19 +130,11 @@ def dctn(x, type: int = 2, s: Sequence[int] | None = None,
     """The n-dimensional DCT-II: :func:`dct` along each of ``axes`` (default: the last
     ``len(s)`` axes, or all), each first resized to the matching entry of ``s``."""
     _check(type, norm, "dctn")
-    x = _prepare(x, "dctn")
-    axes, sizes = _axes_and_sizes(x, s, axes)
-    for axis, n in zip(axes, sizes):
-        x = _along(_dct_last, x, n, axis, norm)
-    return x
+    return _along_axes(_dct_last, _prepare(x, "dctn"), s, axes, norm)
 
 
 def idctn(x, type: int = 2, s: Sequence[int] | None = None,
           axes: Sequence[int] | None = None, norm: str | None = None):
     """The inverse of :func:`dctn`: :func:`idct` along each of ``axes``."""
     _check(type, norm, "idctn")
-    x = _prepare(x, "idctn")
-    axes, sizes = _axes_and_sizes(x, s, axes)
-    for axis, n in zip(axes, sizes):
-        x = _along(_idct_last, x, n, axis, norm)
-    return x
+    return _along_axes(_idct_last, _prepare(x, "idctn"), s, axes, norm)
