@@ -46,9 +46,9 @@ def _is_element_of(instr: Instruction, param: Instruction) -> int | None:
     return None
 
 
-def _trip_count(loop: Instruction) -> tuple[int, int] | None:
-    """(counter tuple index, trip count) for a loop counting up by one from a constant to a
-    constant bound with `<`; None for any other loop."""
+def _trip_count(loop: Instruction) -> int | None:
+    """The trip count of a loop counting up by one from a constant to a constant bound with
+    `<`; None for any other loop."""
     cond, body = loop.called["condition"], loop.called["body"]
     compare = cond.root
     if compare.opcode != "compare" or compare.attrs.get("direction") != "LT":
@@ -67,7 +67,7 @@ def _trip_count(loop: Instruction) -> tuple[int, int] | None:
         a, b = b, a
     if _is_element_of(a, body.parameters[0]) != counter or scalar_constant_value(b) != 1:
         return None
-    return counter, int(bound) - int(start)
+    return int(bound) - int(start)
 
 
 def _invariant_index(instr: Instruction, body: Computation) -> int | None:
@@ -226,14 +226,14 @@ def _hoistable(comp: Computation, loop: Instruction, callers, users) -> list[_Ca
         if any(param in i.operands and i.opcode != "get-tuple-element"
                for i in callee.instructions):
             return []
-    counted = _trip_count(loop)
-    if counted is None or counted[1] < 2:
+    trips = _trip_count(loop)
+    if trips is None or trips < 2:
         return []
     found, budget = [], _MAX_HOISTED_BYTES
     for instr in body.instructions:
         if instr.opcode != "dot":
             continue
-        c = _match(instr, body, counted[1])
+        c = _match(instr, body, trips)
         if c is None:
             continue
         size = instr.shape.nbytes * c.ds.operands[0].shape.dims[c.sliced_dim]
