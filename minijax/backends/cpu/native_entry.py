@@ -54,7 +54,7 @@ class _EntryPlanner(_Planner):
         self.plan = LoopPlan(n=0, carried=[])   # (its temp_bytes counts the temps block)
         self.root, self.consts, self.kernels = self, [], []
         self._written, self.inplace = {}, {}
-        self.allow_loops = self.team = False
+        self.allow_control_flow = self.team = False
 
     def run_entry(self) -> EntryPlan:
         comp = self.comp

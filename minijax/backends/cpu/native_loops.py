@@ -88,7 +88,7 @@ class _Planner:
         self.kernels: list = self.root.kernels if root is not None else []
         self._written: dict = {}
         self.inplace: dict = {}
-        self.allow_loops = True
+        self.allow_control_flow = True
         # Loops split large kernels and gemms over a team; without one (a native entry),
         # work that size stays on the Python driver, which splits it over the pool.
         self.team = True
@@ -272,9 +272,9 @@ class _Planner:
             return self._fused(instr, comp, kernel_operands, values, ops, direct)
         if op == "dot":
             return self._dot(instr, operands, ops, direct)
-        if op == "while" and self.allow_loops:
+        if op == "while" and self.allow_control_flow:
             return self._while(instr, operands, ops, direct)
-        if op == "conditional" and self.allow_loops:
+        if op == "conditional" and self.allow_control_flow:
             return self._conditional(instr, operands, ops, direct)
         raise _Unsupported(f"{instr.name}: {op} has no native implementation")
 
