@@ -129,10 +129,29 @@ def libm(builder: ir.IRBuilder, name: str, args: list, ty: ir.Type):
     return builder.call(fn, args)
 
 
+#: A vectorized loop body of at least this many IR instructions is interleaved twice when its
+#: emitter asks (emit_counted_loop's `interleave`): LLVM's loop vectorizer interleaves only
+#: small bodies, and a long one (tanh, exp, erf) then runs one latency-bound dependency chain
+#: per iteration. Two independent chains made a tanh-GELU loop 12-17% faster in L2.
+HEAVY_LOOP_BODY = 24
+
+
+def _interleave_twice(module: ir.Module):
+    """A fresh `llvm.loop` node (its first operand is itself, as LLVM requires) asking the
+    loop vectorizer for an interleave count of 2."""
+    count = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                 ir.Constant(ir.IntType(32), 2)])
+    node = ir.values.MDValue(module, [count], name=str(len(module.metadata)))  # registers itself
+    node.operands = (node, count)
+    return node
+
+
 @contextlib.contextmanager
-def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop", step=None):
+def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop", step=None,
+                      interleave: bool = False):
     """`for (i = start; i < end; i += step) { body }` over i64 values (step 1 by default);
-    yields i; the builder ends after the loop."""
+    yields i; the builder ends after the loop. With `interleave`, a body of HEAVY_LOOP_BODY
+    or more instructions is marked for an interleave count of 2 (an innermost loop only)."""
     pre = b.block
     fn = pre.function
     body = fn.append_basic_block(name + ".body")
@@ -144,5 +163,9 @@ def emit_counted_loop(b: ir.IRBuilder, start, end, name: str = "loop", step=None
     yield i
     nxt = b.add(i, const(I64, 1) if step is None else step, flags=["nsw"])
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
+    back = b.cbranch(b.icmp_signed("<", nxt, end), body, exit_)
+    if interleave:
+        blocks = fn.blocks[fn.blocks.index(body):]
+        if sum(len(blk.instructions) for blk in blocks) >= HEAVY_LOOP_BODY:
+            back.set_metadata("llvm.loop", _interleave_twice(b.module))
     b.position_at_end(exit_)

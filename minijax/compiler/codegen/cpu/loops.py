@@ -245,7 +245,8 @@ class KernelEmitter:
         b = self.b
         size = shape.size
         if _is_flat(self.comp) or shape.rank <= 1:
-            with self.em.scope(), emit_counted_loop(b, self.start, self.end, "flat") as i:
+            with self.em.scope(), emit_counted_loop(b, self.start, self.end, "flat",
+                                                    interleave=True) as i:
                 for k, r in enumerate(roots):
                     idx = Index(r.shape, linear=i)
                     self._store(k, i, self.em.emit(r, idx))
@@ -255,7 +256,8 @@ class KernelEmitter:
         with self.em.scope(), emit_counted_loop(b, self.start, self.end, "row") as row:
             outer = _delinearize(b, row, shape.dims[:-1])
             base = b.mul(row, const(I64, inner))
-            with emit_counted_loop(b, const(I64, 0), const(I64, inner), "col") as j:
+            with emit_counted_loop(b, const(I64, 0), const(I64, inner), "col",
+                                   interleave=True) as j:
                 lin = b.add(base, j)
                 for k, r in enumerate(roots):
                     idx = Index(r.shape, multi=outer + [j], linear=lin)

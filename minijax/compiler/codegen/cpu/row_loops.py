@@ -109,7 +109,7 @@ class _RowKernel:
         """Loop j over [lo, hi) of the current row as loop number `n`; `body(index, lin)`
         emits the work, with cached values loaded or stored around it."""
         b, em = self.b, self.em
-        with em.scope(), emit_counted_loop(b, lo, hi, f"cols{n}") as j:
+        with em.scope(), emit_counted_loop(b, lo, hi, f"cols{n}", interleave=True) as j:
             lin = b.add(self.base, j)
             index = Index(Shape("s64", self.plan.rows + (self.plan.cols,)),
                           multi=list(self.row_multi) + [j], linear=lin)
