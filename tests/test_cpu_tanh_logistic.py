@@ -1,10 +1,10 @@
 """float32 tanh and logistic on the CPU backend against float64 NumPy.
 
-math_approx computes both with one exp polynomial, a division and (tanh) an odd polynomial
-below a cut. Checked here: a dense sweep of float32 bit patterns (both signs, across the cut,
-into the subnormal results of logistic), special values bit for bit (signed zeros,
-subnormals, infinities, NaN), the shipped polynomial coefficients themselves, and jitted
-arrays of any size (vector remainders, the multithreaded path).
+math_approx computes each with one polynomial (tanh: of expm1, logistic: of exp) and one
+division. Checked here: a dense sweep of float32 bit patterns (both signs, every pattern
+around tanh's worst input, into the subnormal results of logistic), special values bit for
+bit (signed zeros, subnormals, infinities, NaN), the shipped polynomial coefficients
+themselves, and jitted arrays of any size (vector remainders, the multithreaded path).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from minijax.compiler.codegen import math_approx  # noqa: E402
 from minijax.compiler.hlo.parser import parse_module  # noqa: E402
 from minijax.test_util import float32_ulp_error
 
-# Max errors measured over all 2**32 float32 inputs: tanh 1.067 ulp, logistic 2.402 ulp.
-BOUNDS = {"tanh": 1.1, "logistic": 2.5}
+# Max errors measured over all 2**32 float32 inputs: tanh 2.419 ulp (at 0.0077671753),
+# logistic 2.402 ulp.
+BOUNDS = {"tanh": 2.45, "logistic": 2.5}
 
 
 def _logistic64(v):
@@ -65,10 +66,11 @@ def _assert_within(op, x, got):
 @pytest.mark.parametrize("op, top", [("tanh", 12.0), ("logistic", 110.0)])
 def test_dense_sweep(op, top):
     """Every 1021st float32 below `top` (past where the result saturates), both signs, plus
-    every float32 within 2**12 patterns of the tanh cut and within 64 of the points where
-    the exp reduction's k steps (odd multiples of ln2/4 for tanh, of ln2/2 for logistic)."""
-    cut = np.float32(math_approx.TANH_F32_CUT).view(np.uint32)
-    near = np.arange(int(cut) - 4096, int(cut) + 4096, dtype=np.uint32).view(np.float32)
+    every float32 within 2**12 patterns of tanh's worst input and within 64 of the points
+    where the exp reduction's k steps (odd multiples of ln2/4 for tanh, of ln2/2 for
+    logistic)."""
+    worst = np.float32(0.0077671753).view(np.uint32)
+    near = np.arange(int(worst) - 4096, int(worst) + 4096, dtype=np.uint32).view(np.float32)
     steps = np.float32(np.arange(1, 640, 2) * math.log(2) / 4).view(np.uint32)
     around = (steps[:, None].astype(np.int64) + np.arange(-64, 64)).astype(np.uint32)
     x = np.concatenate([_bits(0.0, top, 1021), near, -near, around.ravel().view(np.float32)])
@@ -119,10 +121,9 @@ def test_polynomial_coefficients():
     r = np.linspace(-math.log(2) / 2, math.log(2) / 2, 100001)
     exp_c = np.float32(math_approx.EXP_F32_COEFFS).astype(np.float64)
     assert np.max(np.abs(poly(r, exp_c) / np.exp(r) - 1)) < 2.0 ** -27
-    x = np.linspace(1e-3, math_approx.TANH_F32_CUT, 100001)
-    tanh_c = np.float32(math_approx.TANH_F32_COEFFS).astype(np.float64)
-    t = x + x ** 3 * poly(x * x, tanh_c)
-    assert np.max(np.abs(t / np.tanh(x) - 1)) < 2.0 ** -26.5
+    r = r[r != 0]
+    expm1_c = np.float32(math_approx.EXPM1_F32_COEFFS).astype(np.float64)
+    assert np.max(np.abs((r + r * r * poly(r, expm1_c)) / np.expm1(r) - 1)) < 2.0 ** -27
 
 
 _SIZES = st.one_of(st.just(0), st.just(1), st.integers(2, 70).map(lambda n: 2 * n + 1),

@@ -9,8 +9,8 @@ Accuracy (tested against float64 NumPy in tests/test_cpu_codegen.py):
 - float32 exp: a minimax polynomial after a Cody-Waite range reduction, within 0.86 ulp
   (subnormal results included). log, log1p, expm1: Taylor/atanh series in float32; a few
   ulps over the whole float32 range.
-- float32 tanh, logistic: one minimax exp polynomial and one division each (tanh: an odd
-  polynomial near 0); at most 1.07 and 2.40 ulp over all 2**32 inputs.
+- float32 tanh, logistic: one minimax polynomial (tanh: of expm1) and one division each;
+  at most 2.42 and 2.40 ulp over all 2**32 inputs.
 - float32 sin, cos, tan, erf, atan2, pow, cbrt: computed in float64 with the float64 routines
   below and rounded once, so within about one ulp. sin/cos/tan reduce the argument exactly
   enough over the whole float32 range (a branch-free Payne-Hanek reduction, _reduce_f32).
@@ -217,19 +217,18 @@ def logistic(b: ir.IRBuilder, x):
 
 # ---------------------------------------------------------------------- float32 tanh, logistic
 #
-# Each evaluates one exp polynomial and one division per element and no libm call (the float64
+# Each evaluates one polynomial (expm1's for tanh, exp's for logistic) and one division per
+# element and no libm call (the float64
 # forms above evaluate expm1's series and exp, or exp with its overflow and NaN handling). The
 # polynomial coefficients were fitted at development time in float64 with NumPy: Lawson's
 # iteratively reweighted least squares (which converges to the minimax fit) over 4000
 # Chebyshev points, minimising the maximum relative error of the approximated function, then
-# rounded to float32. tests/test_cpu_codegen.py re-checks each polynomial's error.
+# rounded to float32. tests/test_cpu_tanh_logistic.py re-checks each polynomial's error.
 
 # e**r = 1 + r + r*r*Q(r) on |r| <= ln2/2; relative error 2**-28.3 before rounding.
 EXP_F32_COEFFS = (1.0, 1.0, 0.49999994, 0.16666521, 0.04166839, 0.00836871, 0.0013814613)
-# tanh(x) = x + x**3 * P(x*x) for |x| < TANH_F32_CUT; relative error 2**-29.2 before rounding.
-TANH_F32_CUT = 0.75
-TANH_F32_COEFFS = (-0.33333316, 0.13332695, -0.053892724, 0.021452034, -0.007657255,
-                   0.0017369357)
+# expm1(r) = r + r*r*Q(r) on |r| <= ln2/2; relative error of Q 2**-26.5 before rounding.
+EXPM1_F32_COEFFS = (0.5, 0.16666667, 0.041666467, 0.008333361, 0.0013933597, 0.00019857796)
 # Adding 1.5 * 2**23 rounds a float32 of magnitude below 2**22 to an integer k (to nearest
 # even) and leaves k in the low mantissa bits of the sum.
 _SHIFTER = 12582912.0
@@ -266,21 +265,26 @@ def _clamp_above(b: ir.IRBuilder, x, limit: float):
 
 
 def _tanh_f32(b: ir.IRBuilder, x):
-    """tanh: an odd polynomial below TANH_F32_CUT, 1 - 2 / (e**2|x| + 1) from there on.
+    """tanh(|x|) = m / (m + 2) with m = expm1(2|x|), the sign of x put back last.
 
-    From the cut on tanh >= 0.63, so the subtraction cancels nothing, and the error of the
-    exp reaches the result damped by 2 / (e**2|x| + 1) / tanh <= 0.57. |x| is clamped to 10
-    (tanh rounds to 1 from 9.01 on). Both branches work on |x| and the sign bit of x is put
-    back last, so tanh(-0) is -0; NaN fails the `>= cut` test and the polynomial keeps it.
+    m = 2**k * expm1(r) + (2**k - 1) after the reduction 2|x| = k ln2 + r; expm1(r) is
+    r + r*r*Q(r), so a small |x| (k = 0) loses nothing to cancellation and tiny inputs come
+    back unchanged. One formula for every |x| (no polynomial branch to select from) keeps the
+    loop short: tanh-GELU in L3 ran 25% faster than with a separate odd polynomial below
+    0.75, at 2.42 ulp instead of 1.07 (XLA's rational approximation: 6.7). |x| is clamped
+    to 10 (tanh rounds to 1 from 9.01 on); NaN fails the clamp test and passes through;
+    tanh(-0) is -0.
     """
     ity = int_type_like(x.type)
     ax = call_intrinsic(b, "llvm.fabs", [x])
-    p, two_k = _exp_f32_parts(b, _clamp_above(b, ax, 10.0), 2.0, split_ln2=False)
-    e = b.fmul(p, _pow2_f32(b, two_k, x))
-    big = b.fsub(_c(x, 1.0), b.fdiv(_c(x, 2.0), b.fadd(e, _c(x, 1.0))))
-    z = b.fmul(ax, ax)
-    small = call_intrinsic(b, "llvm.fmuladd", [b.fmul(ax, z), _poly(b, z, TANH_F32_COEFFS), ax])
-    t = b.select(b.fcmp_ordered(">=", ax, _c(x, TANH_F32_CUT)), big, small)
+    y = b.fmul(_clamp_above(b, ax, 10.0), _c(x, 2.0))
+    s = call_intrinsic(b, "llvm.fmuladd", [y, _c(x, 1.0 / LN2), _c(x, _SHIFTER)])
+    # k <= 29, so one float32 ln2 is exact enough: its error times k is damped by 1 - tanh**2
+    r = call_intrinsic(b, "llvm.fmuladd", [b.fsub(_c(x, _SHIFTER), s), _c(x, LN2), y])
+    em_r = call_intrinsic(b, "llvm.fmuladd", [b.fmul(r, r), _poly(b, r, EXPM1_F32_COEFFS), r])
+    scale = _pow2_f32(b, b.shl(b.bitcast(s, ity), const(ity, 23)), x)
+    m = call_intrinsic(b, "llvm.fmuladd", [scale, em_r, b.fsub(scale, _c(x, 1.0))])
+    t = b.fdiv(m, b.fadd(m, _c(x, 2.0)))
     sign = b.and_(b.bitcast(x, ity), const(ity, 1 << 31))
     return b.bitcast(b.xor(b.bitcast(t, ity), sign), x.type)
 
