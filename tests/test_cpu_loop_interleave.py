@@ -90,7 +90,8 @@ def test_interleaved_gelu_matches_numpy_at_every_length(n, seed):
     exe = _compile(GELU.format(n=n))
     assert HINT in exe.llvm_ir()
     got = np.asarray(exe.execute([x])[0])
-    np.testing.assert_allclose(got, _gelu64(x), rtol=3e-6, atol=1e-7)
+    # atol: 1 + tanh(u) cancels where tanh is near -1 (float32 rounding of the formula itself)
+    np.testing.assert_allclose(got, _gelu64(x), rtol=3e-6, atol=1e-6)
 
 
 def test_short_bodies_get_no_hint():

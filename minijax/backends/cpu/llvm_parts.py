@@ -46,12 +46,18 @@ class ModuleText:
         return [f'; ModuleID = "{m.name}"', f'target triple = "{m.triple}"',
                 f'target datalayout = "{m.data_layout}"', ""] + types
 
+    def _metadata(self) -> list[str]:
+        """The module's unnamed metadata nodes (loop hints); every part carries them all,
+        since a node no function of a part refers to is legal and ignored."""
+        return [str(md) for md in self.module.metadata]
+
     def whole(self) -> str:
         """The module's text (what str(module) prints)."""
         m = self.module
-        if m.namedmetadata or m.metadata:
+        if m.namedmetadata:
             return str(m)
-        return "\n".join(self._header() + [self._text(n, v) for n, v in m.globals.items()])
+        return "\n".join(self._header() + [self._text(n, v) for n, v in m.globals.items()]
+                         + self._metadata())
 
     def split(self, max_parts: int, hot: Iterable[str] = ()) -> list[tuple[str, int]]:
         """The module as (text, optimization level) parts that together define every
@@ -61,7 +67,7 @@ class ModuleText:
         HOT part."""
         m = self.module
         hot = set(hot)  # (before printing: `hot` may be a view of the text cache)
-        if m.namedmetadata or m.metadata:
+        if m.namedmetadata:
             return [(self.whole(), HOT)]
         decls, groups, cold = self._partition(hot)
         if not groups:
@@ -76,13 +82,15 @@ class ModuleText:
             members[p].append(k)
         head = self._header() + decls
         hot_names = {g for group in groups for g in group}
+        tail = self._metadata()
         parts = [("\n".join(head + [_visible(self._texts[g], g in hot_names)
-                                    for k in sorted(ks) for g in groups[k]]), HOT)
+                                    for k in sorted(ks) for g in groups[k]] + tail), HOT)
                  for ks in members]
         if cold:
             called = [_declaration(self._texts[g]) for group in groups for g in group
                       if g in hot_names and isinstance(m.globals[g], ir.Function)]
-            parts.append(("\n".join(head + called + [self._texts[g] for g in cold]), COLD))
+            parts.append(("\n".join(head + called + [self._texts[g] for g in cold] + tail),
+                          COLD))
         return parts
 
     def _partition(self, hot: set[str]):
