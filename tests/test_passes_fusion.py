@@ -279,3 +279,64 @@ def test_mlp_training_step_fuses_its_epilogues():
     assert ops["dot"] == 2
     assert ops["maximum"] == ops["select"] == ops["subtract"] == 0  # all inside fusions
     assert len(kernels(module)) <= 7
+
+
+def relu_backward(batch: int, n: int, k: int, dot_reads_sum: bool = False) -> str:
+    """The gradient through a dense ReLU layer: dy is masked by h > 0, summed over the batch
+    (the bias gradient) and multiplied by the weights (the input gradient). With
+    `dot_reads_sum`, the masked gradient also meets a dot of itself inside the sum."""
+    s = f"{batch},{n}"
+    zero = "zero = f32[] constant(0)"
+    if dot_reads_sum:
+        tail = f"""
+  back = f32[{batch},{k}] dot(g, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{1}}
+  cut = f32[{s}] slice(back), slice={{[0:{batch}], [0:{n}]}}
+  mixed = f32[{s}] multiply(g, cut)
+  {zero}
+  db = f32[{n}] reduce(mixed, zero), dimensions={{0}}, to_apply=add_f32"""
+    else:
+        tail = f"""
+  {zero}
+  db = f32[{n}] reduce(g, zero), dimensions={{0}}, to_apply=add_f32
+  back = f32[{batch},{k}] dot(g, w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{1}}"""
+    return hlo(f"""
+  dy = f32[{s}] parameter(0)
+  h = f32[{s}] parameter(1)
+  w = f32[{k},{n}] parameter(2)
+  z = f32[] constant(0)
+  pos = pred[{s}] compare(h, f32[{s}] broadcast(z), dimensions={{}}), direction=GT
+  mask = f32[{s}] convert(pos)
+  g = f32[{s}] multiply(dy, mask){tail}
+  ROOT t = (f32[{n}], f32[{batch},{k}]) tuple(db, back)""")
+
+
+def test_value_kept_for_a_dot_is_an_extra_output_of_its_reduction():
+    """The masked gradient is computed once, in the bias-gradient reduction, which also
+    writes it for the dot: no kernel of its own, no copy computed twice."""
+    module, _ = run_pass(Fusion(), relu_backward(8, 6, 5))
+    assert "multiply" not in entry_opcodes(module)
+    (multi,) = [f for f in fusions(module) if f.shape.is_tuple]
+    assert multi.attrs["kind"] == "kInput"
+    assert {o.opcode for o in fusion_outputs(multi)} == {"reduce", "multiply"}
+    assert {"compare", "convert"} <= body_opcodes(multi)   # the mask is computed inside
+    (dot,) = [i for i in module.entry.instructions if i.opcode == "dot"]
+    assert dot.operands[0].opcode == "get-tuple-element" and dot.operands[0].operands[0] is multi
+    assert len(kernels(module)) == 2   # that fusion and the dot
+    log = "\n".join(module.fusion_log)
+    assert "reads it from memory anyway" in log and "as an extra output" in log
+
+
+def test_value_kept_for_a_dot_that_the_reduction_also_reads_stays_correct():
+    """Here the dot of the masked gradient feeds the reduction too: the gradient cannot be
+    an output of that reduction (a cycle), so it stays a kernel of its own."""
+    module, _ = run_pass(Fusion(), relu_backward(8, 6, 7, dot_reads_sum=True))
+    for f in fusions(module):
+        assert not any(op is f for op in f.operands)
+    log = "\n".join(module.fusion_log)
+    assert "another path leads from it to the reduction" in log
+
+
+@settings(max_examples=8, deadline=None)
+@given(batch=st.integers(1, 9), n=st.integers(1, 9), k=st.integers(1, 6))
+def test_relu_backward_fusion_matches_evaluator_any_shape(batch, n, k):
+    run_pass(Fusion(), relu_backward(batch, n, k))

@@ -121,6 +121,26 @@ def can_root_fusion(instr: Instruction) -> bool:
     return instr.opcode in LOOP_FUSIBLE
 
 
+def _reduction_input_dims(instr: Instruction):
+    """The input dims of a single-input reduce or kInput fusion (None for anything else)."""
+    if instr.opcode == "reduce" and len(instr.operands) == 2:
+        return tuple(instr.operands[0].shape.dims)
+    return reduce_input_dims(instr) if _kind(instr) == "kInput" else None
+
+
+def _stored_for(producer: Instruction, consumer: Instruction, users) -> Instruction | None:
+    """A user that needs `producer` in a buffer (a dot, say), when `consumer` is a reduction
+    over producer's index space: then producer should be an extra output of the reduction
+    (phase 2), computed once, rather than copied into it and computed again by a kernel of
+    its own for that user (the ReLU gradient, summed for the bias and multiplied by the
+    weights)."""
+    if producer.opcode not in ELEMENTWISE and _kind(producer) != "kLoop":
+        return None
+    if _reduction_input_dims(consumer) != tuple(producer.shape.dims):
+        return None
+    return next((u for u in users if u is not consumer and not can_root_fusion(u)), None)
+
+
 def _reads_elements_repeatedly(consumer: Instruction, producer: Instruction) -> bool:
     """True if the consumer reads some element of `producer` more than once (broadcast)."""
     if consumer.opcode != "fusion":
@@ -226,6 +246,10 @@ class Fusion(Pass):
         expensive = is_expensive(producer)
         if len(users) > 1 and expensive:
             return False, f"expensive op with {len(users)} users"
+        stored_for = _stored_for(producer, consumer, users) if len(users) > 1 else None
+        if stored_for is not None:
+            return False, (f"{stored_for.name} reads it from memory anyway: left to become an "
+                           "extra output of the reduction instead of a copy")
         known = self._duplicates.get(id(producer))
         copies = known[1] if known is not None and known[0] is producer else ()
         if (len(users) > 1 and len(copies) >= MAX_DUPLICATES and id(consumer) not in copies
@@ -371,21 +395,36 @@ class Fusion(Pass):
     def _reduce_extra_outputs(self, comp: Computation, builder: FusionBuilder) -> bool:
         changed = False
         for fusion in list(comp.instructions):
-            if _kind(fusion) != "kInput" or fusion not in builder.index:
+            if fusion not in builder.index:
+                continue
+            if fusion.opcode == "reduce" and _reduction_input_dims(fusion) is not None:
+                # a reduce that phase 1 left alone (its input was kept for a dot): it
+                # becomes a fusion if that input can be one of its outputs
+                producer = fusion.operands[0]
+                if not self._extra_output_candidate(builder, fusion, producer):
+                    continue
+                self._log(f"fuse {fusion.name} alone, to take {producer.name} as an output")
+                fusion = builder.wrap(fusion, "kInput")
+            elif _kind(fusion) != "kInput":
                 continue
             for producer in list(dict.fromkeys(fusion.operands)):
                 if self._try_extra_output(comp, builder, fusion, producer):
                     changed = True
+                    # the producer's own operands may now feed only this fusion
+                    self._grow(comp, builder, fusion)
         return changed
 
-    def _try_extra_output(self, comp, builder, fusion, producer) -> bool:
+    def _extra_output_candidate(self, builder, fusion, producer) -> bool:
         loop_fusion = _kind(producer) == "kLoop" and not is_multi_output(producer)
         elementwise = producer.opcode in ELEMENTWISE and not producer.shape.is_tuple
-        if not (loop_fusion or elementwise):
+        return ((loop_fusion or elementwise)
+                and _reduction_input_dims(fusion) == tuple(producer.shape.dims)
+                and any(u is not fusion for u in builder.index.users_of(producer)))
+
+    def _try_extra_output(self, comp, builder, fusion, producer) -> bool:
+        if not self._extra_output_candidate(builder, fusion, producer):
             return False
         others = [u for u in builder.index.users_of(producer) if u is not fusion]
-        if not others or tuple(producer.shape.dims) != reduce_input_dims(fusion):
-            return False
         names = ", ".join(u.name for u in others)
         too_big = self._too_big(producer, fusion)
         if too_big:
