@@ -42,10 +42,12 @@ import numpy as np
 from minijax.compiler.hlo import opcodes
 from minijax.compiler.hlo.builder import HloBuilder
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
+from minijax.compiler.hlo.shape_inference import parse_dim_labels
 from minijax.compiler.hlo.sharding import spec_to_text, text_to_spec
 from minijax.compiler.passes.base import Pass
 
 _ELEMENTWISE = (opcodes.select(family="elementwise") - {"bitcast-convert"})
+_WHOLE_DIMS_KEPT = {"slice", "dynamic-slice", "dynamic-update-slice", "pad", "reverse"}
 
 
 class SpmdPartitionError(ValueError):
@@ -86,6 +88,9 @@ class SpmdPartitioner(Pass):
         return math.prod(self.sizes[a] for a in axes)
 
     def _local(self, shape: Shape, spec) -> Shape:
+        if shape.is_tuple:
+            return Shape.tuple([self._local(t, e) for t, e in zip(shape.tuple_shapes, spec,
+                                                                   strict=True)])
         dims = []
         for d, (n, axes) in enumerate(zip(shape.dims, spec, strict=True)):
             k = self._parts(axes)
@@ -115,9 +120,12 @@ class SpmdPartitioner(Pass):
             {"to_apply": computation}, shape=x.shape)
 
     def _pid(self, b):
-        if self._pid_instr is None:
-            self._pid_instr = b.add_instruction("partition-id", [], shape=Shape("u32", ()))
-        return self._pid_instr
+        comp = b.computation
+        got = self._pids.get(id(comp))
+        if got is None or got[0] is not comp:   # one partition-id per computation
+            got = self._pids[id(comp)] = (comp, b.add_instruction("partition-id", [],
+                                                                  shape=Shape("u32", ())))
+        return got[1]
 
     def _slice_own(self, b, x, dim_axes: dict):
         """Keep this device's block of each dimension in `dim_axes` (dim -> axes)."""
@@ -167,6 +175,11 @@ class SpmdPartitioner(Pass):
     def _reshard(self, b, x, cur, want):
         if cur == want:
             return x
+        if x.shape.is_tuple:
+            parts = x.operands if x.opcode == "tuple" else [
+                b.get_tuple_element(x, k) for k in range(len(cur))]
+            return b.tuple([self._reshard(b, e, c, w)
+                            for e, c, w in zip(parts, cur, want, strict=True)])
         if x.opcode == "broadcast" and all(
                 not cur[d] for d in range(len(cur)) if d not in x.attrs["dimensions"]):
             # Broadcast the operand's block instead of slicing a whole broadcast result.
@@ -191,51 +204,29 @@ class SpmdPartitioner(Pass):
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: Module) -> bool:
-        old = module.entry
-        comp = Computation(old.name)
-        b = HloBuilder(comp)
-        self._pid_instr = None
+        self._module = module
+        self._pids: dict = {}
         self._adds: dict = {}
-        new: dict = {}
-        spec: dict = {}
-
-        def get(op, want=None):
-            s = spec[id(op)]
-            if want is None or s is None:
-                return new[id(op)]
-            return self._reshard(b, new[id(op)], s, want)
-
-        def replicated(op):
-            s = spec[id(op)]
-            return new[id(op)] if s is None else self._reshard(b, new[id(op)], s,
-                                                              ((),) * len(s))
-
-        for instr in old.instructions:
-            if instr is old.root and instr.opcode == "tuple":
-                continue  # the outputs are resharded below, each to its own spec
-            out, s = self._partition(b, instr, get, replicated, spec, module)
-            new[id(instr)], spec[id(instr)] = out, s
-        root = old.root
-        if root.opcode != "tuple":
+        self._dry = 0
+        old = module.entry
+        if old.root.opcode != "tuple":
             raise SpmdPartitionError("the entry's root must be a tuple of the outputs")
-        outs, specs = [], []
-        for k, op in enumerate(root.operands):
-            want = None if self.out_specs is None else self.out_specs[k]
-            cur = spec[id(op)]
-            if want is None:
-                want = cur if cur is not None else ((),) * op.shape.rank
-            outs.append(self._reshard(b, new[id(op)], cur, want) if cur is not None
-                        else new[id(op)])
-            specs.append(want)
-        b.set_root(b.tuple(outs))
+        walk = _Walk(self, old, None)
+        want = list(walk.root_spec())
+        for k in range(len(want)):
+            if self.out_specs is not None and self.out_specs[k] is not None:
+                want[k] = self.out_specs[k]
+        comp = walk.finish(want)
         module.computations[module.computations.index(old)] = comp
         module.entry = comp
         for add in self._adds.values():
             module.add_computation(add)
-        self.result_specs = specs
+        live = set(module.reachable_computations())
+        module.computations = [c for c in module.computations if c in live]
+        self.result_specs = want
         return True
 
-    def _partition(self, b, instr: Instruction, get, replicated, spec, module):
+    def _partition(self, b, instr: Instruction, get, replicated, spec):
         op = instr.opcode
         ops = instr.operands
         if op == "parameter":
@@ -264,6 +255,15 @@ class SpmdPartitioner(Pass):
             s = max(cands, key=lambda c: sum(len(a) for a in c)) if cands else ((),) * rank
             new_ops = [get(o, s) if o.shape.rank == rank else replicated(o) for o in ops]
             return self._clone(b, instr, new_ops, self._local(instr.shape, s)), s
+        if op == "tuple":
+            return b.tuple([get(o) for o in ops]), [spec[id(o)] for o in ops]
+        if op == "get-tuple-element":
+            k = instr.attrs["index"]
+            return b.get_tuple_element(get(ops[0]), k), spec[id(ops[0])][k]
+        if op == "while":
+            return self._while(b, instr, get, spec)
+        if op == "conditional":
+            return self._conditional(b, instr, get, replicated, spec)
         if op == "broadcast":
             src = spec[id(ops[0])]
             out = [()] * instr.shape.rank
@@ -276,7 +276,9 @@ class SpmdPartitioner(Pass):
             s = tuple(src[p] for p in instr.attrs["dimensions"])
             return self._clone(b, instr, [get(ops[0])], self._local(instr.shape, s)), s
         if op == "reshape":
-            return self._reshape(b, instr, get, replicated, spec)
+            return self._reshape(b, instr, get, spec)
+        if op in _WHOLE_DIMS_KEPT:
+            return self._whole_dims_kept(b, instr, get, replicated, spec)
         if op == "reduce" and len(ops) == 2 and not instr.shape.is_tuple:
             src = spec[id(ops[0])]
             dims = instr.attrs["dimensions"]
@@ -289,6 +291,8 @@ class SpmdPartitioner(Pass):
             return local, kept
         if op == "dot":
             return self._dot(b, instr, get, spec)
+        if op == "convolution":
+            return self._convolution(b, instr, get, spec)
         if op == "concatenate" and not instr.shape.is_tuple:
             (cat,) = instr.attrs["dimensions"]
             cands = [spec[id(o)] for o in ops if spec[id(o)] and any(spec[id(o)])]
@@ -308,11 +312,74 @@ class SpmdPartitioner(Pass):
         if op == "constant":
             c = b.add_instruction("constant", [], dict(instr.attrs), shape=instr.shape,
                                   literal=instr.literal, name=instr.name)
-            return c, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
+            return c, _replicated(instr.shape)
         # Anything else runs replicated on whole operands.
         new_ops = [replicated(o) for o in ops]
         out = self._clone(b, instr, new_ops, instr.shape)
-        return out, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
+        return out, _replicated(instr.shape)
+
+    # ------------------------------------------------------------------ control flow
+    def _walk_dry(self, comp, param_specs):
+        """The root spec `comp` gets with its parameters split as `param_specs` (its
+        partitioned form is thrown away)."""
+        self._dry += 1
+        try:
+            return _Walk(self, comp, param_specs).root_spec()
+        finally:
+            self._dry -= 1
+
+    def _partitioned(self, comp, param_specs, root_want):
+        """`comp` partitioned with its parameters split as `param_specs` and its root
+        resharded to `root_want` (None: as propagated), added to the module."""
+        new = _Walk(self, comp, param_specs).finish(root_want)
+        if not self._dry:
+            taken = {c.name for c in self._module.computations}
+            k = 1
+            while new.name in taken:
+                new.name = f"{comp.name}.spmd{k}"
+                k += 1
+            self._module.add_computation(new)
+        return new
+
+    def _while(self, b, instr, get, spec):
+        """The carry keeps the splits it comes in with; an element that comes in whole
+        takes the split the body gives it (then the body runs again over the new carry,
+        up to a fixed point: each element changes at most once). The body's results are
+        resharded to the carry's splits; the condition, partitioned alike, ends in a
+        scalar, which is the same on every device (reductions of split data all-reduce)."""
+        carry = spec[id(instr.operands[0])]
+        body, cond = instr.called["body"], instr.called["condition"]
+        for _ in range(len(instr.shape.flat()) + 1):
+            merged = _promote(carry, self._walk_dry(body, [carry]))
+            if merged == carry:
+                break
+            carry = merged
+        new_body = self._partitioned(body, [carry], carry)
+        new_cond = self._partitioned(cond, [carry], None)
+        out = b.add_instruction("while", [get(instr.operands[0], carry)], dict(instr.attrs),
+                                {"condition": new_cond, "body": new_body},
+                                shape=self._local(instr.shape, carry), metadata=instr.metadata,
+                                name=instr.name)
+        return out, carry
+
+    def _conditional(self, b, instr, get, replicated, spec):
+        """Each branch partitioned over its operand's splits; the result keeps the split
+        the branches agree on (a branch with a whole result slices its block), else is
+        whole. The branch index (a scalar) is the same on every device."""
+        index, *args = instr.operands
+        key = "branch_computations" if "branch_computations" in instr.called else None
+        branches = list(instr.called[key]) if key else [instr.called["true_computation"],
+                                                         instr.called["false_computation"]]
+        outs = [self._walk_dry(c, [spec[id(a)]]) for c, a in zip(branches, args, strict=True)]
+        s = _join(outs)
+        new = [self._partitioned(c, [spec[id(a)]], s)
+               for c, a in zip(branches, args, strict=True)]
+        called = {key: new} if key else {"true_computation": new[0],
+                                         "false_computation": new[1]}
+        out = b.add_instruction("conditional", [replicated(index)] + [get(a) for a in args],
+                                dict(instr.attrs), called, shape=self._local(instr.shape, s),
+                                metadata=instr.metadata, name=instr.name)
+        return out, s
 
     def _clone(self, b, instr, operands, shape, **attrs):
         return b.add_instruction(instr.opcode, operands, {**instr.attrs, **attrs},
@@ -320,19 +387,86 @@ class SpmdPartitioner(Pass):
                                  shape=shape, literal=instr.literal, metadata=instr.metadata,
                                  name=instr.name)
 
-    def _reshape(self, b, instr, get, replicated, spec):
-        src_shape, dst = instr.operands[0].shape.dims, instr.shape.dims
-        src = spec[id(instr.operands[0])]
-        split = [d for d, a in enumerate(src) if a]
-        keep = 0
-        while keep < min(len(src_shape), len(dst)) and src_shape[keep] == dst[keep]:
-            keep += 1
-        if split and max(split) < keep:
-            s = tuple(src[d] if d < keep else () for d in range(len(dst)))
-            return self._clone(b, instr, [get(instr.operands[0])], self._local(instr.shape,
-                                                                                s)), s
-        s = ((),) * len(dst)
-        return self._clone(b, instr, [replicated(instr.operands[0])], instr.shape), s
+    def _reshape(self, b, instr, get, spec):
+        """A split dimension stays split where the reshape keeps it whole, makes it the
+        major part of a merged dimension, or splits it with a major part the devices
+        divide; other splits are gathered first."""
+        x = instr.operands[0]
+        xs = spec[id(x)]
+        keep, out = list(xs), [()] * instr.shape.rank
+        for d, axes in enumerate(xs):
+            if not axes:
+                continue
+            e = _reshape_target(x.shape.dims, instr.shape.dims, d, self._parts(axes), xs)
+            if e is None or out[e]:
+                keep[d] = ()
+            else:
+                out[e] = axes
+        s = tuple(out)
+        return self._clone(b, instr, [get(x, tuple(keep))], self._local(instr.shape, s)), s
+
+    def _whole_dims_kept(self, b, instr, get, replicated, spec):
+        """slice, dynamic-slice, pad and reverse keep the split of each dimension they
+        leave whole (a dynamic start there is clamped to 0, on blocks too);
+        dynamic-update-slice keeps the operand's (else the update's) split of each
+        dimension the update covers whole."""
+        op, ops, at = instr.opcode, instr.operands, instr.attrs
+        x = ops[0]
+        dims = x.shape.dims
+        if op == "dynamic-slice":
+            whole = [n == m for n, m in zip(at["dynamic_slice_sizes"], dims)]
+        elif op == "slice":
+            whole = [tuple(t) == (0, m, 1) for t, m in zip(at["slice"], dims)]
+        elif op == "pad":
+            whole = [tuple(t) == (0, 0, 0) for t in at["padding"]]
+        elif op == "reverse":
+            whole = [d not in at["dimensions"] for d in range(len(dims))]
+        else:
+            whole = [n == m for n, m in zip(ops[1].shape.dims, dims)]
+        s = tuple(a if w else () for a, w in zip(spec[id(x)], whole, strict=True))
+        if op == "dynamic-update-slice":
+            used = {a for axes in s for a in axes}
+            s = tuple(a or (u if w and not set(u) & used else ())
+                      for a, u, w in zip(s, spec[id(ops[1])], whole))
+            new_ops = [get(x, s), get(ops[1], s)] + [replicated(o) for o in ops[2:]]
+        else:
+            new_ops = [get(x, s)] + [replicated(o) for o in ops[1:]]
+        local = self._local(instr.shape, s)
+        attrs = {}
+        if op == "dynamic-slice":
+            attrs["dynamic_slice_sizes"] = local.dims
+        elif op == "slice":
+            attrs["slice"] = tuple((lo, hi // self._parts(a), st)
+                                   for (lo, hi, st), a in zip(at["slice"], s))
+        return self._clone(b, instr, new_ops, local, **attrs), s
+
+    def _convolution(self, b, instr, get, spec):
+        """A split batch stays split (each device convolves its images); a kernel's split
+        output features stay split; input features split on both operands alike (the
+        kernel's gradient over a split batch) give partial sums, all-reduced. Spatial
+        dimensions and grouped convolutions' features are gathered first."""
+        lhs, rhs = instr.operands
+        ll, rl, ol = parse_dim_labels(instr.attrs["dim_labels"])
+        plain = (instr.attrs.get("feature_group_count") or 1) == 1
+        ungrouped = plain and (instr.attrs.get("batch_group_count") or 1) == 1
+        ls, rs = spec[id(lhs)], spec[id(rhs)]
+        lb, lf, ro, ri = ll.index("b"), ll.index("f"), rl.index("o"), rl.index("i")
+        want_l, want_r = [()] * lhs.shape.rank, [()] * rhs.shape.rank
+        if (instr.attrs.get("batch_group_count") or 1) == 1:
+            want_l[lb] = ls[lb]
+        if ungrouped and not set(ls[lf]) & set(want_l[lb]):
+            want_l[lf] = want_r[ri] = ls[lf]
+        if ungrouped and not set(rs[ro]) & {a for axes in want_l for a in axes}:
+            want_r[ro] = rs[ro]
+        out = [()] * instr.shape.rank
+        out[ol.index("b")], out[ol.index("f")] = want_l[lb], want_r[ro]
+        s = tuple(out)
+        local = self._clone(b, instr, [get(lhs, tuple(want_l)), get(rhs, tuple(want_r))],
+                            self._local(instr.shape, s))
+        if want_l[lf]:
+            add = self._add_computation(b, instr.shape.element_type)
+            local = self._all_reduce(b, local, want_l[lf], add)
+        return local, s
 
     def _dot(self, b, instr, get, spec):
         lhs, rhs = instr.operands
@@ -517,6 +651,107 @@ class SpmdPartitioner(Pass):
             y = cb.parameter(1, Shape(element_type, ()))
             cb.set_root(cb.add(x, y))
         return comp
+
+
+class _Walk:
+    """One computation being partitioned: its new builder and, per old instruction, the
+    new instruction and its spec (a dims spec; a list of them for a tuple). The root
+    tuple is left to `finish`, which reshards each output as asked."""
+
+    def __init__(self, partitioner, old: Computation, param_specs):
+        self.p, self.old = partitioner, old
+        self.b = HloBuilder(Computation(old.name))
+        self.new: dict = {}
+        self.spec: dict = {}
+        for instr in old.instructions:
+            if instr is old.root and instr.opcode == "tuple":
+                continue
+            if instr.opcode == "parameter" and param_specs is not None:
+                s = param_specs[instr.parameter_number]
+                out = self.b.parameter(instr.parameter_number,
+                                       partitioner._local(instr.shape, s), name=instr.name)
+            else:
+                out, s = partitioner._partition(self.b, instr, self.get, self.replicated,
+                                                self.spec)
+            self.new[id(instr)], self.spec[id(instr)] = out, s
+
+    def get(self, op, want=None):
+        if want is None:
+            return self.new[id(op)]
+        return self.p._reshard(self.b, self.new[id(op)], self.spec[id(op)], want)
+
+    def replicated(self, op):
+        return self.get(op, _replicated(op.shape))
+
+    def root_spec(self):
+        root = self.old.root
+        if root.opcode == "tuple":
+            return [self.spec[id(o)] for o in root.operands]
+        return self.spec[id(root)]
+
+    def finish(self, want) -> Computation:
+        """The partitioned computation, its root resharded to `want` (None: as is)."""
+        root = self.old.root
+        if root.opcode == "tuple":
+            want = want or self.root_spec()
+            out = self.b.tuple([self.get(o, w) for o, w in zip(root.operands, want,
+                                                                 strict=True)])
+        else:
+            out = self.get(root, want)
+        self.b.set_root(out)
+        return self.b.computation
+
+
+def _replicated(shape: Shape):
+    """The spec of a value whole on every device."""
+    if shape.is_tuple:
+        return [_replicated(s) for s in shape.tuple_shapes]
+    return ((),) * shape.rank
+
+
+def _promote(carry, out):
+    """A loop carry element that is whole takes the split the body gives it; a split one
+    keeps its split."""
+    if isinstance(carry, list):
+        return [_promote(c, o) for c, o in zip(carry, out, strict=True)]
+    return out if not any(carry) and any(out) else carry
+
+
+def _join(specs):
+    """The spec of a value that is one of `specs` (conditional branches): the split the
+    split ones agree on, else whole."""
+    if isinstance(specs[0], list):
+        return [_join(list(leaves)) for leaves in zip(*specs, strict=True)]
+    split = {s for s in specs if any(s)}
+    return split.pop() if len(split) == 1 else ((),) * len(specs[0])
+
+
+def _reshape_target(src, dst, d, k, spec):
+    """The output dimension that input dimension `d` (split in `k`) becomes the major
+    part of (kept whole, merged with the whole dimensions after it, or split into
+    dimensions whose first one `k` divides), or None."""
+    pre = math.prod(src[:d])
+    for e in range(len(dst)):
+        at = math.prod(dst[:e])
+        if at > pre:
+            break
+        if at != pre or dst[e] % k:
+            continue
+        if dst[e] == src[d]:
+            return e
+        if dst[e] > src[d]:
+            end, acc = d, 1
+            while end < len(src) and acc < dst[e]:
+                acc, end = acc * src[end], end + 1
+            if acc == dst[e] and not any(spec[d + 1:end]):
+                return e
+        else:
+            end, acc = e, 1
+            while end < len(dst) and acc < src[d]:
+                acc, end = acc * dst[end], end + 1
+            if acc == src[d]:
+                return e
+    return None
 
 
 def partition_module(module: Module, axis_names, axis_sizes, out_specs=None):
