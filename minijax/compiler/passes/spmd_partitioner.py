@@ -363,15 +363,16 @@ class SpmdPartitioner(Pass):
         return out, carry
 
     def _conditional(self, b, instr, get, replicated, spec):
-        """Each branch partitioned over its operand's splits; the result keeps the split
-        the branches agree on (a branch with a whole result slices its block), else is
-        whole. The branch index (a scalar) is the same on every device."""
+        """Each branch partitioned over its operand's splits; the result takes the split
+        most branches give it, preferring one an operand has (a branch with a whole result
+        slices its block, one split otherwise reshards). The branch index (a scalar) is
+        the same on every device."""
         index, *args = instr.operands
         key = "branch_computations" if "branch_computations" in instr.called else None
         branches = list(instr.called[key]) if key else [instr.called["true_computation"],
                                                          instr.called["false_computation"]]
         outs = [self._walk_dry(c, [spec[id(a)]]) for c, a in zip(branches, args, strict=True)]
-        s = _join(outs)
+        s = _join(outs, [x for a in args for x in _leaves(spec[id(a)])])
         new = [self._partitioned(c, [spec[id(a)]], s)
                for c, a in zip(branches, args, strict=True)]
         called = {key: new} if key else {"true_computation": new[0],
@@ -717,13 +718,18 @@ def _promote(carry, out):
     return out if not any(carry) and any(out) else carry
 
 
-def _join(specs):
-    """The spec of a value that is one of `specs` (conditional branches): the split the
-    split ones agree on, else whole."""
+def _join(specs, known):
+    """The spec of a value that is one of `specs` (conditional branches): the split most
+    of the split ones have (among equals, one of the operands' splits in `known`, else
+    the first branch's), as XLA picks one; the others are resharded to it."""
     if isinstance(specs[0], list):
-        return [_join(list(leaves)) for leaves in zip(*specs, strict=True)]
-    split = {s for s in specs if any(s)}
-    return split.pop() if len(split) == 1 else ((),) * len(specs[0])
+        return [_join(list(leaves), known) for leaves in zip(*specs, strict=True)]
+    split = [s for s in specs if any(s)]
+    return max(split, key=lambda s: (split.count(s), s in known)) if split else specs[0]
+
+
+def _leaves(spec) -> list:
+    return [x for s in spec for x in _leaves(s)] if isinstance(spec, list) else [spec]
 
 
 def _reshape_target(src, dst, d, k, spec):
