@@ -157,6 +157,52 @@ def test_while_loop_trip_count_is_the_same_on_every_device(mesh_spec, limit):
     _close(y, want_y)
 
 
+@pytest.mark.parametrize("mesh, spec", [(MESH1, P("d")), (MESH2, P("d", "m"))], ids=str)
+def test_rnn_training_gradients_with_a_split_batch(mesh, spec):
+    xs, h = _x(5, 8, 4), _x(8, 6, seed=1)
+    w, u = _x(4, 6, seed=2), _x(6, 6, seed=3, scale=.3)
+
+    def loss(w, u, xs, h):
+        def step(h, x):
+            h = jnp.tanh(x @ w + h @ u)
+            return h, jnp.sum(h ** 2)
+        return jnp.mean(lax.scan(step, h, xs)[1])
+    g = minijax.grad(loss, argnums=(0, 1))
+    specs = [P(), P(), P(None, *spec), P(spec[0])]
+    out = _run(g, [w, u, xs, h], specs, mesh)
+    _close(out, minijax.jit(g)(w, u, xs, h), tol=1e-4)
+    # JAX: P(), P() on the 1-D mesh; on 2x2 (xs's features split on m) P('m'), P().
+    assert _specs(out) == [P(*spec[1:]), P()]
+    text = _compiled(g, [w, u, xs, h], specs, mesh)
+    assert "all-gather" not in text and "all-reduce" in text
+
+
+def test_nested_loops_conditionals_argmax_and_row_sorts_stay_split():
+    x = _x(8, 6)
+
+    def f(x):
+        def outer(i, c):
+            c = lax.fori_loop(0, 2, lambda j, d: d * 0.5 + jnp.mean(d), c)
+            c = lax.cond(i > 1, lambda c: c, lambda c: -c, c)
+            best = jnp.argmax(c, axis=1)[:, None].astype(jnp.float32)
+            return jnp.sort(c, axis=1) + best
+        return lax.fori_loop(0, 3, outer, x)
+
+    def ref(x):
+        c = x.astype(np.float64)
+        for i in range(3):
+            for _ in range(2):
+                c = c * 0.5 + c.mean()
+            c = c if i > 1 else -c
+            c = np.sort(c, axis=1) + np.argmax(c, axis=1)[:, None]
+        return c
+    for mesh, spec in ((MESH1, P("d")), (MESH2, P(("d", "m")))):
+        out = _run(f, [x], [spec], mesh)
+        _close(out, ref(x), tol=1e-4)
+        assert _specs(out) == [spec]          # JAX: the input's split
+        assert "all-gather" not in _compiled(f, [x], [spec], mesh)
+
+
 # ---------------------------------------------------------------------------- cond/switch
 def _cond(x):
     return lax.cond(jnp.sum(x) > 0, lambda x: x * 2,

@@ -4,6 +4,8 @@ its operands are resharded to and its result's split, and emits the op on blocks
 - reshape keeps a split dimension that it keeps whole, merges (as the major part) with
   whole dimensions after it, or splits into dimensions whose first the devices divide;
 - slice, dynamic-slice, pad and reverse keep the splits of dimensions they leave whole;
+  sort and a reduce of several operands (argmax) those of dimensions they do not sort or
+  reduce;
   dynamic-update-slice those of dimensions its update covers whole (scan's xs and ys);
 - convolution keeps a split batch and a kernel's split output features; input features
   split on both operands alike (a kernel's gradient over a split batch) are summed by an
@@ -83,6 +85,22 @@ class SpmdOpRules:
             attrs["slice"] = tuple((lo, hi // self._parts(a), st)
                                    for (lo, hi, st), a in zip(at["slice"], s))
         return self._clone(b, instr, new_ops, local, **attrs), s
+
+    def _along_whole_dims(self, b, instr, get, replicated, spec):
+        """sort, and a reduce of several operands (argmax's value-index pairs), run on
+        blocks split along the dimensions they do not sort or reduce (those are gathered
+        first): each row is sorted or reduced whole on one device."""
+        n = len(instr.operands) // (2 if instr.opcode == "reduce" else 1)
+        arrays, inits = instr.operands[:n], instr.operands[n:]
+        dims = set(instr.attrs["dimensions"])
+        cands = [spec[id(o)] for o in arrays]
+        s = max(cands, key=lambda c: sum(len(a) for d, a in enumerate(c) if d not in dims))
+        s = tuple(() if d in dims else a for d, a in enumerate(s))
+        kept = s if instr.opcode == "sort" else tuple(a for d, a in enumerate(s)
+                                                      if d not in dims)
+        out = [kept] * n if instr.shape.is_tuple else kept
+        new_ops = [get(o, s) for o in arrays] + [replicated(o) for o in inits]
+        return self._clone(b, instr, new_ops, self._local(instr.shape, out)), out
 
     def _convolution(self, b, instr, get, spec):
         """A split batch stays split (each device convolves its images); a kernel's split

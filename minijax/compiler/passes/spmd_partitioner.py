@@ -22,8 +22,9 @@ for a tuple):
   on blocks; its condition ends in a scalar, the same on every device;
 - conditional: each branch is partitioned over its operand's specs; the result takes
   the split most branches give (preferring an operand's), the other branches reshard;
-- reshape, slice, dynamic-slice, dynamic-update-slice, pad, reverse, convolution, dot,
-  gather and scatter: compiler/spmd_rules.py (dimension-number rules, mixed in);
+- reshape, slice, dynamic-slice, dynamic-update-slice, pad, reverse, sort, variadic
+  reduce (argmax), convolution, dot, gather and scatter: compiler/spmd_rules.py
+  (dimension-number rules, mixed in);
 - every other instruction runs replicated: its operands are gathered whole first.
 Resharding moves a split from one dimension to another that is whole with one
 `all-to-all` (each device sends the others only the blocks they will own), gathers
@@ -289,6 +290,8 @@ class SpmdPartitioner(Pass, SpmdOpRules):
             if axes:
                 local = self._all_reduce(b, local, axes, instr.called["to_apply"])
             return local, kept
+        if op in ("sort", "reduce"):   # several operands (argmax) or sort: per row
+            return self._along_whole_dims(b, instr, get, replicated, spec)
         if op == "dot":
             return self._dot(b, instr, get, spec)
         if op == "convolution":
