@@ -13,6 +13,10 @@ from hypothesis import strategies as st
 import minijax
 import minijax.numpy as jnp
 from minijax import lax
+from minijax.compiler.hlo.parser import parse_module
+from minijax.compiler.hlo.printer import module_to_text
+from minijax.compiler.hlo.sharding import spec_to_text
+from minijax.compiler.passes.spmd_partitioner import partition_module
 from minijax.sharding import Mesh, NamedSharding
 from minijax.sharding import PartitionSpec as P
 
@@ -118,6 +122,29 @@ def test_batch_split_rnn_scan_runs_split_with_no_gather_in_the_loop(reverse, mes
     # The loop carries blocks: h is f32[4,6] on each device, xs's batch is 4 of 8.
     (carry,) = re.findall(r"= (\(.*\)) while\(", text)
     assert "f32[4,6]" in carry and "f32[8,6]" not in carry
+
+
+def test_partitioned_loop_module_prints_callees_first_and_parses_back():
+    xs, h, w, u = _x(5, 8, 4), _x(8, 6, seed=1), _x(4, 6, seed=2), _x(6, 6, seed=3)
+    module = parse_module(minijax.jit(_rnn(False)).lower(xs, h, w, u).as_text())
+    # xs's features split on m: the loop body all-reduces x @ w with an add computation
+    # the pass makes, which must print before the body.
+    for p, dims in zip(module.entry.parameters, [((), ("d",), ("m",)), (("d",), ()),
+                                                 ((), ()), ((), ())]):
+        p.attrs["sharding"] = spec_to_text(("d", "m"), (2, 2), dims)
+    assert partition_module(module, ("d", "m"), (2, 2)) == [(("d",), ()), ((), ("d",), ())]
+    text = module_to_text(module)
+    again = parse_module(text)
+    names = [c.name for c in again.computations]
+    assert names == [c.name for c in module.computations] and names[-1] == module.entry.name
+    assert "all-gather" not in text
+    (loop,) = [i for i in module.entry.instructions if i.opcode == "while"]
+    body = loop.called["body"]
+    # The body (with the carry's blocks) replaces the global one, which is gone.
+    carry = [t.dims for t in body.parameters[0].shape.tuple_shapes]
+    assert (4, 6) in carry and (8, 6) not in carry and (5, 4, 2) in carry
+    assert "all-reduce" in text
+    assert len([c for c in module.computations if c.name.startswith("scan_body")]) == 1
 
 
 # ----------------------------------------------------------------------------- while_loop

@@ -222,8 +222,9 @@ class SpmdPartitioner(Pass, SpmdOpRules):
         module.entry = comp
         for add in self._adds.values():
             module.add_computation(add)
-        live = set(module.reachable_computations())
-        module.computations = [c for c in module.computations if c in live]
+        # Callees first (loop bodies call the all-reduce computations added last); the
+        # computations the partitioned ones replace are dropped.
+        module.computations = module.reachable_computations()
         self.result_specs = want
         return True
 
