@@ -302,6 +302,20 @@ def test_convolution_splits(mesh, img_spec, k_spec, out_spec):
     assert "all-gather" not in text and "all-to-all" not in text
 
 
+def test_grouped_convolution_and_its_kernel_gradient_with_a_split_batch():
+    img, k = _x(4, 6, 8, 8), _x(6, 1, 3, 3, seed=1)
+
+    def depthwise(img, k):
+        return lax.conv_general_dilated(img, k, (1, 1), "SAME", feature_group_count=6)
+
+    def f(img, k):
+        # The kernel's gradient is a convolution with batch_group_count=6.
+        return depthwise(img, k), minijax.grad(lambda k: jnp.sum(depthwise(img, k) ** 2))(k)
+    out = _run(f, [img, k], [P("d"), P()], MESH1)
+    _close(out, minijax.jit(f)(img, k), tol=1e-4)
+    assert _specs(out) == [P("d"), P()]
+
+
 def _cnn_loss(k1, k2, img):
     return jnp.mean(_conv(_relu(_conv(img, k1)), k2) ** 2)
 

@@ -109,12 +109,12 @@ class SpmdOpRules:
         dimensions and grouped convolutions' features are gathered first."""
         lhs, rhs = instr.operands
         ll, rl, ol = parse_dim_labels(instr.attrs["dim_labels"])
-        plain = (instr.attrs.get("feature_group_count") or 1) == 1
-        ungrouped = plain and (instr.attrs.get("batch_group_count") or 1) == 1
+        batch_groups = (instr.attrs.get("batch_group_count") or 1) > 1
+        ungrouped = not batch_groups and (instr.attrs.get("feature_group_count") or 1) == 1
         ls, rs = spec[id(lhs)], spec[id(rhs)]
         lb, lf, ro, ri = ll.index("b"), ll.index("f"), rl.index("o"), rl.index("i")
         want_l, want_r = [()] * lhs.shape.rank, [()] * rhs.shape.rank
-        if (instr.attrs.get("batch_group_count") or 1) == 1:
+        if not batch_groups:
             want_l[lb] = ls[lb]
         if ungrouped and not set(ls[lf]) & set(want_l[lb]):
             want_l[lf] = want_r[ri] = ls[lf]
