@@ -43,7 +43,7 @@ from minijax.config import config, debug_level
 from minijax.core import EvalTrace, ShapedArray, get_aval
 from minijax.dispatch import place_buffer, target_device
 from minijax.interpreters.partial_eval import trace_to_jaxpr
-from minijax.sharding import PartitionSpec
+from minijax.sharding import NamedSharding, PartitionSpec
 from minijax.traceback_util import api_boundary
 
 _disable_jit = threading.local()
@@ -223,11 +223,13 @@ class JitWrapped:
                 call = None
             if call is not None and type(_current_trace()) is EvalTrace and not (
                     _disable_jit.__dict__.get("value") or config._values["jax_disable_jit"]
-                    or _float_checks_enabled()):
+                    or _float_checks_enabled() or (Array.any_sharded and _split(args))):
                 self._cache.stats.hits += 1
                 return call(args)
         if _jit_disabled() or type(core.current_trace()) is not EvalTrace:
             return self._fun(*args, **kwargs)
+        if self._partitioned(args, kwargs):
+            return self._over_processes(args, kwargs)
         try:
             signature, dyn_leaves, call_fun, names = self._signature(args, kwargs)
         except _RefArguments:
@@ -309,17 +311,27 @@ class JitWrapped:
             return found
         return signature, leaves, call_fun, names
 
+    def _partitioned(self, args, kwargs) -> bool:
+        """Whether a positional argument is split over several devices (the call is then
+        partitioned as the arguments are split, as JAX does)."""
+        return Array.any_sharded and not kwargs and not self._static_argnames and _split(
+            tree_util.tree_leaves(args))
+
     def _over_processes(self, args, kwargs):
-        """Arguments laid out over several processes' devices (global Arrays): the
-        program is partitioned as their shardings say and runs on every process's devices
-        (sharded jit with in/out_shardings left to the arguments and propagation)."""
+        """Arguments laid out over several devices (split Arrays, or global Arrays over
+        several processes' devices): the program is partitioned as their shardings say and
+        runs on every device of their mesh (sharded jit with in/out_shardings left to the
+        arguments and propagation)."""
         if kwargs:
             raise NotImplementedError(
                 f"jit({self._name}): keyword arguments with Arrays spread over several "
                 "processes; pass them positionally")
+        return self._sharded_jit()(*args)
+
+    def _sharded_jit(self) -> ShardedJit:
         if self._sharded is None:
             self._sharded = ShardedJit(self._fun, None, None, self._static_argnums)
-        return self._sharded(*args)
+        return self._sharded
 
     def _like(self, fun) -> JitWrapped:
         """``fun`` jit-ed with this function's options."""
@@ -387,6 +399,8 @@ class JitWrapped:
 
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and lower for these arguments; returns a Lowered (HLO before passes)."""
+        if self._partitioned(args, kwargs):
+            return self._sharded_jit().lower(*args)
         signature, _, call_fun, names = self._signature(args, kwargs)
         names = names()
         closed, out_tree = self._trace(signature, call_fun, names)
@@ -568,7 +582,17 @@ def _names_a_sharding(tree) -> bool:
 
 
 class _GlobalArguments(Exception):
-    """Raised by JitWrapped._signature for Arrays spread over several processes."""
+    """Raised by JitWrapped._signature for Arrays spread over several processes, or split
+    over several devices by a NamedSharding."""
+
+
+def _split(args) -> bool:
+    """Whether an argument is an Array split over several devices by a NamedSharding."""
+    for x in args:
+        sharding = getattr(x, "_sharding", None) if type(x) is Array else None
+        if isinstance(sharding, NamedSharding) and len(sharding.device_set) > 1:
+            return True
+    return False
 
 
 class _RefArguments(Exception):

@@ -29,6 +29,8 @@ class Array:
 
     # `_sharding` is set only on arrays laid out over several devices (see sharded()).
     __slots__ = ("_buf", "aval", "_device", "_committed", "_sharding", "__weakref__")
+    #: Whether sharded() made one in this process (jit looks for them only then).
+    any_sharded = False
     __array_priority__ = 100
 
     def __init__(self, value, weak_type: bool = False, device=None, committed: bool = False):
@@ -301,4 +303,5 @@ def sharded(value: np.ndarray, sharding, weak_type: bool = False) -> Array:
     (on host backends every shard is a view of `value`)."""
     out = Array(value, weak_type)
     out._sharding = sharding
+    Array.any_sharded = True
     return out

@@ -114,6 +114,32 @@ def test_kernels_and_gemms_above_a_few_microseconds_release_the_gil():
         np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-5)
 
 
+def test_gemm_driver_is_built_once_when_devices_first_need_it_together(monkeypatch):
+    """Convolutions make their gemms as they run, on every device's thread at once: they
+    must share one gemm driver (a second one, dropped, left a builtin entry pointing at
+    freed memory: shard_map of a convolution crashed the process)."""
+    blas = cpu_blas.find_blas()
+    if blas is None:
+        pytest.skip("no BLAS")
+    monkeypatch.setattr(cpu_blas, "_entries_made", {})
+    barrier, got = threading.Barrier(8), []
+
+    def first_gemm():
+        barrier.wait()
+        call = cpu_blas.GemmCall(blas, (1, 8, 8, 8, False, False), np.float32)
+        got.append(cpu_blas._entries(blas))
+        a = np.ones((8, 8), np.float32)
+        out = np.empty((8, 8), np.float32)
+        call.call(a, a, out)
+        np.testing.assert_array_equal(out, np.full((8, 8), 8, np.float32))
+    threads = [threading.Thread(target=first_gemm) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(e is got[0] for e in got)
+
+
 def test_data_parallel_step_same_bits_every_run_and_equal_to_one_device():
     sys.path.insert(0, "examples")
     import data_parallel as dp

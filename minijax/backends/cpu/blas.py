@@ -326,9 +326,19 @@ def driver_key(blas: Blas) -> str:
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
+_entries_made: dict = {}
+_entries_lock = threading.Lock()
+
+
 def _entries(blas: Blas) -> _Entries:
-    return _Entries(blas)
+    # Built once, under a lock: the first gemms of several devices' threads at once (a
+    # convolution's, made as it runs) would each build one, and a builtin entry of one
+    # no cache keeps would outlive its method table (a crash).
+    with _entries_lock:
+        made = _entries_made.get(blas)
+        if made is None:
+            made = _entries_made[blas] = _Entries(blas)
+        return made
 
 
 def _split(batch: int, m: int, n: int, threads: int):

@@ -7,23 +7,24 @@ intermediate; `out_specs` optionally pins the outputs. The mesh is given by axis
 sizes; partition p is the p-th device of the mesh, row-major.
 
 Propagation and partitioning happen in one walk over the entry in program order. Each
-instruction gets a dims spec (per dimension, the mesh axes splitting it):
+instruction gets a dims spec (per dimension, the mesh axes splitting it; a list of them
+for a tuple):
 - elementwise ops take the most-split operand's spec and reshard the other operands to it;
 - broadcast maps the operand's split dims to its output dims; transpose permutes them;
-  reshape keeps split leading dims that it leaves alone;
 - reduce reduces locally; reduced dims that were split are summed across devices by an
   `all-reduce` with the reduce's own computation over those axes;
-- dot keeps the lhs's batch and contracting split, reshards the rhs to match, keeps both
-  operands' free-dim splits (an axis used twice is gathered on the rhs), and adds an
-  `all-reduce` over the contracting axes: data-parallel (batch rows split), model-parallel
-  (weight columns split) and contracting-dim-split products all need no resharding of
-  their operands;
 - concatenate keeps its operands' splits of the other dimensions;
-- gather keeps the operand's splits of dimensions it slices whole (and never indexes) and
-  the indices' splits of their batch dimensions; scatter keeps the operand's (and the
-  updates' window) splits of dimensions it updates whole; both keep a split of an operand
-  dimension indexed by an iota over an indices dimension split alike (take_along_axis's
-  row index), with a local iota;
+- tuple / get-tuple-element carry their elements' specs;
+- while: the carry keeps the splits it comes in with; a whole carry element takes the
+  split the body gives it, the body is walked again until nothing changes (each element
+  changes at most once); body and condition are partitioned over the carry's specs by
+  the same rules (the body's results resharded to them), so a loop over split data runs
+  on blocks; its condition ends in a scalar, the same on every device;
+- conditional: each branch is partitioned over its operand's specs; the result takes
+  the split most branches give (preferring an operand's), the other branches reshard;
+- reshape, slice, dynamic-slice, dynamic-update-slice, pad, reverse, sort, variadic
+  reduce (argmax), convolution, dot, gather and scatter: compiler/spmd_rules.py
+  (dimension-number rules, mixed in);
 - every other instruction runs replicated: its operands are gathered whole first.
 Resharding moves a split from one dimension to another that is whole with one
 `all-to-all` (each device sends the others only the blocks they will own), gathers
@@ -44,15 +45,17 @@ from minijax.compiler.hlo.builder import HloBuilder
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
 from minijax.compiler.hlo.sharding import spec_to_text, text_to_spec
 from minijax.compiler.passes.base import Pass
+from minijax.compiler.spmd_rules import SpmdOpRules
 
 _ELEMENTWISE = (opcodes.select(family="elementwise") - {"bitcast-convert"})
+_WHOLE_DIMS_KEPT = {"slice", "dynamic-slice", "dynamic-update-slice", "pad", "reverse"}
 
 
 class SpmdPartitionError(ValueError):
     """A sharding annotation does not fit the mesh or the array."""
 
 
-class SpmdPartitioner(Pass):
+class SpmdPartitioner(Pass, SpmdOpRules):
     """Partition a module for a mesh (`axis_names`, `axis_sizes`). After `run`,
     `result_specs` holds each output's dims spec."""
 
@@ -86,6 +89,9 @@ class SpmdPartitioner(Pass):
         return math.prod(self.sizes[a] for a in axes)
 
     def _local(self, shape: Shape, spec) -> Shape:
+        if shape.is_tuple:
+            return Shape.tuple([self._local(t, e) for t, e in zip(shape.tuple_shapes, spec,
+                                                                   strict=True)])
         dims = []
         for d, (n, axes) in enumerate(zip(shape.dims, spec, strict=True)):
             k = self._parts(axes)
@@ -115,9 +121,12 @@ class SpmdPartitioner(Pass):
             {"to_apply": computation}, shape=x.shape)
 
     def _pid(self, b):
-        if self._pid_instr is None:
-            self._pid_instr = b.add_instruction("partition-id", [], shape=Shape("u32", ()))
-        return self._pid_instr
+        comp = b.computation
+        got = self._pids.get(id(comp))
+        if got is None or got[0] is not comp:   # one partition-id per computation
+            got = self._pids[id(comp)] = (comp, b.add_instruction("partition-id", [],
+                                                                  shape=Shape("u32", ())))
+        return got[1]
 
     def _slice_own(self, b, x, dim_axes: dict):
         """Keep this device's block of each dimension in `dim_axes` (dim -> axes)."""
@@ -167,6 +176,11 @@ class SpmdPartitioner(Pass):
     def _reshard(self, b, x, cur, want):
         if cur == want:
             return x
+        if x.shape.is_tuple:
+            parts = x.operands if x.opcode == "tuple" else [
+                b.get_tuple_element(x, k) for k in range(len(cur))]
+            return b.tuple([self._reshard(b, e, c, w)
+                            for e, c, w in zip(parts, cur, want, strict=True)])
         if x.opcode == "broadcast" and all(
                 not cur[d] for d in range(len(cur)) if d not in x.attrs["dimensions"]):
             # Broadcast the operand's block instead of slicing a whole broadcast result.
@@ -191,51 +205,30 @@ class SpmdPartitioner(Pass):
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: Module) -> bool:
-        old = module.entry
-        comp = Computation(old.name)
-        b = HloBuilder(comp)
-        self._pid_instr = None
+        self._module = module
+        self._pids: dict = {}
         self._adds: dict = {}
-        new: dict = {}
-        spec: dict = {}
-
-        def get(op, want=None):
-            s = spec[id(op)]
-            if want is None or s is None:
-                return new[id(op)]
-            return self._reshard(b, new[id(op)], s, want)
-
-        def replicated(op):
-            s = spec[id(op)]
-            return new[id(op)] if s is None else self._reshard(b, new[id(op)], s,
-                                                              ((),) * len(s))
-
-        for instr in old.instructions:
-            if instr is old.root and instr.opcode == "tuple":
-                continue  # the outputs are resharded below, each to its own spec
-            out, s = self._partition(b, instr, get, replicated, spec, module)
-            new[id(instr)], spec[id(instr)] = out, s
-        root = old.root
-        if root.opcode != "tuple":
+        self._dry = 0
+        old = module.entry
+        if old.root.opcode != "tuple":
             raise SpmdPartitionError("the entry's root must be a tuple of the outputs")
-        outs, specs = [], []
-        for k, op in enumerate(root.operands):
-            want = None if self.out_specs is None else self.out_specs[k]
-            cur = spec[id(op)]
-            if want is None:
-                want = cur if cur is not None else ((),) * op.shape.rank
-            outs.append(self._reshard(b, new[id(op)], cur, want) if cur is not None
-                        else new[id(op)])
-            specs.append(want)
-        b.set_root(b.tuple(outs))
+        walk = _Walk(self, old, None)
+        want = list(walk.root_spec())
+        for k in range(len(want)):
+            if self.out_specs is not None and self.out_specs[k] is not None:
+                want[k] = self.out_specs[k]
+        comp = walk.finish(want)
         module.computations[module.computations.index(old)] = comp
         module.entry = comp
         for add in self._adds.values():
             module.add_computation(add)
-        self.result_specs = specs
+        # Callees first (loop bodies call the all-reduce computations added last); the
+        # computations the partitioned ones replace are dropped.
+        module.computations = module.reachable_computations()
+        self.result_specs = want
         return True
 
-    def _partition(self, b, instr: Instruction, get, replicated, spec, module):
+    def _partition(self, b, instr: Instruction, get, replicated, spec):
         op = instr.opcode
         ops = instr.operands
         if op == "parameter":
@@ -264,6 +257,15 @@ class SpmdPartitioner(Pass):
             s = max(cands, key=lambda c: sum(len(a) for a in c)) if cands else ((),) * rank
             new_ops = [get(o, s) if o.shape.rank == rank else replicated(o) for o in ops]
             return self._clone(b, instr, new_ops, self._local(instr.shape, s)), s
+        if op == "tuple":
+            return b.tuple([get(o) for o in ops]), [spec[id(o)] for o in ops]
+        if op == "get-tuple-element":
+            k = instr.attrs["index"]
+            return b.get_tuple_element(get(ops[0]), k), spec[id(ops[0])][k]
+        if op == "while":
+            return self._while(b, instr, get, spec)
+        if op == "conditional":
+            return self._conditional(b, instr, get, replicated, spec)
         if op == "broadcast":
             src = spec[id(ops[0])]
             out = [()] * instr.shape.rank
@@ -276,7 +278,9 @@ class SpmdPartitioner(Pass):
             s = tuple(src[p] for p in instr.attrs["dimensions"])
             return self._clone(b, instr, [get(ops[0])], self._local(instr.shape, s)), s
         if op == "reshape":
-            return self._reshape(b, instr, get, replicated, spec)
+            return self._reshape(b, instr, get, spec)
+        if op in _WHOLE_DIMS_KEPT:
+            return self._whole_dims_kept(b, instr, get, replicated, spec)
         if op == "reduce" and len(ops) == 2 and not instr.shape.is_tuple:
             src = spec[id(ops[0])]
             dims = instr.attrs["dimensions"]
@@ -287,8 +291,12 @@ class SpmdPartitioner(Pass):
             if axes:
                 local = self._all_reduce(b, local, axes, instr.called["to_apply"])
             return local, kept
+        if op in ("sort", "reduce"):   # several operands (argmax) or sort: per row
+            return self._along_whole_dims(b, instr, get, replicated, spec)
         if op == "dot":
             return self._dot(b, instr, get, spec)
+        if op == "convolution":
+            return self._convolution(b, instr, get, spec)
         if op == "concatenate" and not instr.shape.is_tuple:
             (cat,) = instr.attrs["dimensions"]
             cands = [spec[id(o)] for o in ops if spec[id(o)] and any(spec[id(o)])]
@@ -308,205 +316,81 @@ class SpmdPartitioner(Pass):
         if op == "constant":
             c = b.add_instruction("constant", [], dict(instr.attrs), shape=instr.shape,
                                   literal=instr.literal, name=instr.name)
-            return c, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
+            return c, _replicated(instr.shape)
         # Anything else runs replicated on whole operands.
         new_ops = [replicated(o) for o in ops]
         out = self._clone(b, instr, new_ops, instr.shape)
-        return out, (None if instr.shape.is_tuple else ((),) * instr.shape.rank)
+        return out, _replicated(instr.shape)
+
+    # ------------------------------------------------------------------ control flow
+    def _walk_dry(self, comp, param_specs):
+        """The root spec `comp` gets with its parameters split as `param_specs` (its
+        partitioned form is thrown away)."""
+        self._dry += 1
+        try:
+            return _Walk(self, comp, param_specs).root_spec()
+        finally:
+            self._dry -= 1
+
+    def _partitioned(self, comp, param_specs, root_want):
+        """`comp` partitioned with its parameters split as `param_specs` and its root
+        resharded to `root_want` (None: as propagated), added to the module."""
+        new = _Walk(self, comp, param_specs).finish(root_want)
+        if not self._dry:
+            taken = {c.name for c in self._module.computations}
+            k = 1
+            while new.name in taken:
+                new.name = f"{comp.name}.spmd{k}"
+                k += 1
+            self._module.add_computation(new)
+        return new
+
+    def _while(self, b, instr, get, spec):
+        """The carry keeps the splits it comes in with; an element that comes in whole
+        takes the split the body gives it (then the body runs again over the new carry,
+        up to a fixed point: each element changes at most once). The body's results are
+        resharded to the carry's splits; the condition, partitioned alike, ends in a
+        scalar, which is the same on every device (reductions of split data all-reduce)."""
+        carry = spec[id(instr.operands[0])]
+        body, cond = instr.called["body"], instr.called["condition"]
+        for _ in range(len(instr.shape.flat()) + 1):
+            merged = _promote(carry, self._walk_dry(body, [carry]))
+            if merged == carry:
+                break
+            carry = merged
+        new_body = self._partitioned(body, [carry], carry)
+        new_cond = self._partitioned(cond, [carry], None)
+        out = b.add_instruction("while", [get(instr.operands[0], carry)], dict(instr.attrs),
+                                {"condition": new_cond, "body": new_body},
+                                shape=self._local(instr.shape, carry), metadata=instr.metadata,
+                                name=instr.name)
+        return out, carry
+
+    def _conditional(self, b, instr, get, replicated, spec):
+        """Each branch partitioned over its operand's splits; the result takes the split
+        most branches give it, preferring one an operand has (a branch with a whole result
+        slices its block, one split otherwise reshards). The branch index (a scalar) is
+        the same on every device."""
+        index, *args = instr.operands
+        key = "branch_computations" if "branch_computations" in instr.called else None
+        branches = list(instr.called[key]) if key else [instr.called["true_computation"],
+                                                         instr.called["false_computation"]]
+        outs = [self._walk_dry(c, [spec[id(a)]]) for c, a in zip(branches, args, strict=True)]
+        s = _join(outs, [x for a in args for x in _leaves(spec[id(a)])])
+        new = [self._partitioned(c, [spec[id(a)]], s)
+               for c, a in zip(branches, args, strict=True)]
+        called = {key: new} if key else {"true_computation": new[0],
+                                         "false_computation": new[1]}
+        out = b.add_instruction("conditional", [replicated(index)] + [get(a) for a in args],
+                                dict(instr.attrs), called, shape=self._local(instr.shape, s),
+                                metadata=instr.metadata, name=instr.name)
+        return out, s
 
     def _clone(self, b, instr, operands, shape, **attrs):
         return b.add_instruction(instr.opcode, operands, {**instr.attrs, **attrs},
                                  dict(instr.called),
                                  shape=shape, literal=instr.literal, metadata=instr.metadata,
                                  name=instr.name)
-
-    def _reshape(self, b, instr, get, replicated, spec):
-        src_shape, dst = instr.operands[0].shape.dims, instr.shape.dims
-        src = spec[id(instr.operands[0])]
-        split = [d for d, a in enumerate(src) if a]
-        keep = 0
-        while keep < min(len(src_shape), len(dst)) and src_shape[keep] == dst[keep]:
-            keep += 1
-        if split and max(split) < keep:
-            s = tuple(src[d] if d < keep else () for d in range(len(dst)))
-            return self._clone(b, instr, [get(instr.operands[0])], self._local(instr.shape,
-                                                                                s)), s
-        s = ((),) * len(dst)
-        return self._clone(b, instr, [replicated(instr.operands[0])], instr.shape), s
-
-    def _dot(self, b, instr, get, spec):
-        lhs, rhs = instr.operands
-        at = instr.attrs
-        lb, rb = list(at.get("lhs_batch_dims", ())), list(at.get("rhs_batch_dims", ()))
-        lc, rc = list(at.get("lhs_contracting_dims", ())), list(at.get("rhs_contracting_dims",
-                                                                        ()))
-        ls, rs = spec[id(lhs)], spec[id(rhs)]
-        lf = [d for d in range(lhs.shape.rank) if d not in lb + lc]
-        rf = [d for d in range(rhs.shape.rank) if d not in rb + rc]
-        used = {a for d in range(len(ls)) for a in ls[d]}
-        want_r = [()] * rhs.shape.rank
-        for i, d in enumerate(rb):
-            want_r[d] = ls[lb[i]]
-        for i, d in enumerate(rc):
-            want_r[d] = ls[lc[i]]
-        for d in rf:
-            want_r[d] = rs[d] if not set(rs[d]) & used else ()
-        want_r = tuple(want_r)
-        out_spec = tuple([ls[d] for d in lb] + [ls[d] for d in lf] + [want_r[d] for d in rf])
-        local = self._clone(b, instr, [get(lhs), get(rhs, want_r)],
-                            self._local(instr.shape, out_spec))
-        axes = tuple(a for d in lc for a in ls[d])
-        if axes:
-            add = self._add_computation(b, instr.shape.element_type)
-            local = self._all_reduce(b, local, axes, add)
-        return local, out_spec
-
-    def _gather(self, b, instr, get, spec):
-        """A gather runs on blocks when the operand is split only along dimensions it
-        slices whole (passthrough: the output's matching offset dims are split alike) and
-        the indices only along their batch dimensions (the output's batch dims are split
-        alike); the indices stay global since the indexed dims are whole. None: fall back
-        to running replicated."""
-        operand, indices = instr.operands
-        at = instr.attrs
-        if at.get("operand_batching_dims") or at.get("start_indices_batching_dims"):
-            return None
-        start_map, collapsed = set(at["start_index_map"]), set(at["collapsed_slice_dims"])
-        sizes, ivd = list(at["slice_sizes"]), at["index_vector_dim"]
-        os_, is_ = spec[id(operand)], spec[id(indices)]
-        want_o = tuple(a if d not in start_map and d not in collapsed
-                       and sizes[d] == operand.shape.dims[d] else ()
-                       for d, a in enumerate(os_))
-        used = {a for axes in want_o for a in axes}
-        want_i = tuple(() if d == ivd or set(a) & used else a for d, a in enumerate(is_))
-        iotas = self._batched_by_iota(operand, indices, ivd, at["start_index_map"],
-                                      collapsed, want_o, want_i, os_, is_, sizes)
-        want_o, want_i = self._with_batches(iotas, want_o, want_i)
-        if not any(want_o) and not any(want_i):
-            return None
-        out = [()] * instr.shape.rank
-        window = [d for d in range(operand.shape.rank) if d not in collapsed]
-        for k, od in enumerate(at["offset_dims"]):
-            out[od] = want_o[window[k]]
-        batch_out = [d for d in range(instr.shape.rank) if d not in at["offset_dims"]]
-        batch_idx = [d for d in range(indices.shape.rank) if d != ivd]
-        for od, idd in zip(batch_out, batch_idx, strict=True):
-            out[od] = want_i[idd]
-        out = tuple(out)
-        local_sizes = tuple(n // self._parts(a) for n, a in zip(sizes, want_o, strict=True))
-        idx = self._local_indices(b, indices, ivd, want_i, iotas, get)
-        return self._clone(b, instr, [get(operand, want_o), idx],
-                           self._local(instr.shape, out), slice_sizes=local_sizes), out
-
-    def _scatter(self, b, instr, get, spec):
-        """A scatter runs on blocks when the operand (and the updates' matching window
-        dims) are split only along dimensions it updates whole, with the indices and the
-        updates' scatter dims whole. None: fall back to running replicated."""
-        operand, indices, updates = instr.operands
-        at = instr.attrs
-        if at.get("input_batching_dims") or at.get("scatter_indices_batching_dims"):
-            return None
-        to_op = set(at["scatter_dims_to_operand_dims"])
-        inserted = set(at["inserted_window_dims"])
-        window = [d for d in range(operand.shape.rank) if d not in inserted]
-        uwd = list(at["update_window_dims"])
-        os_, us = spec[id(operand)], spec[id(updates)]
-        want_o = [()] * operand.shape.rank
-        for k, d in enumerate(window):
-            u = uwd[k]
-            if d in to_op or updates.shape.dims[u] != operand.shape.dims[d]:
-                continue
-            want_o[d] = os_[d] or us[u]
-        ivd, is_ = at["index_vector_dim"], spec[id(indices)]
-        # The updates' scatter dims follow the indices' batch dims, in order.
-        scatter_u = dict(zip([d for d in range(indices.shape.rank) if d != ivd],
-                             [d for d in range(updates.shape.rank) if d not in uwd]))
-        from_u = tuple(us[scatter_u[d]] if d in scatter_u else () for d in range(len(is_)))
-        iotas = self._batched_by_iota(
-            operand, indices, ivd, at["scatter_dims_to_operand_dims"], inserted,
-            tuple(want_o), ((),) * len(is_), os_, tuple(a or c for a, c in zip(is_, from_u)),
-            [1 if d in inserted else n for d, n in enumerate(operand.shape.dims)])
-        want_o, want_i = self._with_batches(iotas, tuple(want_o), ((),) * len(is_))
-        if not any(want_o):
-            return None
-        want_u = [()] * updates.shape.rank
-        for k, d in enumerate(window):
-            want_u[uwd[k]] = want_o[d]
-        for d, u in scatter_u.items():
-            want_u[u] = want_i[d]
-        new_ops = [get(operand, want_o), self._local_indices(b, indices, ivd, want_i, iotas,
-                                                             get),
-                   get(updates, tuple(want_u))]
-        return self._clone(b, instr, new_ops, self._local(instr.shape, want_o)), want_o
-
-    # Indices that pair an iota with other indices (take_along_axis: row i takes
-    # x[i, idx[i]]) index a split operand dim only where the iota runs along an indices dim
-    # split alike: each device then gathers from (or scatters into) its own rows, with a
-    # local iota.
-    def _batched_by_iota(self, operand, indices, ivd, index_map, collapsed, want_o, want_i,
-                         os_, is_, sizes) -> dict:
-        """{operand dim: (indices dim, axes, piece)} for the index components (pieces of
-        the indices) that are an iota along an indices dim whose split (or the operand
-        dim's) they can share."""
-        pieces = self._index_pieces(indices, ivd)
-        if pieces is None:
-            return {}
-        found = {}
-        for j, (_, k) in enumerate(pieces):
-            o = index_map[j]
-            if (k is None or o not in collapsed or sizes[o] != 1
-                    or operand.shape.dims[o] != indices.shape.dims[k]):
-                continue
-            axes = is_[k] or os_[o]
-            others = [a for d, a in enumerate(want_i) if d != k] + list(want_o) + [
-                a for _, a, _ in found.values()]
-            if axes and not set(axes) & {a for x in others for a in x} and (
-                    not want_i[k] or want_i[k] == axes):
-                found[o] = (k, axes, j)
-        return found
-
-    @staticmethod
-    def _with_batches(iotas, want_o, want_i):
-        want_o, want_i = list(want_o), list(want_i)
-        for o, (k, axes, _) in iotas.items():
-            want_o[o], want_i[k] = axes, axes
-        return tuple(want_o), tuple(want_i)
-
-    @staticmethod
-    def _index_pieces(indices, ivd):
-        """For indices concatenated along the index vector dim from one-wide pieces: per
-        piece, (piece, k) with k the indices dim an iota piece runs along (else None)."""
-        if (indices.opcode != "concatenate" or ivd >= indices.shape.rank
-                or tuple(indices.attrs["dimensions"]) != (ivd,)):
-            return None
-        out = []
-        for p in indices.operands:
-            if p.shape.dims[ivd] != 1:
-                return None
-            src = p.operands[0] if p.opcode == "reshape" else p
-            k = None
-            if src.opcode == "iota":
-                d = src.attrs["iota_dimension"]
-                if src is p:
-                    k = d if d != ivd else None
-                elif list(src.shape.dims) == [n for i, n in enumerate(p.shape.dims)
-                                              if i != ivd]:
-                    k = d if d < ivd else d + 1
-            out.append((p, k))
-        return out
-
-    def _local_indices(self, b, indices, ivd, want_i, iotas, get):
-        if not iotas:
-            return get(indices, want_i)
-        batched = {j for _, _, j in iotas.values()}
-        pieces = []
-        for j, (p, k) in enumerate(self._index_pieces(indices, ivd)):
-            if j in batched:
-                local = self._local(p.shape, want_i)
-                pieces.append(b.iota(local, k))
-            else:
-                pieces.append(get(p, want_i))
-        return b.concatenate(pieces, ivd)
 
     def _add_computation(self, b, element_type):
         comp = self._adds.get(element_type)
@@ -517,6 +401,84 @@ class SpmdPartitioner(Pass):
             y = cb.parameter(1, Shape(element_type, ()))
             cb.set_root(cb.add(x, y))
         return comp
+
+
+class _Walk:
+    """One computation being partitioned: its new builder and, per old instruction, the
+    new instruction and its spec (a dims spec; a list of them for a tuple). The root
+    tuple is left to `finish`, which reshards each output as asked."""
+
+    def __init__(self, partitioner, old: Computation, param_specs):
+        self.p, self.old = partitioner, old
+        self.b = HloBuilder(Computation(old.name))
+        self.new: dict = {}
+        self.spec: dict = {}
+        for instr in old.instructions:
+            if instr is old.root and instr.opcode == "tuple":
+                continue
+            if instr.opcode == "parameter" and param_specs is not None:
+                s = param_specs[instr.parameter_number]
+                out = self.b.parameter(instr.parameter_number,
+                                       partitioner._local(instr.shape, s), name=instr.name)
+            else:
+                out, s = partitioner._partition(self.b, instr, self.get, self.replicated,
+                                                self.spec)
+            self.new[id(instr)], self.spec[id(instr)] = out, s
+
+    def get(self, op, want=None):
+        if want is None:
+            return self.new[id(op)]
+        return self.p._reshard(self.b, self.new[id(op)], self.spec[id(op)], want)
+
+    def replicated(self, op):
+        return self.get(op, _replicated(op.shape))
+
+    def root_spec(self):
+        root = self.old.root
+        if root.opcode == "tuple":
+            return [self.spec[id(o)] for o in root.operands]
+        return self.spec[id(root)]
+
+    def finish(self, want) -> Computation:
+        """The partitioned computation, its root resharded to `want` (None: as is)."""
+        root = self.old.root
+        if root.opcode == "tuple":
+            want = want or self.root_spec()
+            out = self.b.tuple([self.get(o, w) for o, w in zip(root.operands, want,
+                                                                 strict=True)])
+        else:
+            out = self.get(root, want)
+        self.b.set_root(out)
+        return self.b.computation
+
+
+def _replicated(shape: Shape):
+    """The spec of a value whole on every device."""
+    if shape.is_tuple:
+        return [_replicated(s) for s in shape.tuple_shapes]
+    return ((),) * shape.rank
+
+
+def _promote(carry, out):
+    """A loop carry element that is whole takes the split the body gives it; a split one
+    keeps its split."""
+    if isinstance(carry, list):
+        return [_promote(c, o) for c, o in zip(carry, out, strict=True)]
+    return out if not any(carry) and any(out) else carry
+
+
+def _join(specs, known):
+    """The spec of a value that is one of `specs` (conditional branches): the split most
+    of the split ones have (among equals, one of the operands' splits in `known`, else
+    the first branch's), as XLA picks one; the others are resharded to it."""
+    if isinstance(specs[0], list):
+        return [_join(list(leaves), known) for leaves in zip(*specs, strict=True)]
+    split = [s for s in specs if any(s)]
+    return max(split, key=lambda s: (split.count(s), s in known)) if split else specs[0]
+
+
+def _leaves(spec) -> list:
+    return [x for s in spec for x in _leaves(s)] if isinstance(spec, list) else [spec]
 
 
 def partition_module(module: Module, axis_names, axis_sizes, out_specs=None):
