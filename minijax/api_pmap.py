@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, global_arrays, tree_util
 from minijax.api_spmd import SpmdProgram, device_axis_vmap
 from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names, normalize_argnums
 from minijax.array import Array, sharded
@@ -96,8 +96,25 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                 f"{k}{tree_util.keystr(p)}" for k, v in kwargs.items()
                 for p, _ in tree_util.tree_flatten_with_path(v)[0]]
         avals = [get_aval(x) for x in leaves]
-        n = _mapped_size(names, avals, axes, axis_size)
+        # Arrays spread over several processes map their global axis: each process's
+        # devices take its own shards (their per-process size is what must agree).
+        spread = [k for k, x in enumerate(leaves) if global_arrays.is_global(x)]
+        sizes = list(avals)
+        for k in spread:
+            if axes[k] is not None and -avals[k].ndim <= axes[k] < avals[k].ndim:
+                ax = axes[k] % avals[k].ndim
+                local = global_arrays.pmap_local_size(leaves[k], ax, names()[k])
+                sizes[k] = avals[k].update(shape=avals[k].shape[:ax] + (local,)
+                                           + avals[k].shape[ax + 1:])
+        n = _mapped_size(names, sizes, axes, axis_size)
         devs = list(devices) if devices is not None else get_backend(backend).devices()
+        traced = type(core.current_trace()) is not core.EvalTrace
+        if n > len(devs) and traced and processes.process_count() > 1:
+            raise ValueError(f"pmap under a transformation (jit, grad, vmap) in a run of "
+                             f"{processes.process_count()} processes maps over this "
+                             f"process's {len(devs)} devices, as JAX's does, but the mapped "
+                             f"axis has size {n}. Hint: call the pmap outside jit to map "
+                             "over every process's devices, or pass this process's part")
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
                              f"only {len(devs)} XLA devices are available (num_replicas={n}); "
@@ -110,12 +127,12 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         procs = processes.process_count() if devices is None else 1
         axes = [None if a is None else a % avals[k].ndim for k, a in enumerate(axes)]
         mesh_axis = axis_name if isinstance(axis_name, str) else _PMAP_AXIS
-        if type(core.current_trace()) is not core.EvalTrace:
+        if traced:
             # Under jit / grad / vmap (also when only a closed-over value is traced): pmap
             # means vmap with the named axis. Its mapped arguments and results are pinned
             # to its devices, split along the mapped axis (JAX's shard_map inside jit), so
             # that a jit around it runs partitioned over them (api_sharded_jit).
-            mesh = Mesh(np.array(devs, dtype=object), (mesh_axis,)) if procs == 1 else None
+            mesh = Mesh(np.array(devs, dtype=object), (mesh_axis,))
             pinned = tree_util.tree_unflatten(in_tree, [
                 x if ax is None else _pin(x, mesh, ax)
                 for x, ax in zip(leaves, axes, strict=True)])
@@ -148,9 +165,14 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         program, out_tree, o_axes, mesh = entry
         # Each device's slice is a view of the argument's host value: an argument laid out
         # over these devices (a pmap's output fed back) is used in place, not copied.
-        hosts = [np.asarray(x) for x in leaves]
-        per_device = [[h if ax is None else _slice(h, ax, i)
+        hosts = [None if k in spread else np.asarray(x) for k, x in enumerate(leaves)]
+        per_device = [[h if ax is None or h is None else _slice(h, ax, i)
                        for h, ax in zip(hosts, axes, strict=True)] for i in range(n)]
+        for k in spread:
+            blocks = global_arrays.pmap_blocks(leaves[k], axes[k], devs, mesh_axis,
+                                               names()[k])
+            for i in range(n):
+                per_device[i][k] = blocks[i]
         outs = program.run(per_device)
         results = []
         for k, (aval, ax) in enumerate(zip(program.out_avals, o_axes, strict=True)):
@@ -177,9 +199,8 @@ _PMAP_AXIS = "_internal_pmap_axis_name"
 
 
 def _pin(x, mesh, ax):
-    """x constrained to `mesh`'s devices, split along `ax` (None: replicated); x itself
-    when there is no mesh (a multi-process pmap under a transformation)."""
-    if mesh is None or not isinstance(x, (core.Tracer, Array, np.ndarray, np.generic)):
+    """x constrained to `mesh`'s devices, split along `ax` (None: replicated)."""
+    if not isinstance(x, (core.Tracer, Array, np.ndarray, np.generic)):
         return x
     ndim = np.ndim(x)
     parts = [] if ax is None else [None] * (ax % max(ndim, 1)) + [mesh.axis_names[0]]
