@@ -229,10 +229,11 @@ def constraint_mesh(closed) -> Mesh | None:
     return first
 
 
-def _on_mesh(x, mesh: Mesh) -> NamedSharding:
+def _on_mesh(x, mesh: Mesh, wanted: NamedSharding | None) -> NamedSharding:
     """The sharding argument `x` enters a program over `mesh` with: its own when it is
-    laid out over the same grid of devices (mesh axes renamed in order), else replicated
-    (its value is sliced or broadcast to the devices)."""
+    laid out over the same grid of devices (mesh axes renamed in order), else the one the
+    program pins it to (`wanted`), else replicated. The devices get their blocks as views
+    of its host value (the program reshards what differs)."""
     own = getattr(x, "_sharding", None)
     if isinstance(own, NamedSharding):
         if own.mesh == mesh:
@@ -244,6 +245,8 @@ def _on_mesh(x, mesh: Mesh) -> NamedSharding:
                      else tuple(rename[a] for a in p) if isinstance(p, tuple) else rename[p]
                      for p in own.spec]
             return NamedSharding(mesh, PartitionSpec(*parts))
+    if wanted is not None and wanted.mesh == mesh:
+        return wanted
     return NamedSharding(mesh, PartitionSpec())
 
 
@@ -280,6 +283,13 @@ class ConstrainedJitEntry:
         self.arg_names = arg_names
         self.timings: dict = {}
         self._programs: dict = {}
+        # The sharding each argument is constrained to right away (pmap's mapped arguments).
+        position = {v: k for k, v in enumerate(closed.jaxpr.invars)}
+        self._wanted = [None] * len(position)
+        for eqn in closed.jaxpr.eqns:
+            if eqn.primitive is sharding_constraint_p and eqn.invars[0] in position:
+                k = position[eqn.invars[0]]
+                self._wanted[k] = self._wanted[k] or eqn.params["sharding"]
 
     def _check_placement(self, leaves) -> None:
         ids = [d.id for d in self.mesh.flat_devices()]
@@ -300,7 +310,8 @@ class ConstrainedJitEntry:
     def call(self, leaves):
         """Run on flat arguments; returns the output pytree."""
         self._check_placement(leaves)
-        in_sh = tuple(_on_mesh(x, self.mesh) for x in leaves)
+        in_sh = tuple(_on_mesh(x, self.mesh, w)
+                      for x, w in zip(leaves, self._wanted, strict=True))
         program = self._programs.get(in_sh)
         if program is None:
             avals = list(self.jaxpr.in_avals)
