@@ -10,9 +10,18 @@ at once (api_spmd.py). Outputs are Arrays sharded over those devices along `out_
 
 Under another transformation (grad, vmap, jit of a function calling pmap, or a pmap whose
 function closes over a traced value) pmap computes what JAX computes by running as
-`vmap(fun, axis_name=...)` on one device (api_spmd.device_axis_vmap): pmap's meaning is
-vmap's, with collectives over the mapped axis (axis_index_groups included). The mapped size
-must still fit the devices, as in JAX.
+`vmap(fun, axis_name=...)` (api_spmd.device_axis_vmap): pmap's meaning is vmap's, with
+collectives over the mapped axis (axis_index_groups included). The mapped size must still
+fit the devices, as in JAX. Its mapped arguments and results are pinned to its devices,
+split along the mapped axis (`with_sharding_constraint`, as JAX's pmap is a shard_map), so
+a jit around it runs partitioned over them and its results carry JAX's shardings
+(api_sharded_jit.ConstrainedJitEntry).
+
+Outputs are NamedShardings over a one-axis mesh of the devices, named `axis_name` (or
+'_internal_pmap_axis_name'), as JAX 0.10.2's. Each device's argument is a view of the
+argument's host value, so a pmap's output fed back to it is not copied. In a
+multi-process run, a global Array (global_arrays.py) laid out as pmap splits it gives each
+process's devices their own shards; results are host-local, as in JAX.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ each device runs (its blocks, plus the collectives the shardings need). That mod
 compiled once and run on all the mesh's devices at once (backends/spmd.py); outputs are
 Arrays sharded as `out_shardings` says, or as the partitioner propagated.
 
+A plain `jit(f)` whose traced program pins shardings itself (pmap inside jit,
+`lax.with_sharding_constraint`) runs the same way over the constraints' mesh
+(`ConstrainedJitEntry`, a jit cache entry): arguments enter with their own sharding when
+they lie on the mesh's devices, else as the program pins them; outputs are laid out as
+propagation chose, as JAX's jit does.
+
 `in_shardings` / `out_shardings` are NamedShardings (or None: an argument's own sharding
 when it is a sharded Array, replicated otherwise; for outputs, what propagation chose), a
 single one for every leaf or a pytree prefix. Under another transformation the function is
