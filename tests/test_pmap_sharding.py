@@ -97,6 +97,16 @@ CASES = {
     "jit_pmap_ppermute": (lambda jx, lx: jx.jit(jx.pmap(
         lambda b: lx.ppermute(b, "i", [(0, 1), (1, 0)]), axis_name="i"))(X), [X[::-1]],
         [(("i",), (0, 1), ("i",))]),
+    # Under vmap (eager or jit) the pmap's axis stays split, behind the batch axis.
+    "vmap_of_pmap": (lambda jx, lx: jx.vmap(jx.pmap(_double))(np.stack([X, X + 1])),
+                     [np.stack([X, X + 1]) * 2], [((PM,), (0, 1), (None, PM))]),
+    "jit_vmap_of_pmap": (lambda jx, lx: jx.jit(jx.vmap(jx.pmap(_double)))(
+        np.stack([X, X + 1])), [np.stack([X, X + 1]) * 2], [((PM,), (0, 1), (None, PM))]),
+    # An eager sharding constraint lays the value out (what pmap's pins do eagerly).
+    "eager_with_sharding_constraint": (lambda jx, lx: lx.with_sharding_constraint(
+        Y[:, :2], jx.sharding.NamedSharding(jx.sharding.Mesh(np.array(jx.devices()[:2]), "d"),
+                                            jx.sharding.PartitionSpec(None, "d"))),
+        [Y[:, :2]], [(("d",), (0, 1), (None, "d"))]),
 }
 
 
