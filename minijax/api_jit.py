@@ -22,7 +22,7 @@ import numpy as np
 
 from minijax import core, display, float_checks, placement, ref, trace_events, tree_util
 from minijax.api import ShapeDtypeStruct
-from minijax.api_sharded_jit import ShardedJit
+from minijax.api_sharded_jit import ConstrainedJitEntry, ShardedJit, constraint_mesh
 from minijax.api_util import (
     fun_name,
     fun_source,
@@ -373,9 +373,13 @@ class JitWrapped:
             t0 = time.perf_counter()
             closed, out_tree = self._trace(signature, call_fun, names)
             timings["trace"] = time.perf_counter() - t0
-            lowered = Lowered(self, closed, out_tree, signature, names)
-            timings["lower"] = lowered.lower_seconds
-            entry = lowered._compile_entry(timings)
+            mesh = constraint_mesh(closed)
+            if mesh is not None:  # pmap or sharding constraints inside: run partitioned
+                entry = ConstrainedJitEntry(closed, out_tree, mesh, self._name, names)
+            else:
+                lowered = Lowered(self, closed, out_tree, signature, names)
+                timings["lower"] = lowered.lower_seconds
+                entry = lowered._compile_entry(timings)
             if trace_events.ACTIVE:
                 trace_events.add(f"jit compile {self._name}", "compile", t0,
                                  time.perf_counter() - t0, {"reason": reason,

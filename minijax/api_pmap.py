@@ -10,9 +10,18 @@ at once (api_spmd.py). Outputs are Arrays sharded over those devices along `out_
 
 Under another transformation (grad, vmap, jit of a function calling pmap, or a pmap whose
 function closes over a traced value) pmap computes what JAX computes by running as
-`vmap(fun, axis_name=...)` on one device (api_spmd.device_axis_vmap): pmap's meaning is
-vmap's, with collectives over the mapped axis (axis_index_groups included). The mapped size
-must still fit the devices, as in JAX.
+`vmap(fun, axis_name=...)` (api_spmd.device_axis_vmap): pmap's meaning is vmap's, with
+collectives over the mapped axis (axis_index_groups included). The mapped size must still
+fit the devices, as in JAX. Its mapped arguments and results are pinned to its devices,
+split along the mapped axis (`with_sharding_constraint`, as JAX's pmap is a shard_map), so
+a jit around it runs partitioned over them and its results carry JAX's shardings
+(api_sharded_jit.ConstrainedJitEntry).
+
+Outputs are NamedShardings over a one-axis mesh of the devices, named `axis_name` (or
+'_internal_pmap_axis_name'), as JAX 0.10.2's. Each device's argument is a view of the
+argument's host value, so a pmap's output fed back to it is not copied. In a
+multi-process run, a global Array (global_arrays.py) laid out as pmap splits it gives each
+process's devices their own shards; results are host-local, as in JAX.
 """
 
 from __future__ import annotations
@@ -21,13 +30,16 @@ import functools
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import core, global_arrays, tree_util
 from minijax.api_spmd import SpmdProgram, device_axis_vmap
 from minijax.api_util import broadcast_prefix, flatten_fun, leaf_arg_names, normalize_argnums
 from minijax.array import Array, sharded
 from minijax.backends import get_backend
 from minijax.backends import transport as processes
 from minijax.core import get_aval
+from minijax.lax.sharding_constraint import with_sharding_constraint
+from minijax.lax.slicing import index_in_dim
+from minijax.lax.structural import moveaxis
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec
 from minijax.traceback_util import api_boundary
 
@@ -93,26 +105,58 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
                 f"{k}{tree_util.keystr(p)}" for k, v in kwargs.items()
                 for p, _ in tree_util.tree_flatten_with_path(v)[0]]
         avals = [get_aval(x) for x in leaves]
-        n = _mapped_size(names, avals, axes, axis_size)
+        # Arrays spread over several processes map their global axis: each process's
+        # devices take its own shards (their per-process size is what must agree).
+        spread = [k for k, x in enumerate(leaves) if global_arrays.is_global(x)]
+        sizes = list(avals)
+        for k in spread:
+            if axes[k] is not None and -avals[k].ndim <= axes[k] < avals[k].ndim:
+                ax = axes[k] % avals[k].ndim
+                local = global_arrays.pmap_local_size(leaves[k], ax, names()[k])
+                sizes[k] = avals[k].update(shape=avals[k].shape[:ax] + (local,)
+                                           + avals[k].shape[ax + 1:])
+        n = _mapped_size(names, sizes, axes, axis_size)
         devs = list(devices) if devices is not None else get_backend(backend).devices()
+        traced = type(core.current_trace()) is not core.EvalTrace
+        if n > len(devs) and traced and processes.process_count() > 1:
+            raise ValueError(f"pmap under a transformation (jit, grad, vmap) in a run of "
+                             f"{processes.process_count()} processes maps over this "
+                             f"process's {len(devs)} devices, as JAX's does, but the mapped "
+                             f"axis has size {n}. Hint: call the pmap outside jit to map "
+                             "over every process's devices, or pass this process's part")
         if n > len(devs):
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
                              f"only {len(devs)} XLA devices are available (num_replicas={n}); "
                              "set MINIJAX_NUM_CPU_DEVICES (or XLA_FLAGS=--xla_force_host_"
                              f"platform_device_count={n}) before minijax's first use")
-        if type(core.current_trace()) is not core.EvalTrace:
-            # Under jit / grad / vmap (also when only a closed-over value is traced): pmap
-            # means vmap with the named axis, on one device.
-            return device_axis_vmap(call, axes_spec, out_axes, axis_name, axis_size)(
-                *dyn, **kwargs)
         devs = devs[:n]
         # Several processes (distributed.initialize): each maps its n local devices, and the
         # named axis spans every process's (JAX's multi-process pmap); participant ids are
         # numbered process by process.
         procs = processes.process_count() if devices is None else 1
+        axes = [None if a is None else a % avals[k].ndim for k, a in enumerate(axes)]
+        mesh_axis = axis_name if isinstance(axis_name, str) else _PMAP_AXIS
+        if traced:
+            # Under jit / grad / vmap (also when only a closed-over value is traced): pmap
+            # means vmap with the named axis. Its mapped arguments and results are pinned
+            # to its devices, split along the mapped axis (JAX's shard_map inside jit), so
+            # that a jit around it runs partitioned over them (api_sharded_jit).
+            mesh = Mesh(np.array(devs, dtype=object), (mesh_axis,))
+            pinned = tree_util.tree_unflatten(in_tree, [
+                x if ax is None else _pin(x, mesh, ax)
+                for x, ax in zip(leaves, axes, strict=True)])
+            # Every result is mapped at 0, then moved to its out_axes; out_axes=None takes
+            # device 0's value (JAX's pmap does not check that the devices agree).
+            out = device_axis_vmap(call, axes_spec, 0, axis_name, axis_size)(
+                *pinned[0], **pinned[1])
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            o_axes = broadcast_prefix(out_axes, tree_util.tree_unflatten(
+                out_tree, [0] * out_tree.num_leaves))
+            return tree_util.tree_unflatten(out_tree, [
+                _pin(_place_mapped_axis(x, ax), mesh, ax)
+                for x, ax in zip(out_leaves, o_axes, strict=True)])
         participants = None if procs == 1 else [processes.process_index() * n + i
                                                 for i in range(n)]
-        axes = [None if a is None else a % avals[k].ndim for k, a in enumerate(axes)]
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals), tuple(axes),
                _hashable(statics), tuple(devs), procs)
         entry = cache.get(key)
@@ -125,21 +169,29 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
             out_tree = store["out_tree"]
             o_axes = broadcast_prefix(out_axes, tree_util.tree_unflatten(
                 out_tree, [0] * out_tree.num_leaves))
-            mesh = Mesh(np.array(devs, dtype=object), ("_pmap",))
+            mesh = Mesh(np.array(devs, dtype=object), (mesh_axis,))
             entry = cache[key] = (program, out_tree, o_axes, mesh)
         program, out_tree, o_axes, mesh = entry
-        hosts = [np.asarray(x) for x in leaves]
-        per_device = [[h if ax is None else np.take(h, i, axis=ax)
+        # Each device's slice is a view of the argument's host value: an argument laid out
+        # over these devices (a pmap's output fed back) is used in place, not copied.
+        hosts = [None if k in spread else np.asarray(x) for k, x in enumerate(leaves)]
+        per_device = [[h if ax is None or h is None else _slice(h, ax, i)
                        for h, ax in zip(hosts, axes, strict=True)] for i in range(n)]
+        for k in spread:
+            blocks = global_arrays.pmap_blocks(leaves[k], axes[k], devs, mesh_axis,
+                                               names()[k])
+            for i in range(n):
+                per_device[i][k] = blocks[i]
         outs = program.run(per_device)
         results = []
         for k, (aval, ax) in enumerate(zip(program.out_avals, o_axes, strict=True)):
-            if ax is None:
-                results.append(Array(outs[0][k], aval.weak_type))
+            if ax is None:  # device 0's value, on every device
+                results.append(sharded(np.asarray(outs[0][k]),
+                                       NamedSharding(mesh, PartitionSpec()), aval.weak_type))
                 continue
             ax = ax % (aval.ndim + 1)
             value = np.stack([dev[k] for dev in outs], axis=ax)
-            spec = PartitionSpec(*([None] * ax + ["_pmap"]))
+            spec = PartitionSpec(*([None] * ax + [mesh_axis]))
             results.append(sharded(value, NamedSharding(mesh, spec), aval.weak_type))
         for i in donate_idx:
             for leaf in tree_util.tree_leaves(args[i]):
@@ -149,6 +201,32 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
 
     mapped._programs = cache  # compiled SpmdPrograms per signature (for inspection)
     return mapped
+
+
+#: The mesh axis of a pmap without an axis_name (JAX's name for it).
+_PMAP_AXIS = "_internal_pmap_axis_name"
+
+
+def _pin(x, mesh, ax):
+    """x constrained to `mesh`'s devices, split along `ax` (None: replicated)."""
+    if not isinstance(x, (core.Tracer, Array, np.ndarray, np.generic)):
+        return x
+    ndim = np.ndim(x)
+    parts = [] if ax is None else [None] * (ax % max(ndim, 1)) + [mesh.axis_names[0]]
+    return with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(*parts)))
+
+
+def _place_mapped_axis(x, ax):
+    """A result mapped at axis 0 with its mapped axis at `ax` (None: index 0 taken)."""
+    if ax is None:
+        return index_in_dim(x, 0, 0, keepdims=False)
+    ax = ax % np.ndim(x)
+    return x if ax == 0 else moveaxis(x, 0, ax)
+
+
+def _slice(value: np.ndarray, axis: int, i: int) -> np.ndarray:
+    """`np.take(value, i, axis)` as a view (contiguous along a leading axis)."""
+    return value[(slice(None),) * axis + (i,)]
 
 
 def _mapped_size(arg_names, avals, axes, axis_size) -> int:

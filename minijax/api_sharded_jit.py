@@ -8,6 +8,12 @@ each device runs (its blocks, plus the collectives the shardings need). That mod
 compiled once and run on all the mesh's devices at once (backends/spmd.py); outputs are
 Arrays sharded as `out_shardings` says, or as the partitioner propagated.
 
+A plain `jit(f)` whose traced program pins shardings itself (pmap inside jit,
+`lax.with_sharding_constraint`) runs the same way over the constraints' mesh
+(`ConstrainedJitEntry`, a jit cache entry): arguments enter with their own sharding when
+they lie on the mesh's devices, else as the program pins them; outputs are laid out as
+propagation chose, as JAX's jit does.
+
 `in_shardings` / `out_shardings` are NamedShardings (or None: an argument's own sharding
 when it is a sharded Array, replicated otherwise; for outputs, what propagation chose), a
 single one for every leaf or a pytree prefix. Under another transformation the function is
@@ -29,7 +35,8 @@ from minijax.compiler.lower import lower_jaxpr_to_module
 from minijax.compiler.options import CompileOptions
 from minijax.core import get_aval
 from minijax.interpreters.partial_eval import trace_to_jaxpr
-from minijax.sharding import NamedSharding, PartitionSpec, Sharding
+from minijax.lax.sharding_constraint import sharding_constraint_p
+from minijax.sharding import Mesh, NamedSharding, PartitionSpec, Sharding
 
 
 def _is_sharding(x) -> bool:
@@ -52,11 +59,14 @@ def _to_spec(dims) -> PartitionSpec:
 
 
 class _Program:
-    """One signature: the annotated module, the partitioned executable, output specs."""
+    """One signature: the annotated module, the partitioned executable, output specs.
 
-    def __init__(self, flat_fun, avals, in_sh, out_sh_for, mesh, name):
+    `jaxpr` is the traced program over global shapes; `out_sh_for(out_avals)` gives the
+    pinned output shardings (None: what propagation chooses)."""
+
+    def __init__(self, jaxpr, avals, in_sh, out_sh_for, mesh, name):
         self.mesh = mesh
-        self.jaxpr, _ = trace_to_jaxpr(flat_fun, avals, fun_name=name, purpose="jit")
+        self.jaxpr = jaxpr
         self.module, self.hoisted = lower_jaxpr_to_module(self.jaxpr, name, name)
         for p, sh, aval in zip(self.module.entry.parameters, in_sh, avals):
             p.attrs["sharding"] = spec_to_text(mesh.axis_names, mesh.axis_sizes,
@@ -76,6 +86,25 @@ class _Program:
         self.executable, self.optimized = driver.compile_module(
             self.module, self.backend, CompileOptions(backend=self.backend.name))
         self.out_shardings = [NamedSharding(mesh, _to_spec(s)) for s in self.result_specs]
+
+
+def _run(program, leaves, in_sh) -> list:
+    """Run a partitioned program on its mesh: each of this process's devices gets its
+    block of every argument (a view of the argument's host value, or its own shard of a
+    global Array: nothing is copied when the argument is already laid out as `in_sh`
+    says); returns the flat output Arrays."""
+    mesh = program.mesh
+    # This process's devices of the mesh (all of them but in a multi-process run).
+    devices = global_arrays.local_part(mesh.flat_devices())
+    blocks = [global_arrays.local_blocks(x, sh, devices)
+              for x, sh in zip(leaves, in_sh, strict=True)]
+    hoisted = [np.asarray(h) for h in program.hoisted]
+    per_device = [[b[i] for b in blocks] + hoisted for i in range(len(devices))]
+    outs = global_arrays.run_on_mesh(program.backend, program.executable,
+                                     mesh.flat_devices(), per_device)
+    return [global_arrays.output_array(outs, devices, k, aval.shape, sh, aval, "jit")
+            for k, (aval, sh) in enumerate(zip(program.jaxpr.out_avals,
+                                               program.out_shardings, strict=True))]
 
 
 class ShardedJit:
@@ -136,8 +165,9 @@ class ShardedJit:
                     return [None] * len(out_avals)
                 tree = tree_util.tree_unflatten(store["out_tree"], [0] * len(out_avals))
                 return _leaf_shardings(self._out, tree, "out_shardings")
-            program = _Program(flat_fun, avals, in_sh, out_sh_for, mesh,
-                               getattr(self._fun, "__name__", "fun"))
+            name = getattr(self._fun, "__name__", "fun")
+            jaxpr, _ = trace_to_jaxpr(flat_fun, avals, fun_name=name, purpose="jit")
+            program = _Program(jaxpr, avals, in_sh, out_sh_for, mesh, name)
             program.out_tree = store["out_tree"]
             self._cache[key] = program
         return program, avals
@@ -151,20 +181,7 @@ class ShardedJit:
             # the function closes over is traced).
             return call(*dyn)
         program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
-        # This process's devices of the mesh (all of them but in a multi-process run).
-        devices = global_arrays.local_part(mesh.flat_devices())
-        blocks = [global_arrays.local_blocks(x, sh, devices)
-                  for x, sh in zip(leaves, in_sh, strict=True)]
-        hoisted = [np.asarray(h) for h in program.hoisted]
-        per_device = [[b[i] for b in blocks] + hoisted for i in range(len(devices))]
-        outs = global_arrays.run_on_mesh(program.backend, program.executable,
-                                         mesh.flat_devices(), per_device)
-        results = []
-        for k, (aval, sh) in enumerate(zip(program.jaxpr.out_avals, program.out_shardings,
-                                           strict=True)):
-            results.append(global_arrays.output_array(outs, devices, k, aval.shape, sh, aval,
-                                                      "jit"))
-        return tree_util.tree_unflatten(program.out_tree, results)
+        return tree_util.tree_unflatten(program.out_tree, _run(program, leaves, in_sh))
 
     def lower(self, *args):
         """`.as_text()`: the HLO with sharding annotations, before partitioning;
@@ -195,3 +212,117 @@ class _Compiled:
 
     def as_text(self) -> str:
         return module_to_text(self._program.optimized)
+
+
+# ----------------------------------------------------------- plain jit pinning shardings
+
+
+def constraint_mesh(closed) -> Mesh | None:
+    """The mesh a plain jit's program runs on when it pins shardings itself: pmap inside
+    jit constrains its mapped arguments and results to its devices, as does
+    `lax.with_sharding_constraint`. The mesh of the first top-level constraint (JAX names
+    the result's mesh after the first pmap traced); None when there is none, or when the
+    constraints use meshes over different device grids (the program then runs on one
+    device, its values unchanged)."""
+    meshes = [e.params["sharding"].mesh for e in closed.jaxpr.eqns
+              if e.primitive is sharding_constraint_p]
+    if not meshes:
+        return None
+    first = meshes[0]
+    grid = (first.devices.shape, tuple(first.devices.flat))
+    if any((m.devices.shape, tuple(m.devices.flat)) != grid for m in meshes):
+        return None
+    return first
+
+
+def _on_mesh(x, mesh: Mesh, wanted: NamedSharding | None) -> NamedSharding:
+    """The sharding argument `x` enters a program over `mesh` with: its own when it is
+    laid out over the same grid of devices (mesh axes renamed in order), else the one the
+    program pins it to (`wanted`), else replicated. The devices get their blocks as views
+    of its host value (the program reshards what differs)."""
+    own = getattr(x, "_sharding", None)
+    if isinstance(own, NamedSharding):
+        if own.mesh == mesh:
+            return own
+        if (own.mesh.devices.shape == mesh.devices.shape
+                and list(own.mesh.devices.flat) == mesh.flat_devices()):
+            rename = dict(zip(own.mesh.axis_names, mesh.axis_names, strict=True))
+            parts = [None if p is None or p is PartitionSpec.UNCONSTRAINED
+                     else tuple(rename[a] for a in p) if isinstance(p, tuple) else rename[p]
+                     for p in own.spec]
+            return NamedSharding(mesh, PartitionSpec(*parts))
+    if wanted is not None and wanted.mesh == mesh:
+        return wanted
+    return NamedSharding(mesh, PartitionSpec())
+
+
+def _drop_size_one_axes(sharding: NamedSharding) -> NamedSharding:
+    """JAX's jit reports a dimension split over mesh axes of size 1 as not split."""
+    sizes = sharding.mesh.shape
+    dims = [tuple(a for a in sharding.spec.axis_names_of(d) if sizes[a] > 1)
+            for d in range(len(sharding.spec))]
+    return NamedSharding(sharding.mesh, _to_spec(dims))
+
+
+_NOWHERE = object()
+
+
+class ConstrainedJitEntry:
+    """A plain `jit(f)` cache entry for a program that pins shardings (pmap inside jit,
+    `lax.with_sharding_constraint`): partitioned by the SPMD partitioner over the
+    constraints' mesh and run on its devices, as JAX's jit does. Arguments enter with
+    their own sharding when they lie on the mesh's devices (a pmap's output fed back to
+    it is used where it is), replicated otherwise; outputs are laid out as propagation
+    chose. One partitioned program per tuple of argument shardings."""
+
+    array_device = _NOWHERE  # never equal to an argument's device: no jit fast path
+    executable = None
+    hoisted: list = []
+
+    def __init__(self, closed, out_tree, mesh: Mesh, name: str, arg_names: list):
+        self.jaxpr = closed
+        self.lowered = self  # float_checks replays `entry.lowered.jaxpr`
+        self.out_tree = out_tree
+        self.out_avals = list(closed.out_avals)
+        self.mesh = mesh
+        self.name = name
+        self.arg_names = arg_names
+        self.timings: dict = {}
+        self._programs: dict = {}
+        # The sharding each argument is constrained to right away (pmap's mapped arguments).
+        position = {v: k for k, v in enumerate(closed.jaxpr.invars)}
+        self._wanted = [None] * len(position)
+        for eqn in closed.jaxpr.eqns:
+            if eqn.primitive is sharding_constraint_p and eqn.invars[0] in position:
+                k = position[eqn.invars[0]]
+                self._wanted[k] = self._wanted[k] or eqn.params["sharding"]
+
+    def _check_placement(self, leaves) -> None:
+        ids = [d.id for d in self.mesh.flat_devices()]
+        for k, x in enumerate(leaves):
+            if getattr(x, "_committed", False) and getattr(x, "_sharding", None) is None:
+                name = self.arg_names[k] if k < len(self.arg_names) else f"args[{k}]"
+                aval = x.aval
+                shape = f"{np.dtype(aval.dtype).name}[{','.join(map(str, aval.shape))}]"
+                platform = x._device.platform.upper()
+                raise ValueError(
+                    f"Received incompatible devices for jitted computation. Got argument "
+                    f"{name} of {self.name} with shape {shape} and with device ids "
+                    f"[{x._device.id}] on platform {platform} and pmap / sharding "
+                    f"constraints inside jit with device ids {ids} on platform {platform}. "
+                    "Hint: pass the argument uncommitted (not device_put to one device), "
+                    "or device_put it with a NamedSharding over those devices.")
+
+    def call(self, leaves):
+        """Run on flat arguments; returns the output pytree."""
+        self._check_placement(leaves)
+        in_sh = tuple(_on_mesh(x, self.mesh, w)
+                      for x, w in zip(leaves, self._wanted, strict=True))
+        program = self._programs.get(in_sh)
+        if program is None:
+            avals = list(self.jaxpr.in_avals)
+            program = _Program(self.jaxpr, avals, in_sh, lambda outs: [None] * len(outs),
+                               self.mesh, self.name)
+            program.out_shardings = [_drop_size_one_axes(s) for s in program.out_shardings]
+            self._programs[in_sh] = program
+        return tree_util.tree_unflatten(self.out_tree, _run(program, leaves, in_sh))

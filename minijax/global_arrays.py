@@ -21,18 +21,18 @@ import math
 
 import numpy as np
 
-from minijax import dtypes, placement, tree_util
+from minijax import distributed, dtypes, placement, tree_util
 from minijax.array import Array, ProcessShards, sharded
 from minijax.backends import transport
 from minijax.backends.spmd import run_spmd
 from minijax.backends.transport.cross_process import spmd_transport
 from minijax.dispatch import device_put as _put_on_device
-from minijax.sharding import NamedSharding, PartitionSpec, Sharding, _mesh_stack
+from minijax.sharding import Mesh, NamedSharding, PartitionSpec, Sharding, _mesh_stack
 
 __all__ = ["global_value", "is_global", "local_blocks", "local_part", "local_to_global_shape",
            "make_array_from_callback", "make_array_from_process_local_data",
-           "make_array_from_single_device_arrays", "output_array", "run_on_mesh",
-           "shards_to_array"]
+           "make_array_from_single_device_arrays", "output_array", "pmap_blocks",
+           "pmap_local_size", "run_on_mesh", "shards_to_array"]
 
 
 def _index_key(index) -> tuple:
@@ -332,3 +332,51 @@ def mesh_global_to_local_shape(mesh, spec, shape) -> tuple:
         out.append(n // k)
     return tuple(out)
 
+
+
+# --------------------------------------------------------------------- pmap of global Arrays
+
+
+def pmap_local_size(x, axis, name: str) -> int:
+    """The per-process size of a global Array's axis mapped by a multi-process pmap (the
+    global size over the number of processes, as JAX's pmap treats global Arrays)."""
+    size, procs = x.shape[axis], transport.process_count()
+    if size % procs:
+        raise ValueError(f"pmap: argument {name} is an Array spread over {procs} processes "
+                         f"whose mapped axis {axis} has size {size} (shape {x.shape}), not a "
+                         f"multiple of the process count. Hint: its mapped axis needs one "
+                         "entry per device of every process")
+    return size // procs
+
+
+def pmap_blocks(x, axis, devices: list, axis_name: str, name: str) -> list:
+    """The blocks of global Array `x` that this process's pmap `devices` take, as JAX's
+    multi-process pmap passes a global Array laid out as pmap splits it: mapped along
+    `axis` over every process's first len(devices) devices in process order, one entry
+    per device (its shards are used in place); unmapped (`axis` None) when replicated.
+    Any other layout raises JAX's ValueError."""
+    n = len(devices)
+    everyone = distributed.global_devices(devices[0].backend) or list(devices)
+    grid = [d for p in range(transport.process_count())
+            for d in [e for e in everyone if e.process_index == p][:n]]
+    mesh = Mesh(np.array(grid, dtype=object), (axis_name,))
+    spec = PartitionSpec() if axis is None else PartitionSpec(*([None] * axis + [axis_name]))
+    want = NamedSharding(mesh, spec)
+    shape = tuple(x.shape)
+    fits = x.sharding.is_fully_replicated if axis is None else (
+        shape[axis] == len(grid)
+        and x.sharding.devices_indices_map(shape) == want.devices_indices_map(shape))
+    if not fits:
+        raise ValueError(
+            f"pmap: argument {name} is an Array laid out otherwise than pmap splits it: the "
+            f"sharding pmap needs does not match the sharding on the respective arg. Got "
+            f"pmap sharding: {want}, arg sharding: {x.sharding} "
+            f"for arg type: {np.dtype(x.dtype).name}[{','.join(map(str, shape))}]. Hint: an "
+            "Array spread over several processes goes to pmap split along its mapped axis "
+            "over every process's devices in process order (make_array_from_process_local_"
+            "data with that sharding), or replicated for in_axes=None; or pass this "
+            "process's part as a host-local array")
+    if axis is None:
+        return [x._buf.value()] * n
+    pick = (slice(None),) * axis + (0,)
+    return [x._buf.shards[d][pick] for d in devices]

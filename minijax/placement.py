@@ -74,6 +74,8 @@ def to_host(buffer) -> np.ndarray:
     """The host contents of a buffer (the array itself for host buffers)."""
     if type(buffer) is np.ndarray:
         return buffer
+    if isinstance(buffer, np.generic):  # a 0-d result some executables give as a scalar
+        return np.asarray(buffer)
     return buffer.to_host()
 
 

@@ -186,6 +186,7 @@ def lower_jaxpr_to_module(closed_jaxpr, name: str = "main", fun_name: str | None
             const_instrs.append(b.constant(np.asarray(value, dtype=var.aval.dtype),
                                            var.aval.dtype))
         else:
+            _check_closed_over(value, var.aval, fun_name)
             index = len(args) + len(hoisted)
             const_instrs.append(b.parameter(index, aval_to_shape(var.aval),
                                             name=f"Const_{len(hoisted)}"))
@@ -195,6 +196,21 @@ def lower_jaxpr_to_module(closed_jaxpr, name: str = "main", fun_name: str | None
     module = Module(f"jit_{_safe(name)}", module_ctx.computations + [entry], entry)
     module.num_user_params = len(args)
     return module, hoisted
+
+
+def _check_closed_over(value, aval, fun_name: str) -> None:
+    """JAX's error for a closed-over Array spread over several processes (this process
+    holds only its shards, and the program would need the whole value); a replicated
+    one is readable in every process and is fine."""
+    if getattr(value, "is_fully_addressable", True) or value.sharding.is_fully_replicated:
+        return
+    shape = ",".join(map(str, aval.shape))
+    raise RuntimeError(
+        "Closing over jax.Array that spans non-addressable (non process local) devices is "
+        "not allowed. Please pass such arrays as arguments to the function. Got jax.Array: "
+        f"{np.dtype(aval.dtype).name}[{shape}] (closed over by {fun_name}; its sharding "
+        f"{value.sharding}). Hint: make it an argument of the jitted / shard_map-ped / "
+        "pmapped function, or replicate it")
 
 
 def _safe(name: str) -> str:

@@ -1,15 +1,19 @@
 """lax.with_sharding_constraint: pin how an intermediate is laid out over a mesh.
 
-The value is unchanged (identity in eager mode, under grad and vmap); under
-`jit(in_shardings=..., out_shardings=...)` it lowers to XLA's
-`custom-call(x), custom_call_target="Sharding", sharding={...}`, which the SPMD partitioner
-(compiler/passes/spmd_partitioner.py) reshards to. The constraint is linear: tangents and
-cotangents carry the same constraint; vmap inserts an unsplit batch dimension.
+The value is unchanged; in eager mode it is laid out as the sharding says (as JAX's); under
+jit it lowers to XLA's `custom-call(x), custom_call_target="Sharding", sharding={...}`,
+which the SPMD partitioner (compiler/passes/spmd_partitioner.py) reshards to (a plain jit
+whose program holds one runs partitioned, api_sharded_jit.ConstrainedJitEntry). The
+constraint is linear: tangents and cotangents carry the same constraint; vmap inserts an
+unsplit batch dimension.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from minijax import tree_util
+from minijax.array import ProcessShards, sharded
 from minijax.compiler.hlo.sharding import spec_to_text
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
@@ -46,6 +50,20 @@ def _identity(x, *, sharding):
 
 sharding_constraint_p = standard_primitive("sharding_constraint", lambda x, **p: x,
                                            _identity)
+
+
+def _place(x, *, sharding):
+    """Eagerly, x laid out as `sharding` says (JAX's constraint outside jit reshards), so
+    eager vmap / grad of a pmap give its results their layout; global Arrays and
+    shardings over several processes keep x as it is."""
+    if type(getattr(x, "_buf", None)) is ProcessShards or not sharding.is_fully_addressable:
+        return x
+    value = np.asarray(x)
+    sharding.devices_indices_map(value.shape)  # checks divisibility (JAX's ValueError)
+    return sharded(value, sharding, get_aval(x).weak_type)
+
+
+sharding_constraint_p.def_impl(_place)
 
 
 def _transpose(ct, x, *, sharding):
