@@ -343,14 +343,14 @@ def test_cnn_training_step_with_a_split_batch(mesh):
 # ------------------------------------------------------------------- reshapes and slices
 @pytest.mark.parametrize("shape, out_spec", [
     ((8, 2, 3), P("d")), ((2, 4, 6), P("d")), ((48,), P("d")), ((1, 8, 6), P(None, "d")),
-    ((6, 8), P()),
+    ((6, 8), P("d")), ((3, 16), P()),
 ], ids=str)
 def test_reshape_keeps_a_split_major_dimension(shape, out_spec):
     x = _x(8, 6)
     out = _run(lambda x: x.reshape(shape) + 1, [x], [P("d")], MESH1)
     _close(out, x.reshape(shape) + 1)
-    # JAX: P('d') for (8, 2, 3), (2, 4, 6) and (48,), P(None, 'd') for (1, 8, 6); for
-    # (6, 8) it gives P('d') (XLA reshards the rows); here the reshape runs whole.
+    # JAX: P('d') for (8, 2, 3), (2, 4, 6), (48,) and (6, 8) (each device's 4 rows are 3
+    # rows of 8), P(None, 'd') for (1, 8, 6), P() for (3, 16) (3 rows do not split in 2).
     assert _specs(out) == [out_spec]
 
 

@@ -1,8 +1,9 @@
 """The SPMD partitioner's rules for ops whose operands' splits depend on their
 dimension numbers (mixed into compiler/passes/spmd_partitioner.py). Each picks the splits
 its operands are resharded to and its result's split, and emits the op on blocks:
-- reshape keeps a split dimension that it keeps whole, merges (as the major part) with
-  whole dimensions after it, or splits into dimensions whose first the devices divide;
+- reshape keeps a split dimension's split on the output dimension that starts at the
+  same row-major offset when the devices divide it (its per-device block is then a
+  contiguous leading block there: (8, 6) row-split stays row-split as (6, 8));
 - slice, dynamic-slice, pad and reverse keep the splits of dimensions they leave whole;
   sort and a reduce of several operands (argmax) those of dimensions they do not sort or
   reduce;
@@ -34,16 +35,16 @@ class SpmdOpRules:
     """Per-opcode partitioning rules, mixed into SpmdPartitioner."""
 
     def _reshape(self, b, instr, get, spec):
-        """A split dimension stays split where the reshape keeps it whole, makes it the
-        major part of a merged dimension, or splits it with a major part the devices
-        divide; other splits are gathered first."""
+        """A split dimension stays split along the output dimension that starts where it
+        starts (row-major) when the devices divide that one (`_reshape_target`); other
+        splits are gathered first."""
         x = instr.operands[0]
         xs = spec[id(x)]
         keep, out = list(xs), [()] * instr.shape.rank
         for d, axes in enumerate(xs):
             if not axes:
                 continue
-            e = _reshape_target(x.shape.dims, instr.shape.dims, d, self._parts(axes), xs)
+            e = _reshape_target(x.shape.dims, instr.shape.dims, d, self._parts(axes))
             if e is None or out[e]:
                 keep[d] = ()
             else:
@@ -305,29 +306,20 @@ class SpmdOpRules:
         return b.concatenate(pieces, ivd)
 
 
-def _reshape_target(src, dst, d, k, spec):
-    """The output dimension that input dimension `d` (split in `k`) becomes the major
-    part of (kept whole, merged with the whole dimensions after it, or split into
-    dimensions whose first one `k` divides), or None."""
+def _reshape_target(src, dst, d, k):
+    """The output dimension that input dimension `d` (split in `k`) stays split along, or
+    None. Viewed row-major, `d` is the major dimension of the block of elements after
+    the dimensions before it (their product `pre`); an output dimension `e` whose
+    preceding dimensions also multiply to `pre` is the major dimension of the same
+    block, so when `k` divides it, device j's contiguous 1/k of that block along `d` is
+    its 1/k along `e` (a row-split (8, 6) stays row-split as (6, 8), (48,) or (2, 4, 6),
+    as JAX keeps it). Dimensions split this way map independently: each one's block
+    lies inside the one before it."""
     pre = math.prod(src[:d])
     for e in range(len(dst)):
         at = math.prod(dst[:e])
         if at > pre:
             break
-        if at != pre or dst[e] % k:
-            continue
-        if dst[e] == src[d]:
+        if at == pre and dst[e] % k == 0:
             return e
-        if dst[e] > src[d]:
-            end, acc = d, 1
-            while end < len(src) and acc < dst[e]:
-                acc, end = acc * src[end], end + 1
-            if acc == dst[e] and not any(spec[d + 1:end]):
-                return e
-        else:
-            end, acc = e, 1
-            while end < len(dst) and acc < src[d]:
-                acc, end = acc * dst[end], end + 1
-            if acc == src[d]:
-                return e
     return None
