@@ -22,14 +22,19 @@ import numpy as np
 
 from minijax import core, display, float_checks, placement, ref, trace_events, tree_util
 from minijax.api import ShapeDtypeStruct
-from minijax.api_sharded_jit import ConstrainedJitEntry, ShardedJit, constraint_mesh
+from minijax.api_sharded_jit import (
+    ConstrainedJitEntry,
+    ShardedJit,
+    constraint_mesh,
+    delete_donated,
+)
 from minijax.api_util import (
+    donated_leaves,
     fun_name,
     fun_source,
     is_float0,
     leaf_arg_names,
     mark_float0,
-    normalize_argnums,
 )
 from minijax.array import Array, ProcessShards
 from minijax.backends import get_backend
@@ -184,20 +189,21 @@ class JitWrapped:
     """A function compiled by minijax.jit. Call it, or `.lower(*args)` to inspect."""
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=(),
-                 inline=False, backend=None, opt_level=2):
+                 inline=False, backend=None, opt_level=2, donate_argnames=None):
         functools.update_wrapper(self, fun)
         self._fun = fun
         self._static_argnums = _as_tuple(static_argnums)
         self._static_argnames = _as_tuple(static_argnames)
         self._donate_argnums = _as_tuple(donate_argnums)
+        self._donate_argnames = _as_tuple(donate_argnames)
         self._inline = inline
         self._backend = backend
         self._opt_level = opt_level
         self._cache = _shared_function_cache(fun, (
             self._static_argnums, self._static_argnames, self._donate_argnums, inline,
-            backend, opt_level))
+            backend, opt_level, self._donate_argnames))
         self._fast_ok = not (self._static_argnums or self._static_argnames
-                             or self._donate_argnums)
+                             or self._donate_argnums or self._donate_argnames)
         self._sharded = None  # the ShardedJit running calls on global Arrays
         self._name = fun_name(fun)
         self._source = fun_source(fun)
@@ -254,8 +260,11 @@ class JitWrapped:
             out = float_checks.checked_call(self._name, entry, dyn_leaves)
         else:
             out = entry.call(dyn_leaves)
-        if self._donate_argnums:
-            _delete_donated(self._donate_argnums, args)
+        if self._donate_argnums or self._donate_argnames:
+            delete_donated(self._fun, args, kwargs, (self._donate_argnums,
+                                                     self._donate_argnames),
+                           dyn_leaves, [np.shape(x) for x in dyn_leaves],
+                           [(a.shape, a.dtype) for a in entry.out_avals])
         return out
 
     __call__ = api_boundary(_call)
@@ -291,9 +300,15 @@ class JitWrapped:
             leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(_aval_key(x) for x in leaves)
         device, committed = self._placement(leaves)
+        options = (self._opt_level,)
+        if self._donate_argnums or self._donate_argnames:
+            # The entry parameters whose buffers the call donates (flat argument numbers).
+            gone = {id(x) for x in donated_leaves(self._fun, args, kwargs,
+                                                  self._donate_argnums, self._donate_argnames)
+                    if type(x) is Array or isinstance(x, np.ndarray)}
+            options += (tuple(k for k, x in enumerate(leaves) if id(x) in gone),)
         signature = cache_mod.CallSignature(
-            in_tree, avals, tuple(static_items), _device_key(device, committed),
-            (self._opt_level,))
+            in_tree, avals, tuple(static_items), _device_key(device, committed), options)
 
         def call_fun(*flat):
             d_args, d_kwargs = tree_util.tree_unflatten(in_tree, flat)
@@ -312,31 +327,29 @@ class JitWrapped:
         return signature, leaves, call_fun, names
 
     def _partitioned(self, args, kwargs) -> bool:
-        """Whether a positional argument is split over several devices (the call is then
+        """Whether an argument is split over several devices (the call is then
         partitioned as the arguments are split, as JAX does)."""
-        return Array.any_sharded and not kwargs and not self._static_argnames and _split(
-            tree_util.tree_leaves(args))
+        return Array.any_sharded and _split(tree_util.tree_leaves((args, kwargs)))
 
     def _over_processes(self, args, kwargs):
         """Arguments laid out over several devices (split Arrays, or global Arrays over
         several processes' devices): the program is partitioned as their shardings say and
         runs on every device of their mesh (sharded jit with in/out_shardings left to the
-        arguments and propagation)."""
-        if kwargs:
-            raise NotImplementedError(
-                f"jit({self._name}): keyword arguments with Arrays spread over several "
-                "processes; pass them positionally")
-        return self._sharded_jit()(*args)
+        arguments and propagation; donated arguments are deleted after it)."""
+        return self._sharded_jit()(*args, **kwargs)
 
     def _sharded_jit(self) -> ShardedJit:
         if self._sharded is None:
-            self._sharded = ShardedJit(self._fun, None, None, self._static_argnums)
+            self._sharded = ShardedJit(self._fun, None, None, self._static_argnums,
+                                       self._static_argnames, self._donate_argnums,
+                                       self._donate_argnames)
         return self._sharded
 
     def _like(self, fun) -> JitWrapped:
         """``fun`` jit-ed with this function's options."""
         return JitWrapped(fun, self._static_argnums, self._static_argnames,
-                          self._donate_argnums, self._inline, self._backend, self._opt_level)
+                          self._donate_argnums, self._inline, self._backend, self._opt_level,
+                          self._donate_argnames)
 
     def _placement(self, leaves):
         """(device, committed) this call runs on: jit(backend=...)'s device, else JAX's
@@ -404,7 +417,7 @@ class JitWrapped:
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and lower for these arguments; returns a Lowered (HLO before passes)."""
         if self._partitioned(args, kwargs):
-            return self._sharded_jit().lower(*args)
+            return self._sharded_jit().lower(*args, **kwargs)
         signature, _, call_fun, names = self._signature(args, kwargs)
         names = names()
         closed, out_tree = self._trace(signature, call_fun, names)
@@ -451,9 +464,7 @@ class Lowered:
         t0 = time.perf_counter()
         self.module, self.hoisted = lower_jaxpr_to_module(closed_jaxpr, wrapped._name,
                                                           wrapped._name)
-        nargs = len(signature.avals)
-        donated = _donated_leaf_indices(wrapped, signature, nargs)
-        self.module.donated_params = donated
+        self.module.donated_params = set(signature.options[1:2] and signature.options[1])
         self.lower_seconds = time.perf_counter() - t0
         # Printed on demand (as_text, dumps); compiling keys its caches on a structural
         # fingerprint instead. `_keep_text`: print before optimizing mutates the module.
@@ -564,15 +575,17 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, inline=inline,
+                                 donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, inline=inline,
                                  backend=backend, opt_level=opt_level,
                                  in_shardings=in_shardings, out_shardings=out_shardings)
     if not callable(fun):
         raise TypeError(f"Expected a callable value, got {fun!r}")
     if _names_a_sharding(in_shardings) or _names_a_sharding(out_shardings):
-        return ShardedJit(fun, in_shardings, out_shardings, static_argnums)
+        return ShardedJit(fun, in_shardings, out_shardings, static_argnums, static_argnames,
+                          donate_argnums, donate_argnames)
     return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, inline, backend,
-                      opt_level)
+                      opt_level, donate_argnames)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -693,23 +706,6 @@ def _shared_function_cache(fun, options) -> _FunctionCacheWithFastPath:
     if cache is None:
         cache = holder.by_options[options] = _FunctionCacheWithFastPath()
     return cache
-
-
-def _delete_donated(donate_argnums, args) -> None:
-    """Donated Arrays are invalid after the call (JAX's semantics): using one raises."""
-    for i in normalize_argnums(donate_argnums, max(len(args), 1), "donate_argnums"):
-        if i < len(args):
-            for leaf in tree_util.tree_leaves(args[i]):
-                if type(leaf) is Array:
-                    leaf.delete()
-
-
-def _donated_leaf_indices(wrapped, signature, nargs) -> set:
-    if not wrapped._donate_argnums:
-        return set()
-    # Donation applies to leaves of donated positional arguments (flat order).
-    nums = set(normalize_argnums(wrapped._donate_argnums, max(nargs, 1), "donate_argnums"))
-    return {i for i in range(nargs) if i in nums}
 
 
 def _entry_bytes(entry) -> int:

@@ -23,11 +23,19 @@ traced inline (the constraints are identities there), as jit is.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
 from minijax import core, global_arrays, placement, tree_util
-from minijax.api_util import flatten_fun, normalize_argnums, prefix_leaves
+from minijax.api_util import (
+    donated_leaves,
+    flatten_fun,
+    positional_name,
+    prefix_leaves,
+    usable_donations,
+)
+from minijax.array import Array
 from minijax.compiler import driver
 from minijax.compiler.hlo.printer import module_to_text
 from minijax.compiler.hlo.sharding import spec_to_text
@@ -37,6 +45,33 @@ from minijax.core import get_aval
 from minijax.interpreters.partial_eval import trace_to_jaxpr
 from minijax.lax.sharding_constraint import sharding_constraint_p
 from minijax.sharding import Mesh, NamedSharding, PartitionSpec, Sharding
+
+
+def _as_tuple(x) -> tuple:
+    return () if x is None else (x,) if isinstance(x, int | str) else tuple(x)
+
+
+def delete_donated(fun, args, kwargs, donate, leaves, in_shapes, outs) -> None:
+    """After a jit call: delete the Arrays among the flat arguments `leaves` that it
+    donates (`donate`: (argnums, argnames)) and could use, as JAX does: each output
+    ((shape, dtype) in `outs`, per device) takes a donated input of its shape and dtype,
+    then of its size (`in_shapes`: the inputs' per-device shapes). Using a deleted Array
+    raises RuntimeError; donations no output could use warn as JAX's and stay valid."""
+    gone = {id(x) for x in donated_leaves(fun, args, kwargs, *donate) if type(x) is Array}
+    if not gone:
+        return
+    ins = [(shape, np.dtype(x.dtype)) if id(x) in gone else None
+           for x, shape in zip(leaves, in_shapes, strict=True)]
+    used = usable_donations(ins, [(s, np.dtype(d)) for s, d in outs])
+    unusable = [f"ShapedArray({x.dtype}[{','.join(map(str, x.shape))}])"
+                for x, a, u in zip(leaves, ins, used) if a is not None and not u]
+    if unusable:
+        warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
+                      "See an explanation at "
+                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", stacklevel=3)
+    for x, u in zip(leaves, used):
+        if u:
+            x.delete()
 
 
 def _is_sharding(x) -> bool:
@@ -110,31 +145,43 @@ def _run(program, leaves, in_sh) -> list:
 class ShardedJit:
     """`jit(f, in_shardings=..., out_shardings=...)`: see the module docstring."""
 
-    def __init__(self, fun, in_shardings, out_shardings, static_argnums):
+    def __init__(self, fun, in_shardings, out_shardings, static_argnums,
+                 static_argnames=None, donate_argnums=None, donate_argnames=None):
         self._fun = fun
         self._in = in_shardings
         self._out = out_shardings
-        self._static = () if static_argnums is None else (
-            (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+        self._static = _as_tuple(static_argnums)
+        self._static_names = _as_tuple(static_argnames)
+        self._donate = (_as_tuple(donate_argnums), _as_tuple(donate_argnames))
         self._cache: dict = {}
         functools.update_wrapper(self, fun)
 
-    def _prepare(self, args):
+    def _prepare(self, args, kwargs):
+        """(call, dyn, statics): `call(dyn_args, dyn_kwargs)` runs the function with the
+        static arguments (by number or name, positional or keyword) put back; `dyn` is
+        (dynamic positional arguments, dynamic keyword arguments)."""
+        if kwargs and self._in is not None:
+            raise ValueError("pjit does not support kwargs when in_shardings is specified.")
         nargs = len(args)
-        static_idx = normalize_argnums(self._static, nargs, "jit static_argnums") \
-            if self._static else ()
+        static_idx = {i % nargs for i in self._static if -nargs <= i < nargs}
+        static_idx |= {i for i in range(nargs)
+                       if positional_name(self._fun, i) in self._static_names}
         dyn_idx = [i for i in range(nargs) if i not in static_idx]
-        dyn = tuple(args[i] for i in dyn_idx)
+        static_kw = {k: v for k, v in kwargs.items() if k in self._static_names}
+        dyn = (tuple(args[i] for i in dyn_idx),
+               {k: v for k, v in kwargs.items() if k not in self._static_names})
 
-        def call(*dyn_args):
+        def call(dyn_args, dyn_kwargs):
             full = list(args)
             for i, a in zip(dyn_idx, dyn_args, strict=True):
                 full[i] = a
-            return self._fun(*full)
-        return call, dyn, tuple(args[i] for i in static_idx)
+            return self._fun(*full, **dyn_kwargs, **static_kw)
+        statics = (tuple(args[i] for i in sorted(static_idx)), tuple(sorted(static_kw.items())))
+        return call, dyn, statics
 
     def _shardings(self, dyn, leaves):
-        given = _leaf_shardings(self._in, dyn, "in_shardings") if self._in is not None \
+        # in_shardings name the positional arguments (keyword ones are refused with them).
+        given = _leaf_shardings(self._in, dyn[0], "in_shardings") if self._in is not None \
             else [None] * len(leaves)
         own = [getattr(x, "_sharding", None) for x in leaves]
         chosen = [g if g is not None else o for g, o in zip(given, own, strict=True)]
@@ -172,8 +219,8 @@ class ShardedJit:
             self._cache[key] = program
         return program, avals
 
-    def __call__(self, *args):
-        call, dyn, statics = self._prepare(args)
+    def __call__(self, *args, **kwargs):
+        call, dyn, statics = self._prepare(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten(dyn)
         mesh, in_sh = self._shardings(dyn, leaves)
         if mesh is None or type(core.current_trace()) is not core.EvalTrace:
@@ -181,13 +228,18 @@ class ShardedJit:
             # the function closes over is traced).
             return call(*dyn)
         program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
-        return tree_util.tree_unflatten(program.out_tree, _run(program, leaves, in_sh))
+        outs = _run(program, leaves, in_sh)
+        if any(self._donate):
+            delete_donated(self._fun, args, kwargs, self._donate, leaves,
+                           [sh.shard_shape(a.shape) for sh, a in zip(in_sh, avals)],
+                           [(o.sharding.shard_shape(o.shape), o.dtype) for o in outs])
+        return tree_util.tree_unflatten(program.out_tree, outs)
 
-    def lower(self, *args):
+    def lower(self, *args, **kwargs):
         """`.as_text()`: the HLO with sharding annotations, before partitioning;
         `.compile().as_text()`: the module every device runs, after partitioning and the
         optimization passes."""
-        call, dyn, statics = self._prepare(args)
+        call, dyn, statics = self._prepare(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten(dyn)
         mesh, in_sh = self._shardings(dyn, leaves)
         if mesh is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 
@@ -154,3 +155,54 @@ def mark_float0(tree):
     """`tree` with each float0 array replaced by a _Float0 node: flattening it then gives
     no leaf there, and unflattening gives the float0 array back."""
     return tree_util.tree_map(lambda x: _Float0(x.shape) if is_float0(x) else x, tree)
+
+
+def positional_name(fun, i: int):
+    """The name of `fun`'s i-th positional parameter (None when it has none)."""
+    code = getattr(fun, "__code__", None)
+    if code is None or i >= code.co_argcount:
+        return None
+    return code.co_varnames[i]
+
+
+def donated_leaves(fun, args, kwargs, argnums, argnames) -> list:
+    """The leaves of the arguments a jit call donates: positional ones by position
+    (`argnums`) or by parameter name (`argnames`), keyword ones by name; as JAX does, a
+    number also donates its parameter passed by keyword, and a name the same parameter
+    passed positionally."""
+    if not argnums and not argnames:
+        return []
+    nums = {argnums} if isinstance(argnums, int) else set(argnums or ())
+    names = {argnames} if isinstance(argnames, str) else set(argnames or ())
+    names |= {n for n in (positional_name(fun, i) for i in nums if i >= 0) if n}
+    out = []
+    for i, a in enumerate(args):
+        if i in nums or i - len(args) in nums or positional_name(fun, i) in names:
+            out += tree_util.tree_leaves(a)
+    for k, v in sorted(kwargs.items()):   # flat order: a dict's keys sorted
+        if k in names:
+            out += tree_util.tree_leaves(v)
+    return out
+
+
+def usable_donations(ins, outs) -> list[bool]:
+    """Which donated inputs a jit call really donates (JAX deletes only those; it warns
+    that the others "were not usable" and leaves them valid). `ins`: per flat input,
+    its (shape, dtype) when donated, else None; `outs`: the outputs' (shape, dtype) (the
+    per-device ones when partitioned). As JAX pairs them: each output, in order, takes
+    the first donated input of its shape and dtype; then each donated input left takes
+    an output left with as many elements."""
+    used = [False] * len(ins)
+    left = []
+    for shape, dtype in outs:
+        k = next((i for i, a in enumerate(ins) if a is not None and not used[i]
+                  and tuple(a[0]) == tuple(shape) and a[1] == dtype), None)
+        if k is None:
+            left.append(math.prod(shape))
+        else:
+            used[k] = True
+    for i, a in enumerate(ins):
+        if a is not None and not used[i] and math.prod(a[0]) in left:
+            left.remove(math.prod(a[0]))
+            used[i] = True
+    return used
