@@ -272,12 +272,12 @@ class _Compiled:
 def constraint_mesh(closed) -> Mesh | None:
     """The mesh a plain jit's program runs on when it pins shardings itself: pmap inside
     jit constrains its mapped arguments and results to its devices, as does
-    `lax.with_sharding_constraint`. The mesh of the first top-level constraint (JAX names
-    the result's mesh after the first pmap traced); None when there is none, or when the
+    `lax.with_sharding_constraint`. The mesh of the first constraint, in program order,
+    also inside control flow (pmap in a scan body or a cond branch; JAX names the
+    result's mesh after the first pmap traced); None when there is none, or when the
     constraints use meshes over different device grids (the program then runs on one
     device, its values unchanged)."""
-    meshes = [e.params["sharding"].mesh for e in closed.jaxpr.eqns
-              if e.primitive is sharding_constraint_p]
+    meshes = _constraint_meshes(closed.jaxpr)
     if not meshes:
         return None
     first = meshes[0]
@@ -285,6 +285,22 @@ def constraint_mesh(closed) -> Mesh | None:
     if any((m.devices.shape, tuple(m.devices.flat)) != grid for m in meshes):
         return None
     return first
+
+
+def _constraint_meshes(jaxpr) -> list:
+    """The meshes of the sharding constraints in `jaxpr` and the jaxprs its equations
+    call (loop bodies, branches), in program order."""
+    out = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is sharding_constraint_p:
+            out.append(eqn.params["sharding"].mesh)
+            continue
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple | list) else (value,):
+                sub = sub.jaxpr if isinstance(sub, core.ClosedJaxpr) else sub
+                if isinstance(sub, core.Jaxpr):
+                    out += _constraint_meshes(sub)
+    return out
 
 
 def _on_mesh(x, mesh: Mesh, wanted: NamedSharding | None) -> NamedSharding:

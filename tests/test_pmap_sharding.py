@@ -28,10 +28,25 @@ X = np.arange(6, dtype=np.float32).reshape(2, 3)
 Y = np.arange(12, dtype=np.float32).reshape(3, 4)
 V = np.arange(3, dtype=np.float32)
 PM = "_internal_pmap_axis_name"
+XS = np.arange(18, dtype=np.float32).reshape(3, 2, 3)
 
 
 def _double(a):
     return a * 2
+
+
+def _scan_sin_grad(c0):
+    """d/dc0 of sum(c2 ** 2), c1 = 1.5 sin(c0), c2 = 1.5 sin(c1) (float64)."""
+    c0 = c0.astype(np.float64)
+    c1 = 1.5 * np.sin(c0)
+    c2 = 1.5 * np.sin(c1)
+    return 2 * c2 * 1.5 * np.cos(c1) * 1.5 * np.cos(c0)
+
+
+def _normalized_twice(x):
+    for _ in range(2):
+        x = x / x.sum(0) + 1
+    return x
 
 
 # name -> (run(jax_module, lax_module) -> pytree, NumPy values, JAX's layout of each leaf:
@@ -102,6 +117,41 @@ CASES = {
                      [np.stack([X, X + 1]) * 2], [((PM,), (0, 1), (None, PM))]),
     "jit_vmap_of_pmap": (lambda jx, lx: jx.jit(jx.vmap(jx.pmap(_double)))(
         np.stack([X, X + 1])), [np.stack([X, X + 1]) * 2], [((PM,), (0, 1), (None, PM))]),
+    # pmap inside control flow under jit: the loop carry / cond result takes the pmap's
+    # split (also from the branch not taken), scan's ys stay split behind the scan axis.
+    "jit_scan_carry_pmap": (lambda jx, lx: jx.jit(lambda c: lx.scan(
+        lambda c, _: (jx.pmap(_double)(c), None), c, None, length=3)[0])(X), [X * 8],
+        [((PM,), (0, 1), (PM,))]),
+    "jit_scan_ys_pmap": (lambda jx, lx: jx.jit(lambda xs: lx.scan(
+        lambda c, x: (c + 1.0, jx.pmap(_double)(x)), 0.0, xs))(XS), [np.float32(3), XS * 2],
+        [((PM,), (0, 1), ()), ((PM,), (0, 1), (None, PM))]),
+    "jit_scan_carry_pmap_psum": (lambda jx, lx: jx.jit(lambda c: lx.scan(
+        lambda c, _: (jx.pmap(lambda v: v / lx.psum(v, "i"), axis_name="i")(c) + 1, None),
+        c, None, length=2)[0])(X), [_normalized_twice(X)], [(("i",), (0, 1), ("i",))]),
+    "jit_scan_carry_and_ys": (lambda jx, lx: jx.jit(lambda c: lx.scan(
+        lambda c, _: (jx.pmap(_double)(c), c.sum()), c, None, length=2))(X),
+        [X * 4, np.array([X.sum(), 2 * X.sum()])], [((PM,), (0, 1), (PM,)),
+                                                    ((PM,), (0, 1), ())]),
+    "jit_fori_loop_pmap": (lambda jx, lx: jx.jit(lambda c: lx.fori_loop(
+        0, 3, lambda i, c: jx.pmap(_double)(c), c))(X), [X * 8], [((PM,), (0, 1), (PM,))]),
+    "jit_while_loop_pmap": (lambda jx, lx: jx.jit(lambda c: lx.while_loop(
+        lambda c: c.sum() < 100, lambda c: jx.pmap(_double)(c) + 1, c))(X),
+        [((X * 2 + 1) * 2 + 1) * 2 + 1], [((PM,), (0, 1), (PM,))]),  # sums 36, 78, 162
+    "jit_cond_pmap_taken": (lambda jx, lx: jx.jit(lambda c, p: lx.cond(
+        p, lambda v: jx.pmap(_double)(v), lambda v: v + 1, c))(X, True), [X * 2],
+        [((PM,), (0, 1), (PM,))]),
+    "jit_cond_pmap_not_taken": (lambda jx, lx: jx.jit(lambda c, p: lx.cond(
+        p, lambda v: jx.pmap(_double)(v), lambda v: v + 1, c))(X, False), [X + 1],
+        [((PM,), (0, 1), (PM,))]),
+    "jit_switch_pmap": (lambda jx, lx: jx.jit(lambda c, i: lx.switch(i, [
+        _double, lambda v: v - 1, lambda v: jx.pmap(jx.numpy.sin)(v)], c))(X, 2),
+        [np.sin(X)], [((PM,), (0, 1), (PM,))]),
+    "jit_cond_pmap_two_outputs": (lambda jx, lx: jx.jit(lambda c, p: lx.cond(
+        p, lambda v: (jx.pmap(_double)(v), v.sum()), lambda v: (v, v.sum() * 2), c))(X, True),
+        [X * 2, X.sum()], [((PM,), (0, 1), (PM,)), ((PM,), (0, 1), ())]),
+    "jit_grad_scan_pmap": (lambda jx, lx: jx.jit(jx.grad(lambda c: (lx.scan(
+        lambda c, _: (jx.pmap(jx.numpy.sin)(c) * 1.5, None), c, None, length=2)[0] ** 2
+    ).sum()))(X / 6), [_scan_sin_grad(X / 6)], [((PM,), (0, 1), (PM,))]),
     # An eager sharding constraint lays the value out (what pmap's pins do eagerly).
     "eager_with_sharding_constraint": (lambda jx, lx: lx.with_sharding_constraint(
         Y[:, :2], jx.sharding.NamedSharding(jx.sharding.Mesh(np.array(jx.devices()[:2]), "d"),
