@@ -17,7 +17,10 @@ propagation chose, as JAX's jit does.
 `in_shardings` / `out_shardings` are NamedShardings (or None: an argument's own sharding
 when it is a sharded Array, replicated otherwise; for outputs, what propagation chose), a
 single one for every leaf or a pytree prefix. Under another transformation the function is
-traced inline (the constraints are identities there), as jit is.
+traced inline (the constraints are identities there), as jit is. Static arguments (by
+number or name) and, without in_shardings, keyword arguments work as in plain jit;
+donated arguments an output can use are deleted after the call (`delete_donated`, shared
+with plain jit).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ dimension numbers (mixed into compiler/passes/spmd_partitioner.py). Each picks t
 its operands are resharded to and its result's split, and emits the op on blocks:
 - reshape keeps a split dimension's split on the output dimension that starts at the
   same row-major offset when the devices divide it (its per-device block is then a
-  contiguous leading block there: (8, 6) row-split stays row-split as (6, 8));
+  contiguous leading block there: (8, 6) row-split stays row-split as (6, 8)); a split
+  with no such dimension joins the one before it when each device holds one index of
+  the dimensions in between ((2, 48) split (a, b) -> (96,) split over (a, b));
 - slice, dynamic-slice, pad and reverse keep the splits of dimensions they leave whole;
   sort and a reduce of several operands (argmax) those of dimensions they do not sort or
   reduce;
@@ -36,19 +38,29 @@ class SpmdOpRules:
 
     def _reshape(self, b, instr, get, spec):
         """A split dimension stays split along the output dimension that starts where it
-        starts (row-major) when the devices divide that one (`_reshape_target`); other
-        splits are gathered first."""
+        starts (row-major) when the devices divide that one (`_reshape_target`). One that
+        has no such dimension joins the split before it when every device holds a single
+        index of the dimensions in between ((2, 48) split ('a', 'b') -> (96,) split
+        ('a', 'b'): device (i, j) holds the contiguous block 2 i + j). Other splits are
+        gathered first."""
         x = instr.operands[0]
-        xs = spec[id(x)]
+        xs, src = spec[id(x)], x.shape.dims
         keep, out = list(xs), [()] * instr.shape.rank
+        last = None   # (output dim, input dim) of the split kept last
         for d, axes in enumerate(xs):
             if not axes:
                 continue
-            e = _reshape_target(x.shape.dims, instr.shape.dims, d, self._parts(axes))
-            if e is None or out[e]:
-                keep[d] = ()
-            else:
-                out[e] = axes
+            e = _reshape_target(src, instr.shape.dims, d, self._parts(axes))
+            if e is not None and not out[e]:
+                out[e], last = axes, (e, d)
+                continue
+            keep[d] = ()
+            if last is not None:
+                e, p = last
+                k = self._parts(out[e] + axes)
+                if instr.shape.dims[e] % k == 0 and all(
+                        n // self._parts(keep[c]) == 1 for c, n in enumerate(src[p:d], p)):
+                    out[e], keep[d], last = out[e] + axes, axes, (e, d)
         s = tuple(out)
         return self._clone(b, instr, [get(x, tuple(keep))], self._local(instr.shape, s)), s
 
