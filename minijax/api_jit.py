@@ -29,12 +29,13 @@ from minijax.api_sharded_jit import (
     delete_donated,
 )
 from minijax.api_util import (
-    donated_leaves,
+    donated_flags,
     fun_name,
     fun_source,
     is_float0,
     leaf_arg_names,
     mark_float0,
+    usable_donations,
 )
 from minijax.array import Array, ProcessShards
 from minijax.backends import get_backend
@@ -260,10 +261,10 @@ class JitWrapped:
             out = float_checks.checked_call(self._name, entry, dyn_leaves)
         else:
             out = entry.call(dyn_leaves)
-        if self._donate_argnums or self._donate_argnames:
-            delete_donated(self._fun, args, kwargs, (self._donate_argnums,
-                                                     self._donate_argnames),
-                           dyn_leaves, [np.shape(x) for x in dyn_leaves],
+        if len(signature.options) > 1:   # donated flat arguments
+            donated = set(signature.options[1])
+            delete_donated(dyn_leaves, [k in donated for k in range(len(dyn_leaves))],
+                           [np.shape(x) for x in dyn_leaves],
                            [(a.shape, a.dtype) for a in entry.out_avals])
         return out
 
@@ -302,11 +303,12 @@ class JitWrapped:
         device, committed = self._placement(leaves)
         options = (self._opt_level,)
         if self._donate_argnums or self._donate_argnames:
-            # The entry parameters whose buffers the call donates (flat argument numbers).
-            gone = {id(x) for x in donated_leaves(self._fun, args, kwargs,
-                                                  self._donate_argnums, self._donate_argnames)
-                    if type(x) is Array or isinstance(x, np.ndarray)}
-            options += (tuple(k for k, x in enumerate(leaves) if id(x) in gone),)
+            # The flat arguments the call donates (Arrays and NumPy arrays).
+            flags = donated_flags(self._fun, args, dyn_kwargs, self._donate_argnums,
+                                  self._donate_argnames, static_nums)
+            if len(flags) == len(leaves):   # (float0 leaves are dropped: none donated)
+                options += (tuple(k for k, (f, x) in enumerate(zip(flags, leaves)) if f and (
+                    type(x) is Array or isinstance(x, np.ndarray))),)
         signature = cache_mod.CallSignature(
             in_tree, avals, tuple(static_items), _device_key(device, committed), options)
 
@@ -464,7 +466,7 @@ class Lowered:
         t0 = time.perf_counter()
         self.module, self.hoisted = lower_jaxpr_to_module(closed_jaxpr, wrapped._name,
                                                           wrapped._name)
-        self.module.donated_params = set(signature.options[1:2] and signature.options[1])
+        self.module.donated_params = _donated_params(signature, closed_jaxpr.out_avals)
         self.lower_seconds = time.perf_counter() - t0
         # Printed on demand (as_text, dumps); compiling keys its caches on a structural
         # fingerprint instead. `_keep_text`: print before optimizing mutates the module.
@@ -706,6 +708,18 @@ def _shared_function_cache(fun, options) -> _FunctionCacheWithFastPath:
     if cache is None:
         cache = holder.by_options[options] = _FunctionCacheWithFastPath()
     return cache
+
+
+def _donated_params(signature, out_avals) -> set:
+    """The entry parameters whose buffers the program may reuse: the donated ones an
+    output can use (JAX's pairing; the call deletes exactly those Arrays after it)."""
+    donated = signature.options[1] if len(signature.options) > 1 else ()
+    if not donated:
+        return set()
+    ins = [(a[0], np.dtype(a[1])) if k in donated else None
+           for k, a in enumerate(signature.avals)]
+    used = usable_donations(ins, [(a.shape, np.dtype(a.dtype)) for a in out_avals])
+    return {k for k, u in enumerate(used) if u}
 
 
 def _entry_bytes(entry) -> int:

@@ -32,7 +32,7 @@ import numpy as np
 
 from minijax import core, global_arrays, placement, tree_util
 from minijax.api_util import (
-    donated_leaves,
+    donated_flags,
     flatten_fun,
     positional_name,
     prefix_leaves,
@@ -54,17 +54,16 @@ def _as_tuple(x) -> tuple:
     return () if x is None else (x,) if isinstance(x, int | str) else tuple(x)
 
 
-def delete_donated(fun, args, kwargs, donate, leaves, in_shapes, outs) -> None:
+def delete_donated(leaves, flags, in_shapes, outs) -> None:
     """After a jit call: delete the Arrays among the flat arguments `leaves` that it
-    donates (`donate`: (argnums, argnames)) and could use, as JAX does: each output
+    donates (`flags`, api_util.donated_flags) and could use, as JAX does: each output
     ((shape, dtype) in `outs`, per device) takes a donated input of its shape and dtype,
     then of its size (`in_shapes`: the inputs' per-device shapes). Using a deleted Array
     raises RuntimeError; donations no output could use warn as JAX's and stay valid."""
-    gone = {id(x) for x in donated_leaves(fun, args, kwargs, *donate) if type(x) is Array}
-    if not gone:
+    ins = [(shape, np.dtype(x.dtype)) if f and type(x) is Array else None
+           for x, f, shape in zip(leaves, flags, in_shapes, strict=True)]
+    if not any(a is not None for a in ins):
         return
-    ins = [(shape, np.dtype(x.dtype)) if id(x) in gone else None
-           for x, shape in zip(leaves, in_shapes, strict=True)]
     used = usable_donations(ins, [(s, np.dtype(d)) for s, d in outs])
     unusable = [f"ShapedArray({x.dtype}[{','.join(map(str, x.shape))}])"
                 for x, a, u in zip(leaves, ins, used) if a is not None and not u]
@@ -179,7 +178,8 @@ class ShardedJit:
             for i, a in zip(dyn_idx, dyn_args, strict=True):
                 full[i] = a
             return self._fun(*full, **dyn_kwargs, **static_kw)
-        statics = (tuple(args[i] for i in sorted(static_idx)), tuple(sorted(static_kw.items())))
+        statics = (tuple(args[i] for i in sorted(static_idx)), tuple(sorted(static_kw.items())),
+                   frozenset(static_idx))
         return call, dyn, statics
 
     def _shardings(self, dyn, leaves):
@@ -233,7 +233,8 @@ class ShardedJit:
         program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
         outs = _run(program, leaves, in_sh)
         if any(self._donate):
-            delete_donated(self._fun, args, kwargs, self._donate, leaves,
+            delete_donated(leaves, donated_flags(self._fun, args, dyn[1], *self._donate,
+                                                 static=statics[2]),
                            [sh.shard_shape(a.shape) for sh, a in zip(in_sh, avals)],
                            [(o.sharding.shard_shape(o.shape), o.dtype) for o in outs])
         return tree_util.tree_unflatten(program.out_tree, outs)

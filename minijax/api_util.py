@@ -165,24 +165,23 @@ def positional_name(fun, i: int):
     return code.co_varnames[i]
 
 
-def donated_leaves(fun, args, kwargs, argnums, argnames) -> list:
-    """The leaves of the arguments a jit call donates: positional ones by position
-    (`argnums`) or by parameter name (`argnames`), keyword ones by name; as JAX does, a
-    number also donates its parameter passed by keyword, and a name the same parameter
-    passed positionally."""
-    if not argnums and not argnames:
-        return []
+def donated_flags(fun, args, kwargs, argnums, argnames, static=()) -> list[bool]:
+    """Per flat leaf of (positional arguments but the `static` ones, keyword arguments
+    `kwargs`), whether the call donates it: positional arguments by position (`argnums`)
+    or parameter name (`argnames`), keyword ones by name; as JAX does, a number also
+    donates its parameter passed by keyword, and a name the same parameter passed
+    positionally."""
     nums = {argnums} if isinstance(argnums, int) else set(argnums or ())
     names = {argnames} if isinstance(argnames, str) else set(argnames or ())
     names |= {n for n in (positional_name(fun, i) for i in nums if i >= 0) if n}
-    out = []
+    flags = []
     for i, a in enumerate(args):
-        if i in nums or i - len(args) in nums or positional_name(fun, i) in names:
-            out += tree_util.tree_leaves(a)
+        if i not in static:
+            gone = i in nums or i - len(args) in nums or positional_name(fun, i) in names
+            flags += [gone] * len(tree_util.tree_leaves(a))
     for k, v in sorted(kwargs.items()):   # flat order: a dict's keys sorted
-        if k in names:
-            out += tree_util.tree_leaves(v)
-    return out
+        flags += [k in names] * len(tree_util.tree_leaves(v))
+    return flags
 
 
 def usable_donations(ins, outs) -> list[bool]:
