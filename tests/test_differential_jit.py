@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pytest
 import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,6 +31,11 @@ import minijax.numpy as jnp
 from minijax import lax
 from minijax import nn as mjnn
 from minijax.test_util import enable_x64
+
+try:
+    import jax.numpy as real_jnp
+except ImportError:  # JAX is optional (CI has none)
+    real_jnp = None
 
 try:
     import ml_dtypes
@@ -54,8 +58,9 @@ _EDGES32 = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 1
             3e38, -3e38, 88.7, -103.0, 1e-7, 20.0, -20.0, 9.0, 50.0]
 
 
-def _inputs(rng, shape, dtype, edges=True, scale=2.0):
-    """Normal values with ties and (optionally) edge values mixed in, cast to `dtype`."""
+def _inputs(rng, shape, dtype, edges=True, scale=2.0, huge=True):
+    """Normal values with ties and (optionally) edge values mixed in, cast to `dtype`;
+    `huge=False` leaves out +-3e38 (sums of those overflow or not by summation order)."""
     x = rng.standard_normal(shape) * scale
     flat = x.reshape(-1)
     if flat.size:
@@ -63,7 +68,8 @@ def _inputs(rng, shape, dtype, edges=True, scale=2.0):
         flat[ties] = flat[0]
         if edges:
             picks = rng.random(flat.size) < 0.25
-            flat[picks] = rng.choice(_EDGES32, int(picks.sum()))
+            flat[picks] = rng.choice(_EDGES32 if huge else _EDGES32[:11],
+                                     int(picks.sum()))
     with np.errstate(over="ignore"):
         return np.asarray(x).astype(dtype)
 
@@ -321,7 +327,7 @@ def test_reductions_behind_prologues(case, seed, edges, dtype):
         epi = "none"
     pro_fn, pro_exact = PROLOGUES[pro]
     x = _inputs(np.random.default_rng(seed), shape, dtype, edges=edges,
-                scale=0.5 if red == "prod" else 2.0)
+                scale=0.5 if red == "prod" else 2.0, huge=False)
 
     def f(m, v):
         p = pro_fn(m, v)
@@ -443,3 +449,523 @@ def test_softmax_rows(rows, cols, kind, seed, edges, scale, epi):
                          if log or kind == "logsumexp" else 1.0)) * (2 if epi else 1)
     _assert_close(got, want, f"jit vs NumPy {where}", rtol=0.0, atol=atol)
     _assert_close(got, _eager(f, x), f"jit vs eager {where}", rtol=0.0, atol=2 * atol)
+
+
+# --------------------------------------------------------------------------- dots + reductions
+
+_GATES = {
+    "relu_grad": lambda m, h, dy: m.where(h > 0, dy, 0.0),
+    "tanh_grad": lambda m, h, dy: dy * (1.0 - m.tanh(h) ** 2),
+    "scaled": lambda m, h, dy: h * dy * 0.5 + dy,
+    "abs": lambda m, h, dy: m.abs(h - dy),
+}
+
+
+def _dot_fusion_outputs(m, x, w, b, dy, gate, pattern):
+    h = x @ w + b
+    g = _GATES[gate](m, h, dy)
+    outs = {"db": m.sum(g, axis=0), "dw": x.T @ g, "dx": g @ w.T}
+    if pattern == "rows":
+        outs["rowmax"] = m.max(g, axis=1, keepdims=True)
+        outs["gt"] = m.einsum("nm,nk->mk", g, x)
+    elif pattern == "both_axes":
+        outs["colsum"] = m.sum(g * g, axis=0, keepdims=True)
+        outs["rowsum"] = m.sum(g, axis=1)
+        outs["gg"] = g.T @ g
+    elif pattern == "mean":
+        outs["mean"] = m.mean(g)
+        outs["gsq"] = g @ (g.T @ x)
+    return outs
+
+
+@settings(max_examples=_examples(40))
+@given(n=st.sampled_from([1, 2, 3, 7, 8, 9, 33, 257]), k=st.sampled_from([1, 2, 5, 8, 9, 17]),
+       mdim=st.sampled_from([1, 3, 8, 9, 16, 33]), gate=st.sampled_from(sorted(_GATES)),
+       pattern=st.sampled_from(["plain", "rows", "both_axes", "mean"]),
+       seed=st.integers(0, 2**31 - 1))
+def test_dot_next_to_reduction_of_same_value(n, k, mdim, gate, pattern, seed):
+    """The ReLU-gradient shape: g = gate(x @ w + b, dy) is both summed (bias gradient) and
+    multiplied (weight and input gradients), so the fusion pass makes g an extra output of
+    the reduction over it; plus reductions over the other axis, g.T @ g and einsums."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, k)).astype(np.float32)
+    w = rng.standard_normal((k, mdim)).astype(np.float32)
+    b = rng.standard_normal((mdim,)).astype(np.float32)
+    dy = rng.standard_normal((n, mdim)).astype(np.float32)
+    f = mj.jit(lambda *a: _dot_fusion_outputs(jnp, *a, gate, pattern))
+    got = f(x, w, b, dy)
+    eager = _eager(lambda *a: _dot_fusion_outputs(jnp, *a, gate, pattern), x, w, b, dy)
+    f64 = [a.astype(np.float64) for a in (x, w, b, dy)]
+    want = _dot_fusion_outputs(np, *f64, gate, pattern)
+    # magnitudes: the same program on |inputs| bounds each output's rounding error; the
+    # relu gate's comparison may flip where h is within rounding of 0 (compared to eager)
+    mag = _dot_fusion_outputs(np, *[np.abs(a) for a in f64], "scaled" if gate == "relu_grad"
+                              else gate, pattern)
+    eps = float(np.finfo(np.float32).eps)
+    for name in want:
+        where = f"{name} ({gate}, {pattern}) n={n} k={k} m={mdim}"
+        g, w64 = np.asarray(got[name]), want[name]
+        assert g.shape == np.shape(w64) and g.dtype == np.float32, where
+        atol = (8 + 4 * (n + k + mdim)) * eps * (np.abs(mag[name]) + np.abs(w64) + 1)
+        _assert_close(g, eager[name], f"jit vs eager {where}", rtol=0.0, atol=atol)
+        if gate != "relu_grad":
+            _assert_close(g, w64, f"jit vs NumPy {where}", rtol=0.0, atol=atol)
+        else:
+            _assert_close(eager[name], w64, f"eager vs NumPy {where}", rtol=0.0,
+                          atol=atol * 10 + 1e-3 * np.abs(mag[name]))
+
+
+def test_mlp_grad_matches_float64_finite_differences():
+    """jit(grad) of a two-layer tanh MLP (its backward holds the dot/reduce fusions) against
+    float64 central differences."""
+    rng = np.random.default_rng(0)
+    params = [rng.standard_normal(s).astype(np.float32) * 0.5
+              for s in [(9, 17), (17,), (17, 3), (3,)]]
+    x = rng.standard_normal((33, 9)).astype(np.float32)
+    y = rng.standard_normal((33, 3)).astype(np.float32)
+
+    def loss(m, w1, b1, w2, b2):
+        h = m.tanh(x @ w1 + b1)
+        h = m.maximum(h, 0.1 * h)
+        out = h @ w2 + b2
+        return m.mean((out - y) ** 2) + m.sum(m.max(out, axis=1))
+
+    grads = mj.jit(mj.grad(lambda *p: loss(jnp, *p), argnums=(0, 1, 2, 3)))(*params)
+    p64 = [p.astype(np.float64) for p in params]
+    for index, g in enumerate(grads):
+        flat = p64[index].reshape(-1)
+        fd = np.zeros(flat.size)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + 1e-6
+            hi = loss(np, *p64)
+            flat[i] = old - 1e-6
+            lo = loss(np, *p64)
+            flat[i] = old
+            fd[i] = (hi - lo) / 2e-6
+        np.testing.assert_allclose(np.asarray(g).reshape(-1), fd, rtol=2e-3, atol=2e-4,
+                                   err_msg=f"gradient of parameter {index}")
+
+
+# --------------------------------------------------------------------------- gather / scatter
+
+def _norm(idx, n):
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _np_take_fill(x, idx, axis):
+    """JAX's jnp.take / take_along_axis default mode ("fill"): NaN for out-of-bounds."""
+    n = x.shape[axis]
+    j = _norm(idx, n)
+    ok = (j >= 0) & (j < n)
+    return np.moveaxis(x, axis, 0), j, ok
+
+
+def _np_scatter(x, axis, idx, upd, how):
+    """x.at[(slice(None),) * axis + (idx,)].how(upd), JAX's mode: out-of-bounds dropped."""
+    out = np.moveaxis(x.copy(), axis, 0)
+    u = np.moveaxis(upd, axis, 0)
+    n = out.shape[0]
+    for t, i in enumerate(_norm(idx, n)):
+        if 0 <= i < n:
+            if how == "set":
+                out[i] = u[t]
+            elif how == "add":
+                out[i] = out[i] + u[t]
+            elif how == "max":
+                out[i] = np.maximum(out[i], u[t])
+            elif how == "min":
+                out[i] = np.minimum(out[i], u[t])
+            elif how == "mul":
+                out[i] = out[i] * u[t]
+    return np.moveaxis(out, 0, axis)
+
+
+def _gather_scatter(m, op, x, idx, upd, axis):
+    if op == "take":
+        return m.take(x, idx, axis=axis)
+    if op == "getitem":
+        return x[(slice(None),) * axis + (idx,)]
+    if op == "take_along":
+        shape = list(x.shape)
+        shape[axis] = idx.shape[0]
+        full = m.broadcast_to(m.reshape(idx, [-1 if d == axis else 1
+                                              for d in range(x.ndim)]), shape)
+        return m.take_along_axis(x, full, axis=axis)
+    ref = x.at[(slice(None),) * axis + (idx,)]
+    return {"set": ref.set, "add": ref.add, "max": ref.max, "min": ref.min,
+            "mul": ref.multiply}[op](upd) * 1.5
+
+
+@settings(max_examples=_examples(60))
+@given(shape=st.sampled_from([(5,), (1,), (9, 3), (3, 8), (2, 4, 3), (1000,), (17, 33),
+                              (0, 3)]),
+       op=st.sampled_from(["take", "getitem", "take_along", "set", "add", "max", "min",
+                           "mul"]),
+       n_idx=st.sampled_from([0, 1, 3, 8, 9, 33]), seed=st.integers(0, 2**31 - 1),
+       dtype=st.sampled_from([np.float32, np.float32, np.int32]), data=st.data())
+def test_gather_scatter_indices_in_and_out_of_bounds(shape, op, n_idx, seed, dtype, data):
+    """take (fill), x[idx] (clamp), take_along_axis (fill), .at[].set/add/max/min/multiply
+    (out-of-bounds dropped) with negative and out-of-bounds indices, against NumPy loops of
+    JAX's modes."""
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    n = shape[axis]
+    if n == 0 and op in ("getitem", "take") and n_idx:
+        return  # JAX raises IndexError (a non-empty take from an empty axis)
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    lo, hi = -n - 3, n + 3
+    idx = rng.integers(lo, hi + 1, n_idx).astype(np.int32)
+    if op == "set":  # distinct targets: which duplicate wins is unspecified
+        _, first = np.unique(_norm(idx, n).clip(-1, n), return_index=True)
+        idx = idx[np.sort(first)]
+    upd_shape = list(shape)
+    upd_shape[axis] = idx.shape[0]
+    upd = (rng.standard_normal(upd_shape) * 4).astype(dtype)
+
+    def fn(a, i, u):
+        return _gather_scatter(jnp, op, a, i, u, axis)
+
+    got = np.asarray(mj.jit(fn)(x, idx, upd))
+    where = f"{op} x{shape} {np.dtype(dtype)} axis={axis} idx={idx.tolist()}"
+    _assert_same(got, np.asarray(_eager(fn, x, idx, upd)), f"jit vs eager {where}")
+    if op == "take_along" and x.size == 0:
+        want = np.zeros(got.shape, dtype)  # JAX: zeros, nothing to gather
+    elif op in ("take", "take_along"):
+        moved, j, ok = _np_take_fill(x, idx, axis)
+        fill = np.nan if dtype == np.float32 else np.iinfo(dtype).min
+        taken = moved[np.where(ok, j, 0)]
+        taken = np.where(ok.reshape((-1,) + (1,) * (x.ndim - 1)), taken, fill)
+        want = np.moveaxis(taken, 0, axis).astype(dtype)
+    elif op == "getitem":
+        want = np.take(x, np.clip(_norm(idx, n), 0, n - 1), axis=axis)
+    else:
+        want = (_np_scatter(x, axis, idx, upd, op) * 1.5).astype(got.dtype)
+    _assert_same(got, want, f"jit vs NumPy {where}")
+
+
+# --------------------------------------------------------------------------- shape programs
+
+def _np_or(m, name):
+    return getattr(m, name)
+
+
+# (name, applicable(shape), draw params(draw, shape), apply(m, x, params))
+def _shape_ops():
+    def any_shape(s):
+        return True
+
+    def nonscalar(s):
+        return len(s) >= 1
+
+    def axis_param(draw, s):
+        return {"axis": draw(st.integers(-len(s), len(s) - 1))}
+
+    def perm_param(draw, s):
+        return {"perm": tuple(draw(st.permutations(range(len(s)))))}
+
+    def reshape_param(draw, s):
+        size = int(np.prod(s))
+        options = [(size,), (1, size), (size, 1)]
+        options += [(d, size // d) for d in (2, 3, 4, 8) if size and size % d == 0]
+        if len(s) >= 2:
+            options.append(s[:-2] + (s[-2] * s[-1],))
+        return {"shape": draw(st.sampled_from(options))}
+
+    def slice_param(draw, s):
+        axis = draw(st.integers(0, len(s) - 1))
+        n = s[axis]
+        start = draw(st.integers(-n - 1, n + 1))
+        stop = draw(st.one_of(st.none(), st.integers(-n - 1, n + 1)))
+        step = draw(st.sampled_from([1, 1, 2, 3, -1, -2]))
+        return {"axis": axis, "sl": slice(start, stop, step)}
+
+    def dot_param(draw, s):
+        return {"k": draw(st.sampled_from([1, 3, 8, 9])),
+                "seed": draw(st.integers(0, 1000))}
+
+    def mat(s, k, seed):
+        return (np.random.default_rng(seed).standard_normal((s[-1], k)) * 0.5)
+
+    def apply_slice(m, x, p):
+        return x[(slice(None),) * p["axis"] + (p["sl"],)]
+
+    def concat(m, x, p):
+        axis = p["axis"] % x.ndim
+        return m.concatenate([x, m.tanh(x), x[(slice(None),) * axis + (slice(0, 1),)]],
+                             axis=axis)
+
+    def dot(m, x, p):
+        w = mat(x.shape, p["k"], p["seed"])
+        return x @ (w.astype(np.float32) if m is jnp else w)
+
+    def einsum(m, x, p):
+        w = mat(x.shape, p["k"], p["seed"])
+        w = w.astype(np.float32) if m is jnp else w
+        return m.einsum("...i,ik->...k", x, w)
+
+    return [
+        ("tanh", any_shape, None, lambda m, x, p: m.tanh(x)),
+        ("sin_half", any_shape, None, lambda m, x, p: m.sin(x) * 0.5 + x * 0.25),
+        ("relu_shift", any_shape, None, lambda m, x, p: m.maximum(x - 0.25, 0.0)),
+        ("square_mix", any_shape, None, lambda m, x, p: x * m.abs(x) * 0.3 - 0.5),
+        ("sigmoidish", any_shape, None, lambda m, x, p: 1.0 / (1.0 + m.exp(-x))),
+        ("transpose", nonscalar, perm_param, lambda m, x, p: m.transpose(x, p["perm"])),
+        ("reshape", any_shape, reshape_param, lambda m, x, p: m.reshape(x, p["shape"])),
+        ("slice", nonscalar, slice_param, apply_slice),
+        ("concat", nonscalar, axis_param, concat),
+        ("cumsum", nonscalar, axis_param, lambda m, x, p: m.cumsum(x, axis=p["axis"]) * 0.5),
+        ("sort", nonscalar, axis_param, lambda m, x, p: m.sort(x, axis=p["axis"])),
+        ("flip", nonscalar, axis_param, lambda m, x, p: m.flip(x, axis=p["axis"])),
+        ("roll", nonscalar, axis_param, lambda m, x, p: m.roll(x, 2, axis=p["axis"])),
+        ("sum_keep", nonscalar, axis_param,
+         lambda m, x, p: x - m.mean(x, axis=p["axis"], keepdims=True)),
+        ("max_bcast", nonscalar, axis_param,
+         lambda m, x, p: x * 0.5 + m.max(x, axis=p["axis"], keepdims=True) * 0.25
+         if x.shape[p["axis"]] else x),
+        ("expand", any_shape, None, lambda m, x, p: m.expand_dims(x, 0) * 2.0),
+        ("dot", nonscalar, dot_param, dot),
+        ("einsum", nonscalar, dot_param, einsum),
+    ]
+
+
+SHAPE_OPS = _shape_ops()
+
+
+@st.composite
+def shape_programs(draw):
+    shape = draw(st.sampled_from([(7,), (8,), (9,), (1,), (3, 4), (1, 9), (5, 1), (2, 3, 4),
+                                  (0, 3), (33,), (17, 2), (1000,)]))
+    value = np.zeros(shape)
+    steps = []
+    for _ in range(draw(st.integers(2, 8))):
+        if value.ndim > 4 or value.size > 20000:
+            break
+        name, ok, params, fn = draw(st.sampled_from(SHAPE_OPS).filter(
+            lambda o, s=value.shape: o[1](s)))
+        p = params(draw, value.shape) if params else {}
+        value = fn(np, value, p)
+        steps.append((name, fn, p))
+    return shape, steps
+
+
+def _run_shape_program(m, steps, x):
+    for _, fn, p in steps:
+        x = fn(m, x, p)
+    return x
+
+
+@settings(max_examples=_examples(60))
+@given(prog=shape_programs(), seed=st.integers(0, 2**31 - 1), edges=st.booleans())
+def test_shape_programs(prog, seed, edges):
+    """2-8 ops mixing elementwise math with transposes, reshapes, strided and reversed
+    slices, concatenation, cumsum, sort, flip, roll, keepdims reductions, expand_dims and
+    dots: jit against eager (close) and float64 NumPy."""
+    shape, steps = prog
+    x = _inputs(np.random.default_rng(seed), shape, np.float32, edges=edges, scale=1.0,
+                huge=False)
+    names = " -> ".join(f"{n}{p or ''}" for n, _, p in steps)
+
+    def f(v):
+        return _run_shape_program(jnp, steps, v)
+
+    got = np.asarray(mj.jit(f)(x))
+    eager = np.asarray(_eager(f, x))
+    with np.errstate(all="ignore"):
+        want = _run_shape_program(np, steps, x.astype(np.float64))
+    where = f"{names} on x{shape} (edges={edges})"
+    assert got.shape == want.shape and got.dtype == np.float32, where
+    finite = np.isfinite(want)
+    scale = 1.0 + (np.abs(want[finite]).max() if finite.any() else 0.0)
+    _assert_close(got, eager, f"jit vs eager {where}", rtol=0.0, atol=3e-5 * scale)
+    if not edges:
+        _assert_close(got, want, f"jit vs NumPy {where}", rtol=0.0, atol=1e-4 * scale)
+
+
+# --------------------------------------------------------------------------- control flow
+
+@settings(max_examples=_examples(40))
+@given(n=st.sampled_from([1, 3, 8, 9, 33]), steps=st.integers(0, 7),
+       body=st.sampled_from(["affine", "tanh_dot", "softmaxish", "argmax_gather"]),
+       kind=st.sampled_from(["fori", "scan", "cond"]), seed=st.integers(0, 2**31 - 1))
+def test_loops_and_cond(n, steps, body, kind, seed):
+    """fori_loop / scan / cond with small bodies (dots, softmax rows, argmax feeding a
+    gather), the carry read after the loop: jit against eager and a NumPy loop."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, n)).astype(np.float32)
+    w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    xs = rng.standard_normal((steps, 2, n)).astype(np.float32)
+
+    def step(m, c, w, i, extra):
+        if body == "affine":
+            return c * 0.75 + extra * 0.5 + i * 0.125
+        if body == "tanh_dot":
+            return m.tanh(c @ w + extra)
+        if body == "softmaxish":
+            e = m.exp(c - m.max(c, axis=-1, keepdims=True))
+            return e / m.sum(e, axis=-1, keepdims=True) + extra
+        k = m.argmax(c, axis=-1)
+        picked = m.take_along_axis(c, k[:, None], axis=-1)
+        return c - picked * 0.5 + extra
+
+    def f_mj(x, w, xs):
+        if kind == "fori":
+            return lax.fori_loop(0, steps, lambda i, c: step(jnp, c, w, i, xs[i] if steps
+                                                             else 0.0), x)
+        if kind == "scan":
+            def sbody(c, e):
+                c2 = step(jnp, c, w, 1.0, e)
+                return c2, jnp.sum(c2, axis=-1)
+            return lax.scan(sbody, x, xs)
+        return lax.cond(jnp.sum(x) > 0, lambda v: step(jnp, v, w, 2.0, 1.0),
+                        lambda v: step(jnp, -v, w, 3.0, -1.0), x)
+
+    def f_np(x, w, xs):
+        if kind == "fori":
+            c = x
+            for i in range(steps):
+                c = step(np, c, w, i, xs[i])
+            return c
+        if kind == "scan":
+            c, ys = x, []
+            for e in xs:
+                c = step(np, c, w, 1.0, e)
+                ys.append(np.sum(c, axis=-1))
+            return c, np.stack(ys) if ys else np.zeros((0, 2))
+        return (step(np, x, w, 2.0, 1.0) if np.sum(x) > 0
+                else step(np, -x, w, 3.0, -1.0))
+
+    got = mj.tree_util.tree_leaves(mj.jit(f_mj)(x, w, xs))
+    eager = mj.tree_util.tree_leaves(_eager(f_mj, x, w, xs))
+    want = mj.tree_util.tree_leaves(f_np(*[a.astype(np.float64) for a in (x, w, xs)]))
+    where = f"{kind} {body} n={n} steps={steps}"
+    for g, e, r in zip(got, eager, want, strict=True):
+        assert np.shape(g) == np.shape(r), where
+        scale = 1.0 + np.abs(r).max(initial=0.0)
+        _assert_close(g, e, f"jit vs eager {where}", rtol=0.0, atol=1e-5 * scale)
+        if body != "argmax_gather":  # argmax may tie differently in float64
+            _assert_close(g, r, f"jit vs NumPy {where}", rtol=0.0, atol=1e-4 * scale)
+
+
+# --------------------------------------------------------------------------- gradients
+
+_SMOOTH = {"tanh", "sin_half", "sigmoidish", "square_mix", "transpose", "reshape", "slice",
+           "concat", "cumsum", "flip", "roll", "sum_keep", "expand", "dot", "einsum"}
+
+
+@settings(max_examples=_examples(40))
+@given(prog=shape_programs(), seed=st.integers(0, 2**31 - 1))
+def test_grad_of_shape_programs_matches_finite_differences(prog, seed):
+    """jit(grad(sum(program(x) * r))) of smooth programs against float64 central
+    differences of the NumPy run."""
+    shape, steps = prog
+    steps = [s for s in steps if s[0] in _SMOOTH]
+    if int(np.prod(shape)) > 40 or not steps:
+        return
+    try:
+        out_shape = _run_shape_program(np, steps, np.zeros(shape)).shape
+    except ValueError:  # dropping non-smooth steps may leave a reshape that no longer fits
+        return
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    r = rng.standard_normal(out_shape)
+
+    def loss_mj(v):
+        return jnp.sum(_run_shape_program(jnp, steps, v) * r.astype(np.float32))
+
+    def loss_np(v):
+        return float(np.sum(_run_shape_program(np, steps, v) * r))
+
+    got = np.asarray(mj.jit(mj.grad(loss_mj))(x))
+    x64 = x.astype(np.float64)
+    fd = np.zeros(x.size)
+    flat = x64.reshape(-1)
+    for i in range(x.size):
+        old = flat[i]
+        flat[i] = old + 1e-6
+        hi = loss_np(x64)
+        flat[i] = old - 1e-6
+        lo = loss_np(x64)
+        flat[i] = old
+        fd[i] = (hi - lo) / 2e-6
+    names = " -> ".join(f"{n}{p or ''}" for n, _, p in steps)
+    scale = 1.0 + np.abs(fd).max(initial=0.0)
+    _assert_close(got.reshape(-1), fd, f"grad of {names} on x{shape}", rtol=0.0,
+                  atol=2e-3 * scale)
+
+
+# --------------------------------------------------------------------------- float64, ints, bool
+
+@settings(max_examples=_examples(30))
+@given(name=st.sampled_from(sorted(UNARY)), n=st.sampled_from([1, 3, 4, 5, 8, 9, 1000]),
+       seed=st.integers(0, 2**31 - 1))
+def test_float64_unary_math(name, n, seed):
+    """float64 (x64 on): the kernels' double paths against NumPy, a few ulps."""
+    fn, ref, ulps = UNARY[name]
+    with enable_x64():
+        x = _inputs(np.random.default_rng(seed), (n,), np.float64, scale=4.0)
+        x = np.where(np.abs(x) < 1e4, x, 0.5) if name in ("sin", "cos") else x
+        with np.errstate(all="ignore"):
+            want = ref(x)
+        got = mj.jit(lambda v: fn(v) + 0.0)(x)
+        assert np.asarray(got).dtype == np.float64
+        _assert_ulps(got, want, max(ulps, 1) * 2, f"jit float64 {name} n={n}",
+                     atol=1e-300 if name in ("sin", "cos") else 0.0)
+
+
+_INT_EDGES = [0, 1, -1, 2, 7, -8, 2**31 - 1, -2**31, 1000]
+
+
+@settings(max_examples=_examples(40))
+@given(n=st.sampled_from([1, 7, 8, 9, 33, 1031]), seed=st.integers(0, 2**31 - 1),
+       op=st.sampled_from(["floordiv", "rem", "div_trunc", "max_where", "bool_mix",
+                           "sum_mask", "argmax", "cumsum", "sort", "shift"]))
+def test_int32_and_bool_programs(n, seed, op):
+    """int32 (wrapping, division by zero, shifts) and bool programs: jit bitwise equal to
+    eager and to JAX's semantics (hard-coded below where they differ from NumPy)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    y = rng.integers(-5, 6, n).astype(np.int32)
+    picks = rng.random(n) < 0.2
+    x[picks] = rng.choice(_INT_EDGES, int(picks.sum()))
+
+    def f(a, b):
+        if op == "floordiv":
+            return a // b
+        if op == "rem":
+            return a % b
+        if op == "div_trunc":
+            return lax.div(a, b)
+        if op == "max_where":
+            return jnp.where(a > b, jnp.maximum(a, b * 3), jnp.minimum(a, -b)) * 2
+        if op == "bool_mix":
+            m = (a > 0) ^ (b < 0)
+            return jnp.logical_and(m, a != b) | (a == 0)
+        if op == "sum_mask":
+            return jnp.sum(jnp.where(a > b, a, 0)), jnp.sum(a > b), jnp.max(a - b)
+        if op == "argmax":
+            return jnp.argmax(a * b), jnp.argmin(a)
+        if op == "cumsum":
+            return jnp.cumsum(a + b)
+        if op == "sort":
+            return jnp.sort(a * b)
+        return lax.shift_left(a, b & 31) + lax.shift_right_arithmetic(a, jnp.abs(b))
+
+    got = mj.tree_util.tree_leaves(mj.jit(f)(x, y))
+    eager = mj.tree_util.tree_leaves(_eager(f, x, y))
+    for k, (g, e) in enumerate(zip(got, eager, strict=True)):
+        _assert_same(g, e, f"jit vs eager {op} output {k} n={n}")
+    if op in ("floordiv", "rem") and real_jnp is not None:
+        # JAX's integer division by zero (not NumPy's 0): compared live where JAX is there;
+        # test_differential.py's integer programs hard-code more of it
+        want = real_jnp.asarray(x) // y if op == "floordiv" else real_jnp.asarray(x) % y
+        _assert_same(got[0], np.asarray(want), f"{op} vs JAX")
+    elif op == "cumsum":
+        _assert_same(got[0], np.cumsum((x + y).astype(np.int64)).astype(np.int32), op)
+    elif op == "sort":
+        _assert_same(got[0], np.sort(x * y), op)
+    elif op == "div_trunc":
+        # XLA: x / 0 is -1, INT_MIN / -1 wraps to INT_MIN; otherwise C's truncation
+        want = [-1 if b == 0 else a if (a == -2**31 and b == -1) else int(a / b)
+                for a, b in zip(x.tolist(), y.tolist(), strict=True)]
+        _assert_same(got[0], np.asarray(want, np.int32), "lax.div vs XLA's rules")
