@@ -969,3 +969,81 @@ def test_int32_and_bool_programs(n, seed, op):
         want = [-1 if b == 0 else a if (a == -2**31 and b == -1) else int(a / b)
                 for a, b in zip(x.tolist(), y.tolist(), strict=True)]
         _assert_same(got[0], np.asarray(want, np.int32), "lax.div vs XLA's rules")
+
+
+# --------------------------------------------------------------------------- multi-output DAGs
+
+# cheap and expensive elementwise steps on two earlier values (well conditioned)
+_DAG_OPS = [
+    ("exp_neg", lambda m, a, b: m.exp(-m.abs(a))),
+    ("sigmoid", lambda m, a, b: 1 / (1 + m.exp(-a))),
+    ("cos", lambda m, a, b: m.cos(a) - 0.5 * b),
+    ("tanh_mix", lambda m, a, b: m.tanh(a + b)),
+    ("mul_half", lambda m, a, b: a * b * 0.5),
+    ("add", lambda m, a, b: a + b),
+    ("relu_mask", lambda m, a, b: m.where(a > 0, b, 0.0)),
+    ("max", lambda m, a, b: m.maximum(a, b)),
+    ("log1p_sq", lambda m, a, b: m.log1p(a * a)),
+]
+
+
+@st.composite
+def dag_programs(draw):
+    """Steps over the inputs x, y; outputs: some intermediate values as they are plus
+    reductions (sum / max over an axis, of a value or of a product of two) and, in 2-D, a
+    dot of two values: the shapes of programs that return activations with their loss."""
+    n_steps = draw(st.integers(2, 7))
+    steps = []
+    for k in range(n_steps):
+        name, fn = draw(st.sampled_from(_DAG_OPS))
+        last = k + 1  # values 0, 1 are x, y; step k defines value k + 2
+        a = draw(st.one_of(st.just(last), st.integers(0, last)))
+        b = draw(st.integers(0, last))
+        steps.append((name, fn, a, b))
+    top = n_steps + 1
+    value = st.integers(2, top)
+    plain = draw(st.lists(value, min_size=0, max_size=3, unique=True))
+    reds = draw(st.lists(st.tuples(st.sampled_from(["sum", "max"]), value, value,
+                                   st.booleans()), min_size=1, max_size=3))
+    dots = draw(st.lists(st.tuples(value, value), max_size=2))
+    return steps, plain, reds, dots
+
+
+def _run_dag(m, program, x, y):
+    steps, plain, reds, dots = program
+    vals = [x, y]
+    for _, fn, a, b in steps:
+        vals.append(fn(m, vals[a], vals[b]))
+    outs = [vals[i] for i in plain]
+    for red, i, j, product in reds:
+        v = vals[i] * vals[j] if product else vals[i]
+        outs.append(m.sum(v, axis=0) if red == "sum" else m.max(v, axis=-1))
+    for i, j in dots:
+        outs.append(vals[i].T @ vals[j] if vals[i].ndim == 2 else vals[i] @ vals[j])
+    return outs
+
+
+@settings(max_examples=_examples(50))
+@given(program=dag_programs(), shape=st.sampled_from([(7,), (33,), (1000,), (3, 5), (9, 8),
+                                                      (1, 17), (64, 3)]),
+       seed=st.integers(0, 2**31 - 1))
+def test_multi_output_programs(program, shape, seed):
+    """Random DAGs returning intermediate values together with reductions and dots of them
+    (the fusion pass's extra outputs, duplicated cheap producers, expensive producers kept
+    in memory): jit against eager and float64 NumPy."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = rng.standard_normal(shape).astype(np.float32)
+    got = mj.jit(lambda a, b: _run_dag(jnp, program, a, b))(x, y)
+    eager = _run_dag(jnp, program, jnp.asarray(x), jnp.asarray(y))
+    want = _run_dag(np, program, x.astype(np.float64), y.astype(np.float64))
+    steps = " ; ".join(f"v{k + 2}={n}(v{a},v{b})" for k, (n, _, a, b) in enumerate(program[0]))
+    where = f"{steps} -> {program[1:]} on {shape}"
+    for k, (g, e, w) in enumerate(zip(got, eager, want, strict=True)):
+        scale = 1.0 + np.abs(w).max(initial=0.0)
+        n_terms = shape[0] if w.ndim < len(shape) or k >= len(program[1]) else 1
+        tol = (16 + 4 * n_terms) * float(np.finfo(np.float32).eps) * scale
+        assert np.shape(g) == np.shape(w), f"output {k} of {where}"
+        _assert_close(g, e, f"jit vs eager output {k} of {where}", rtol=0.0, atol=tol)
+        if "relu_mask" not in steps and "max(" not in steps:  # kinks flip with rounding
+            _assert_close(g, w, f"jit vs NumPy output {k} of {where}", rtol=0.0, atol=tol)
