@@ -240,3 +240,24 @@ def test_values_are_jax_values():
             _check(name, eval(fsrc, env)(x), want)
         for name, fsrc, i, want in TRACED:
             _check(name, jax.jit(eval(fsrc, env))(x, i), want)
+
+
+@pytest.mark.parametrize("mode", [None, "fill", "clip", "promise_in_bounds"])
+@pytest.mark.parametrize("arr_shape, idx_shape, axis, dtype", [
+    ((0, 3), (0, 3), 0, np.float32), ((2, 0), (2, 3), 1, np.float32),
+    ((2, 0), (2, 3), 1, np.int32), ((0, 3), (0, 2), 1, np.float32)])
+def test_take_along_axis_of_empty_array(arr_shape, idx_shape, axis, dtype, mode):
+    """Found by tests/test_differential_jit.py: take_along_axis of an array with a 0-size dim
+    raised a gather slice_sizes error. JAX 0.10.2: the output shape, all zeros (even where
+    mode "fill" would give NaN for out-of-bounds reads)."""
+    arr = np.zeros(arr_shape, dtype)
+    idx = np.zeros(idx_shape, np.int32)
+    out_shape = tuple(idx_shape[d] if d == axis else max(arr_shape[d], idx_shape[d])
+                      for d in range(2))
+
+    def f(a, i):
+        return mjnp.take_along_axis(a, i, axis=axis, mode=mode)
+    for run in (f, minijax.jit(f)):
+        got = np.asarray(run(arr, idx))
+        assert got.shape == out_shape and got.dtype == dtype
+        np.testing.assert_array_equal(got, np.zeros(out_shape, dtype))

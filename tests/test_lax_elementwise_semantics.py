@@ -74,6 +74,21 @@ def test_pow_special_cases():
     np.testing.assert_allclose(out, [8, 1 / 3], rtol=1e-6)
 
 
+@pytest.mark.parametrize("n", [1, 9, 1031])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pow_half_of_negative_infinity_and_zero_eager_and_jit(n, dtype):
+    """Found by tests/test_differential_jit.py: eager pow took NumPy's scalar-exponent 0.5
+    path (sqrt), so pow(-inf, 0.5) was NaN and pow(-0, 0.5) was -0 wherever the exponent was
+    a scalar or broadcast from size 1. IEEE pow, XLA and JAX: inf and +0."""
+    x = np.resize(np.array([-np.inf, -0.0, 4.0, -4.0, np.inf, 0.0], dtype), n)
+    want = np.resize(np.array([np.inf, 0.0, 2.0, np.nan, np.inf, 0.0], dtype), n)
+    for y in (dtype(0.5), np.full((1,), 0.5, dtype), np.full((n,), 0.5, dtype)):  # jnp broadcasts
+        for run in (minijax.numpy.power, minijax.jit(minijax.numpy.power)):
+            got = np.asarray(run(x, y))
+            np.testing.assert_array_equal(got, want)
+            assert not np.signbit(got[np.asarray(want) == 0]).any()
+
+
 def test_select_n_and_clamp():
     cases = [np.float32([1, 2, 3]), np.float32([4, 5, 6]), np.float32([7, 8, 9])]
     np.testing.assert_array_equal(lax.select_n(np.int32([2, 0, 1]), *cases), [7, 2, 6])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_passes_common import dims_text, entry_opcodes, hlo, run_pass
 
+import minijax.numpy
 from minijax.compiler.passes.buffer_assignment import assign_buffers
 from minijax.compiler.passes.fusion import Fusion
 from minijax.compiler.passes.fusion_builder import fusion_outputs
@@ -340,3 +342,42 @@ def test_value_kept_for_a_dot_that_the_reduction_also_reads_stays_correct():
 @given(batch=st.integers(1, 9), n=st.integers(1, 9), k=st.integers(1, 6))
 def test_relu_backward_fusion_matches_evaluator_any_shape(batch, n, k):
     run_pass(Fusion(), relu_backward(batch, n, k))
+
+
+@settings(max_examples=6, deadline=None)
+@given(n=st.sampled_from([1, 7, 33]), op=st.sampled_from(["exponential", "logistic", "cosine"]))
+def test_two_extra_outputs_of_one_reduction_when_growing_pulls_in_the_second(n, op):
+    """Found by tests/test_differential_jit.py (a program returning its activations and their
+    loss): o is an output of the program and a operand of the reduction, so phase 2 made o
+    an extra output of the reduction; growing that fusion then pulled in a (o's producer,
+    also read by the reduction), and the pass went on to try a, by then fused, as a second
+    extra output: a KeyError from the graph index. Now a producer fused meanwhile is
+    skipped, and the result stays the evaluator's."""
+    module, _ = run_pass(Fusion(), hlo(f"""
+  x = f32[{n}] parameter(0)
+  y = f32[{n}] parameter(1)
+  a = f32[{n}] {op}(x)
+  c = f32[{n}] cosine(a)
+  o = f32[{n}] add(c, y)
+  m = f32[{n}] multiply(o, a)
+  zero = f32[] constant(0)
+  r = f32[] reduce(m, zero), dimensions={{0}}, to_apply=add_f32
+  ROOT t = (f32[{n}], f32[]) tuple(o, r)"""))
+    (multi,) = fusions(module)
+    assert {o.opcode for o in fusion_outputs(multi)} == {"reduce", "add"}
+
+
+def test_program_returning_activations_and_their_loss_jit_matches_numpy():
+    """The same shape end to end (it failed to compile): jit against float64 NumPy."""
+    x = np.linspace(-2, 2, 9, dtype=np.float32)
+    y = np.linspace(1, -1, 9, dtype=np.float32)
+
+    def f(m, x, y):
+        a1 = (1 / (1 + m.exp(-x)) * 3 - 1.5) * y + x
+        a2 = m.cos(a1) - 0.5 + 0.25 * y
+        return a2, m.sum(a2 * a1, axis=-1)
+
+    got = minijax.jit(lambda x, y: f(minijax.numpy, x, y))(x, y)
+    want = f(np, x.astype(np.float64), y.astype(np.float64))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)

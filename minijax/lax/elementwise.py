@@ -305,6 +305,12 @@ def _pow_impl(x, y):
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     out = np.power(x, y)
+    if x.dtype.kind == "f":
+        # NumPy takes a scalar (or stride-0) exponent 0.5 as sqrt: pow(-inf, 0.5) would be
+        # NaN and pow(-0, 0.5) -0; IEEE pow (XLA, JAX) gives inf and +0.
+        half = y == 0.5
+        out = np.where(half & (x == 0), np.zeros_like(out), out)
+        out = np.where(half & np.isneginf(x), np.full_like(out, np.inf), out)
     if x.dtype.kind == "c":  # XLA: 0 ** 0 is 1 for complex too
         out = np.where((x == 0) & (y == 0), np.ones_like(out), out)
     return out

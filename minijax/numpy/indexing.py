@@ -514,6 +514,10 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                                   i_shape[:ax] + (1,) + i_shape[ax + 1:])
     out_shape = other[:ax] + (i_shape[ax],) + other[ax + 1:]
     arr = util.broadcast_to(arr, other[:ax] + (a_shape[ax],) + other[ax + 1:])
+    if 0 in get_aval(arr).shape:
+        # no element to gather (a gather of size-1 slices cannot read an empty operand):
+        # JAX gives zeros, whatever the mode
+        return lax.full(out_shape, 0, get_aval(arr).dtype)
     # As JAX: negative indices wrap except in mode "promise_in_bounds".
     if mode != "promise_in_bounds":
         indices = _normalize_index_array(indices, a_shape[ax])

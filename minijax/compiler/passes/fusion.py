@@ -422,6 +422,9 @@ class Fusion(Pass):
                 and any(u is not fusion for u in builder.index.users_of(producer)))
 
     def _try_extra_output(self, comp, builder, fusion, producer) -> bool:
+        if producer not in builder.index or not any(op is producer for op in fusion.operands):
+            # fused meanwhile: growing the fusion after an earlier extra output pulled it in
+            return False
         if not self._extra_output_candidate(builder, fusion, producer):
             return False
         others = [u for u in builder.index.users_of(producer) if u is not fusion]
