@@ -200,21 +200,25 @@ def programs(draw, kind="float", max_steps=5, shapes=SHAPES, dtypes=None):
 _FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.0, 1e-40, np.inf, -np.inf, np.nan]
 
 
+def mixed_values(rng, shape, edges=None, tie_rate=0.2, edge_rate=0.3, scale=2.0):
+    """float64 normal values times `scale`, with ties (copies of the first value) at
+    `tie_rate` and, when `edges` lists some, those values mixed in at `edge_rate`."""
+    x = np.asarray(rng.standard_normal(shape) * scale)
+    flat = x.reshape(-1)
+    if flat.size:
+        ties = rng.random(flat.size) < tie_rate
+        flat[ties] = flat[0]
+        if edges:
+            picks = rng.random(flat.size) < edge_rate
+            flat[picks] = rng.choice(edges, int(picks.sum()))
+    return x
+
+
 def float_inputs(rng, program, edges=False):
     """Float inputs; ties (repeated values) are likely; `edges` mixes in 0, -0, inf, nan,
     subnormals."""
-    out = []
-    for _ in range(program.n_inputs):
-        x = np.asarray(rng.standard_normal(program.shape) * 2.0)
-        flat = x.reshape(-1)
-        if flat.size:
-            ties = rng.random(flat.size) < 0.2
-            flat[ties] = flat[0]
-            if edges:
-                picks = rng.random(flat.size) < 0.3
-                flat[picks] = rng.choice(_FLOAT_EDGES, int(picks.sum()))
-        out.append(x.astype(program.dtype))
-    return out
+    return [mixed_values(rng, program.shape, _FLOAT_EDGES if edges else None)
+            .astype(program.dtype) for _ in range(program.n_inputs)]
 
 
 def int_inputs(rng, program):

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from random_programs import mixed_values
 
 import minijax as mj
 import minijax.numpy as jnp
@@ -64,17 +65,10 @@ _EDGES32 = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 1
 def _inputs(rng, shape, dtype, edges=True, scale=2.0, huge=True):
     """Normal values with ties and (optionally) edge values mixed in, cast to `dtype`;
     `huge=False` leaves out +-3e38 (sums of those overflow or not by summation order)."""
-    x = rng.standard_normal(shape) * scale
-    flat = x.reshape(-1)
-    if flat.size:
-        ties = rng.random(flat.size) < 0.1
-        flat[ties] = flat[0]
-        if edges:
-            picks = rng.random(flat.size) < 0.25
-            flat[picks] = rng.choice(_EDGES32 if huge else _EDGES32[:11],
-                                     int(picks.sum()))
+    x = mixed_values(rng, shape, (_EDGES32 if huge else _EDGES32[:11]) if edges else None,
+                     tie_rate=0.1, edge_rate=0.25, scale=scale)
     with np.errstate(over="ignore"):
-        return np.asarray(x).astype(dtype)
+        return x.astype(dtype)
 
 
 def _ulp(ref, dtype):
