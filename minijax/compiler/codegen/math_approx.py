@@ -121,20 +121,18 @@ def _ldexp(b: ir.IRBuilder, p, n):
 
 
 def exp(b: ir.IRBuilder, x):
-    """e**x (float32: see _exp_f32)."""
+    """e**x (float32: see _exp_f32; float64: a Taylor polynomial after a Cody-Waite
+    reduction, scaled in two exact steps)."""
     if _is_f32(x):
         return _exp_f32(b, x)
-    f32 = False
-    lo, hi = (-110.0, 90.0) if f32 else (-760.0, 720.0)
+    lo, hi = -760.0, 720.0
     xc = b.select(b.fcmp_ordered("<", x, _c(x, lo)), _c(x, lo), x)
     xc = b.select(b.fcmp_ordered(">", xc, _c(x, hi)), _c(x, hi), xc)
     xc = b.select(b.fcmp_unordered("uno", x, x), _c(x, 0.0), xc)
     n = call_intrinsic(b, "llvm.roundeven", [b.fmul(xc, _c(x, 1.0 / LN2))])
-    ln2_hi, ln2_lo = (LN2_HI_F32, LN2_LO_F32) if f32 else (LN2_HI_F64, LN2_LO_F64)
-    r = call_intrinsic(b, "llvm.fmuladd", [b.fneg(n), _c(x, ln2_hi), xc])
-    r = call_intrinsic(b, "llvm.fmuladd", [b.fneg(n), _c(x, ln2_lo), r])
-    degree = 7 if f32 else 13
-    p = _poly(b, r, [1.0 / math.factorial(k) for k in range(degree + 1)])
+    r = call_intrinsic(b, "llvm.fmuladd", [b.fneg(n), _c(x, LN2_HI_F64), xc])
+    r = call_intrinsic(b, "llvm.fmuladd", [b.fneg(n), _c(x, LN2_LO_F64), r])
+    p = _poly(b, r, [1.0 / math.factorial(k) for k in range(14)])
     return _select_nan(b, x, _ldexp(b, p, n))
 
 
