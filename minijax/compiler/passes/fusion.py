@@ -401,33 +401,35 @@ class Fusion(Pass):
                 # a reduce that phase 1 left alone (its input was kept for a dot): it
                 # becomes a fusion if that input can be one of its outputs
                 producer = fusion.operands[0]
-                if not self._extra_output_candidate(builder, fusion, producer):
+                if not self._extra_output_readers(builder, fusion, producer):
                     continue
                 self._log(f"fuse {fusion.name} alone, to take {producer.name} as an output")
                 fusion = builder.wrap(fusion, "kInput")
             elif _kind(fusion) != "kInput":
                 continue
             for producer in list(dict.fromkeys(fusion.operands)):
+                if not any(op is producer for op in fusion.operands):
+                    continue  # growing the fusion after an earlier extra output pulled it in
                 if self._try_extra_output(comp, builder, fusion, producer):
                     changed = True
                     # the producer's own operands may now feed only this fusion
                     self._grow(comp, builder, fusion)
         return changed
 
-    def _extra_output_candidate(self, builder, fusion, producer) -> bool:
+    def _extra_output_readers(self, builder, fusion, producer) -> list:
+        """The users besides `fusion` that would read `producer` as an extra output of the
+        reduction `fusion` (none: it cannot be one)."""
         loop_fusion = _kind(producer) == "kLoop" and not is_multi_output(producer)
         elementwise = producer.opcode in ELEMENTWISE and not producer.shape.is_tuple
-        return ((loop_fusion or elementwise)
-                and _reduction_input_dims(fusion) == tuple(producer.shape.dims)
-                and any(u is not fusion for u in builder.index.users_of(producer)))
+        if not (loop_fusion or elementwise) or (
+                _reduction_input_dims(fusion) != tuple(producer.shape.dims)):
+            return []
+        return [u for u in builder.index.users_of(producer) if u is not fusion]
 
     def _try_extra_output(self, comp, builder, fusion, producer) -> bool:
-        if producer not in builder.index or not any(op is producer for op in fusion.operands):
-            # fused meanwhile: growing the fusion after an earlier extra output pulled it in
+        others = self._extra_output_readers(builder, fusion, producer)
+        if not others:
             return False
-        if not self._extra_output_candidate(builder, fusion, producer):
-            return False
-        others = [u for u in builder.index.users_of(producer) if u is not fusion]
         names = ", ".join(u.name for u in others)
         too_big = self._too_big(producer, fusion)
         if too_big:
