@@ -4,10 +4,10 @@ host-local <-> global conversions and process_allgather, device_put to a global 
 Every value is checked against NumPy. Prints `GLOBAL ARRAYS OK <rank>`.
 """
 
-import os
 import sys
 
 import numpy as np
+from world import join
 
 import minijax
 from minijax.experimental import multihost_utils as mhu
@@ -41,11 +41,7 @@ def check_shards(x, sharding, full):
 
 
 def main():
-    minijax.distributed.initialize()
-    me, procs = minijax.process_index(), minijax.process_count()
-    n = minijax.local_device_count()
-    assert n == int(os.environ["MINIJAX_NUM_CPU_DEVICES"])
-    total = procs * n
+    me, procs, n, total = join()
 
     # Meshes over the global devices.
     mesh = minijax.make_mesh((total,), ("x",))

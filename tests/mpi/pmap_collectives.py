@@ -3,10 +3,10 @@ devices (P * L participants, numbered process by process), its collectives cross
 processes over MPI, against NumPy references. Prints `PMAP OK <rank>`.
 """
 
-import os
 import sys
 
 import numpy as np
+from world import join
 
 import minijax
 import minijax.numpy as jnp
@@ -20,11 +20,7 @@ def rows(shape, count, dtype=np.float32):
 
 
 def main():
-    minijax.distributed.initialize()
-    me, procs = minijax.process_index(), minijax.process_count()
-    local = minijax.local_device_count()
-    assert local == int(os.environ["MINIJAX_NUM_CPU_DEVICES"])
-    total = procs * local
+    me, procs, local, total = join()
     mine = slice(me * local, (me + 1) * local)
 
     xs = rows((5, 3), total)

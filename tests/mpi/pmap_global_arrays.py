@@ -17,6 +17,7 @@ import functools
 import sys
 
 import numpy as np
+from world import join
 
 import minijax
 from minijax import lax
@@ -42,10 +43,7 @@ def local_rows(out, want):
 
 
 def main():
-    minijax.distributed.initialize()
-    me, procs = minijax.process_index(), minijax.process_count()
-    n = minijax.local_device_count()
-    total = n * procs
+    me, procs, n, total = join()
     mine = slice(me * n, (me + 1) * n)
     mesh = minijax.make_mesh((total,), ("x",))
     full = np.arange(total * 3, dtype=np.float32).reshape(total, 3)

@@ -6,10 +6,10 @@ unsharded in one process. Prints `SHARDED OK <rank>`.
 """
 
 import functools
-import os
 import sys
 
 import numpy as np
+from world import join
 
 import minijax
 import minijax.numpy as jnp
@@ -53,11 +53,7 @@ def check_tree(got, want, **tol):
 
 
 def main():
-    minijax.distributed.initialize()
-    me, procs = minijax.process_index(), minijax.process_count()
-    n = minijax.local_device_count()
-    assert n == int(os.environ["MINIJAX_NUM_CPU_DEVICES"])
-    total = procs * n
+    me, procs, n, total = join()
     mesh = minijax.make_mesh((total,), ("x",))
     grid = Mesh(np.array(minijax.devices()).reshape(procs, n), ("p", "d"))
     rows, rep = NamedSharding(mesh, P("x")), NamedSharding(mesh, P())
