@@ -2,14 +2,16 @@
 
     python benchmarks/run.py [--quick] [--only NAME[,NAME]] [--repeat N] [--list]
 
-Each workload reports the median of repeated runs after warm-up (every result blocked on),
-and the ratios minijax/JAX (lower is better for minijax) and NumPy/minijax (higher is
-better). Workloads are float32, from issue 5; names for --only are the short keys that
-`--list` prints. minijax and JAX run the same program (benchmarks/workloads.py, written in
-`lax` terms, plus the MLP step written with jnp as users write it); NumPy runs a
-hand-written equivalent (manual backward passes for training). Each row also gives minor
-page faults per call and the achieved GB/s (memory-bound rows) or GFLOP/s (dot-bound rows)
-against the copy bandwidth and FMA peak measured at the start of the same run.
+Each workload reports the median of repeated runs after warm-up (every result blocked on):
+NumPy first, then minijax and JAX in interleaved rounds so that the host's load changes fall
+on both alike (see timed_side_by_side), and the ratios minijax/JAX (lower is better for
+minijax) and NumPy/minijax (higher is better). Workloads are float32, from issue 5; names
+for --only are the short keys that `--list` prints. minijax and JAX run the same program
+(benchmarks/workloads.py, written in `lax` terms, plus the MLP step written with jnp as
+users write it); NumPy runs a hand- written equivalent (manual backward passes for
+training). Each row also gives minor page faults per call and the achieved GB/s (memory-
+bound rows) or GFLOP/s (dot-bound rows) against the copy bandwidth and FMA peak measured at
+the start of the same run.
 
 First-call workloads (mlp_compile, mlp_disk) run minijax in child processes; those children
 drop PYTHONDONTWRITEBYTECODE from their environment so that, like a real install, they
@@ -86,30 +88,55 @@ def _minflt() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def timed(fn, *args, repeat=10, warmup=2, inner=1, block=None) -> tuple[float, float]:
-    """(median over `repeat` timings of `inner` blocked calls, per call, after warm-up;
-    minor page faults per call in the steady state: over the second half of the timed
-    calls, the first half being the last of the warm-up for caches that fill lazily)."""
-    block = block or (lambda r: r)
-    for _ in range(warmup):
-        block(fn(*args))
-    times = []
-    f0, half = _minflt(), repeat // 2
+#: Seconds to wait after timing NumPy: its BLAS's threads spin for a while after each call
+#: (~0.1-0.2 s measured here), taking a core from whatever runs next.
+BLAS_SPIN_PAUSE = 0.5
+
+
+def timed_side_by_side(contestants, repeat=10, warmup=2, inner=1) -> dict:
+    """Times the contestants (name -> (fn, args, block)) in interleaved rounds, so that a
+    change in the machine's load (this host's neighbours come and go within seconds) falls
+    on all of them alike instead of on whichever ran during it. In each round every
+    contestant, in an order rotating from round to round, makes one untimed call (which
+    takes its data back into the caches and lets the previous contestant's threads go
+    quiet) and then `inner` timed, blocked calls.
+
+    Returns name -> (median time per call, minor page faults per call in the steady state:
+    over the second half of the rounds, the first half being the last of the warm-up for
+    caches that fill lazily)."""
+    names = list(contestants)
+    for name in names:
+        fn, args, block = contestants[name]
+        for _ in range(warmup):
+            block(fn(*args))
+    times = {name: [] for name in names}
+    faults = dict.fromkeys(names, 0)
+    half = repeat // 2
     for k in range(repeat):
-        if k == half:
+        shift = k % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn, args, block = contestants[name]
+            block(fn(*args))
             f0 = _minflt()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            r = fn(*args)
-        block(r)
-        times.append((time.perf_counter() - t0) / inner)
-    faults = (_minflt() - f0) / ((repeat - half) * inner)
-    return statistics.median(times), faults
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                r = fn(*args)
+            block(r)
+            times[name].append((time.perf_counter() - t0) / inner)
+            if k >= half:
+                faults[name] += _minflt() - f0
+    calls = (repeat - half) * inner
+    return {name: (statistics.median(times[name]), faults[name] / calls) for name in names}
 
 
-def median_time(fn, *args, **kwargs) -> float:
-    """The median time of `timed`."""
-    return timed(fn, *args, **kwargs)[0]
+def time_libraries(numpy_fn, libraries, repeat=10, inner=1) -> dict:
+    """NumPy timed alone first, then (after BLAS_SPIN_PAUSE) minijax and JAX side by side:
+    name -> (median time per call, minor page faults per call)."""
+    timed = timed_side_by_side({"numpy": numpy_fn}, repeat, inner=inner)
+    time.sleep(BLAS_SPIN_PAUSE)
+    if libraries:
+        timed.update(timed_side_by_side(libraries, repeat, inner=inner))
+    return timed
 
 
 def machine_peaks(quick: bool) -> dict:
@@ -134,6 +161,7 @@ def machine_peaks(quick: bool) -> dict:
         t0 = time.perf_counter()
         a @ a
         best = min(best, time.perf_counter() - t0)
+    time.sleep(BLAS_SPIN_PAUSE)
     return {"GB/s": bandwidth, "GFLOP/s": 2 * m ** 3 / best / 1e9,
             "text": f"copy bandwidth {bandwidth:.1f} GB/s (NumPy copy of {src.nbytes >> 20} "
                     f"MiB, read+write, best of 5); FMA peak {2 * m ** 3 / best / 1e9:.1f} "
@@ -157,20 +185,28 @@ def _libraries():
 
 
 def run_jit(maker, size, repeat, tiny=False):
-    """NumPy time, then each library's jitted time (exceptions are reported per library).
-    `tiny` workloads time batches of 200 calls (per-call cost in microseconds)."""
+    """NumPy's and each library's jitted time, timed side by side (exceptions in building a
+    library's function are reported per library). `tiny` workloads time batches of 200
+    calls (per-call cost in microseconds)."""
     np_fn, traced, args = maker(size)
     inner = 200 if tiny else 1
     reps = max(repeat, 25) if tiny else repeat
-    res = {"numpy": median_time(np_fn, *args, repeat=reps, inner=inner), "faults": {}}
+    res = {"faults": {}}
+    libraries = {}
     for name, lax, grad, jit, put, block in _libraries():
         try:
             fn = jit(traced(lax, grad))
             dev = [put(a) for a in args]
-            res[name], res["faults"][name] = timed(fn, *dev, repeat=reps, inner=inner,
-                                                   block=block)
+            block(fn(*dev))
         except Exception as e:  # noqa: BLE001 - reported in the table's notes
             res[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"
+            continue
+        libraries[name] = (fn, dev, block)
+    timed = time_libraries((np_fn, args, lambda r: r), libraries, reps, inner)
+    for name, (t, flt) in timed.items():
+        res[name] = t
+        if name != "numpy":
+            res["faults"][name] = flt
     return res
 
 
@@ -235,17 +271,15 @@ def run_disk(key, size, quick):
 
 
 def run_eager(repeat):
-    """One eager elementwise add on 8-element arrays."""
+    """One eager elementwise add on 8-element arrays, timed side by side."""
     a = np.ones(8, np.float32)
-    res = {"numpy": median_time(lambda: a + a, repeat=max(repeat, 25), inner=500)}
     x = minijax.device_put(a)
-    res["minijax"] = median_time(lambda: mj_lax.add(x, x), repeat=max(repeat, 25), inner=500,
-                                 block=_block_mj)
+    libraries = {"minijax": (lambda: mj_lax.add(x, x), (), _block_mj)}
     if real_jax is not None:
         jx = real_jax.device_put(a)
-        res["jax"] = median_time(lambda: jx + jx, repeat=max(repeat, 25), inner=500,
-                                 block=_block_jax)
-    return res
+        libraries["jax"] = (lambda: jx + jx, (), _block_jax)
+    timed = time_libraries((lambda: a + a, (), lambda r: r), libraries, max(repeat, 25), 500)
+    return {name: t for name, (t, _) in timed.items()}
 
 
 def fmt(v) -> str:
@@ -332,7 +366,7 @@ def main(argv=None) -> None:
         sys.stdout.flush()
     for n in notes:
         print("note:", n)
-    print("flt: minor page faults per call (second half of the timed calls); rate: GB/s "
+    print("flt: minor page faults per call (second half of the timed rounds); rate: GB/s "
           "(bytes the workload must move) or GFLOP/s (its dots' flops), in % of the machine "
           "line's copy bandwidth or FMA peak")
 
