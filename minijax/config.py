@@ -25,6 +25,9 @@ minijax_collective_timeout (MINIJAX_COLLECTIVE_TIMEOUT)  seconds a device waits 
                                        others at a collective before failing (default 300)
 minijax_dot_blas (MINIJAX_DOT_BLAS)    CPU dots through BLAS (False: np.matmul)
 minijax_dot_split (MINIJAX_DOT_SPLIT)  split large gemms over minijax's pool (False: BLAS's)
+minijax_dot_autotune (MINIJAX_DOT_AUTOTUNE)  choose each gemm shape's split from timings of
+                                       its first calls (default False: fixed thresholds,
+                                       the same bits on every run; gemm_tuning.py)
 minijax_native_loops (MINIJAX_NATIVE_LOOPS)  CPU while loops of small kernels and gemms as
                                        one native loop (False: a Python loop per iteration)
 minijax_host_cache_bytes (MINIJAX_HOST_CACHE_BYTES)  cap on idle host memory the CPU backend
@@ -34,8 +37,8 @@ jax_traceback_filtering (MINIJAX_TRACEBACK_FILTERING or JAX_TRACEBACK_FILTERING)
                                        hides minijax's frames in tracebacks, "off" shows them
 
 Options that change generated code (minijax_dot_blas, minijax_dot_split,
-minijax_native_loops) apply to programs compiled after the change: updating them empties
-the compile caches.
+minijax_dot_autotune, minijax_native_loops) apply to programs compiled after the change:
+updating them empties the compile caches.
 """
 
 from __future__ import annotations
@@ -91,8 +94,8 @@ _TYPES = {
     "jax_platforms": _str,
     "jax_threefry_partitionable": _bool, "minijax_debug": _int, "minijax_backend": _str,
     "minijax_cache_dir": _str, "minijax_flags": _str, "minijax_num_threads": _int,
-    "minijax_dot_blas": _bool, "minijax_dot_split": _bool, "minijax_host_cache_bytes": _int,
-    "minijax_native_loops": _bool,
+    "minijax_dot_blas": _bool, "minijax_dot_split": _bool, "minijax_dot_autotune": _bool,
+    "minijax_host_cache_bytes": _int, "minijax_native_loops": _bool,
     "minijax_collective_timeout": float,
     "jax_num_cpu_devices": lambda v: max(1, int(v)) if int(v) > 0 else 1,
     "jax_traceback_filtering": lambda v: (str(v).strip().lower() or "auto"),
@@ -119,6 +122,7 @@ class Config:
             "minijax_num_threads": _env_int("MINIJAX_NUM_THREADS"),
             "minijax_dot_blas": _env_bool("MINIJAX_DOT_BLAS", True),
             "minijax_dot_split": _env_bool("MINIJAX_DOT_SPLIT", True),
+            "minijax_dot_autotune": _env_bool("MINIJAX_DOT_AUTOTUNE", False),
             "minijax_native_loops": _env_bool("MINIJAX_NATIVE_LOOPS", True),
             "minijax_host_cache_bytes": _env_int("MINIJAX_HOST_CACHE_BYTES", 256 << 20),
             "jax_num_cpu_devices": _env_num_cpu_devices(),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minijax.backends.cpu import gemm_tuning
 from minijax.backends.cpu.thread_pool import get_pool
 from minijax.compiler.cache import clear_caches
 from minijax.config import config
@@ -393,8 +394,11 @@ class GemmCall:
             return np.array([*head, int(one_thread), *body, split, length, pieces, *steps],
                             dtype=np.int64)
 
-        splittable = not small and bool(blas.set_threads) and \
-            config._values["minijax_dot_split"]
+        can_split = bool(blas.set_threads) and config._values["minijax_dot_split"]
+        # From GIL_GEMM_MNK up, measurements choose the piece count (gemm_tuning.py).
+        tuned = can_split and threads_single is None and mnk >= GIL_GEMM_MNK and \
+            config._values["minijax_dot_autotune"]
+        splittable = can_split and (not small or tuned)
         # The whole product in one call: one BLAS thread when small, when asked, or when
         # the calling thread's pool has a single thread (a device's share).
         whole = params(single, 0, batch, 1)
@@ -420,21 +424,20 @@ class GemmCall:
                 kernel(ptrs_of(whole, a, b, out), 0, 1)
         else:
             plans: dict[int, tuple] = {}
+            trials: dict[int, gemm_tuning.Trial] = {}
             setn = ctypes.CFUNCTYPE(None, ctypes.c_int)(blas.set_threads)
             getn = ctypes.CFUNCTYPE(ctypes.c_int)(blas.get_threads)
+            key = (dtype.str, form, strides)
+            label = (f"{f'{batch}x' if batch > 1 else ''}{m}x{n}x{k} "
+                     f"{'T' if ta else 'N'}{'T' if tb else 'N'} {dtype.name}")
 
-            def plan(threads: int):
-                split, length, pieces = _split(batch, m, n, threads)
-                got = plans[threads] = (params(False, split, length, pieces), pieces)
+            def plan(wanted: int):
+                split, length, pieces = _split(batch, m, n, wanted)
+                got = plans[wanted] = (params(False, split, length, pieces), pieces)
                 return got
 
-            def call(a, b, out):
-                pool = get_pool()
-                threads = pool.num_threads
-                if threads == 1:
-                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
-                    return
-                prm, pieces = plans.get(threads) or plan(threads)
+            def run(pool, wanted, a, b, out):
+                prm, pieces = plans.get(wanted) or plan(wanted)
                 if pieces == 1:
                     kernel(ptrs_of(whole_one, a, b, out), 0, 1)
                     return
@@ -447,6 +450,26 @@ class GemmCall:
                 finally:
                     if prev > 1:
                         setn(prev)
+
+            def trial_of(threads: int) -> gemm_tuning.Trial:
+                # Small products: whole or one piece per thread; larger ones: one or two
+                # pieces per thread (never whole: a measurement made while another
+                # program held a core must not serialize them for good).
+                candidates = (1, threads) if small else (threads, 2 * threads)
+                got = trials[threads] = gemm_tuning.TUNER.trial(
+                    key, threads, label, candidates, config._values["minijax_debug"] >= 2)
+                return got
+
+            def call(a, b, out):
+                pool = get_pool()
+                threads = pool.num_threads
+                if threads == 1:
+                    kernel(ptrs_of(whole_one, a, b, out), 0, 1)
+                elif not tuned:
+                    run(pool, threads, a, b, out)
+                else:
+                    trial = trials.get(threads) or trial_of(threads)
+                    gemm_tuning.timed_call(trial, lambda wanted: run(pool, wanted, a, b, out))
         self.call = call
 
 
@@ -498,3 +521,4 @@ def _dot_options_changed(_value) -> None:
 
 config.on_change("minijax_dot_blas", _dot_options_changed)
 config.on_change("minijax_dot_split", _dot_options_changed)
+config.on_change("minijax_dot_autotune", _dot_options_changed)
