@@ -366,7 +366,9 @@ class GemmCall:
     a busy machine this degrades to one thread instead of OpenBLAS's own threads waiting
     on each other; a one-thread pool runs the gemm whole with one BLAS thread. Without a
     thread-count control in the BLAS (or with minijax_dot_split off), larger products are
-    one call on BLAS's own threads.
+    one call on BLAS's own threads. With minijax_dot_autotune on, products from
+    GIL_GEMM_MNK up choose their piece count from timings of their first calls instead
+    (gemm_tuning.py).
     """
 
     def __init__(self, blas: Blas, form, dtype, threads_single: bool | None = None,
