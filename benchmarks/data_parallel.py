@@ -1,7 +1,7 @@
 """Data-parallel MLP training step: minijax over 2 CPU devices vs 1, and real JAX's pmap
 over 2 forced host devices (when importable), each configuration in its own process.
 
-    python benchmarks/data_parallel.py [--batch 4096] [--repeat 20] [--quick]
+    python benchmarks/data_parallel.py [--batch 4096] [--repeat 20] [--rounds 3] [--quick]
 
 Rows: the step of examples/data_parallel.py (64-256-10 MLP, SGD) on one batch:
 - minijax jit, 1 device, 1 thread (MINIJAX_NUM_THREADS=1), and with 2 threads;
@@ -11,8 +11,11 @@ Rows: the step of examples/data_parallel.py (64-256-10 MLP, SGD) on one batch:
 - minijax pmap under `mpiexec -n 1` and `mpiexec -n 2` (one CPU device per process, each
   process its share of the cores; the gradient all-reduce crosses processes over MPI), when
   mpi4py and mpiexec are installed. "vs 1 dev" of the 2-process row is against 1 process.
-Columns: median step time, examples per second, speed-up over minijax's one device, and the
-final loss after the timed steps (the same loss curve on every row).
+Columns: median step time, examples per second, speed-up over minijax's one device, the
+final loss after the timed steps (the same loss curve on every row), and the range of the
+rounds' step times. Every configuration runs once per round, in an order rotating from
+round to round, and the table gives the median over the rounds: this host's load changes
+within minutes, and configurations measured only at different times are not comparable.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -104,7 +108,9 @@ def main(argv=None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--quick", action="store_true", help="batch 256, 3 repeats")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="times every configuration runs (median over them)")
+    parser.add_argument("--quick", action="store_true", help="batch 256, 3 repeats, 1 round")
     args = parser.parse_args(argv)
     batch, repeat = (256, 3) if args.quick else (args.batch, args.repeat)
     try:
@@ -113,28 +119,48 @@ def main(argv=None) -> list:
     except ImportError:
         have_jax = False
     have_mpi = _mpiexec() is not None
-    rows, base, mpi_base = [], None, None
-    print(f"data-parallel MLP step (64-256-10, batch {batch}), median of {repeat}, "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"{'configuration':<34}{'step':>10}{'examples/s':>13}{'vs 1 dev':>10}{'loss':>10}")
+    configs = []
     for label, kind, env in CONFIGS:
         if kind == "jax" and not have_jax:
-            print(f"{label:<34}{'(JAX not installed)':>43}")
+            configs.append((label, kind, env, "(JAX not installed)"))
+        elif kind.startswith("mpi") and not have_mpi:
+            configs.append((label, kind, env, "(mpi4py / mpiexec not installed)"))
+        else:
+            configs.append((label, kind, env, None))
+    runs = [c for c in configs if c[3] is None]
+    times: dict = {c[0]: [] for c in runs}
+    losses: dict = {}
+    errors: dict = {}
+    rounds = 1 if args.quick else max(1, args.rounds)
+    print(f"data-parallel MLP step (64-256-10, batch {batch}), median of {repeat} steps, "
+          f"median of {rounds} rounds, load average {os.getloadavg()[0]:.2f}")
+    for r in range(rounds):
+        shift = r % max(1, len(runs))
+        for label, kind, env, _ in runs[shift:] + runs[:shift]:
+            result, error = run_config(kind, env, batch, repeat)
+            if result is None:
+                errors[label] = error
+                continue
+            times[label].append(result[0])
+            losses[label] = result[1]
+    print(f"{'configuration':<34}{'step':>10}{'examples/s':>13}{'vs 1 dev':>10}{'loss':>10}"
+          f"{'rounds':>20}")
+    rows, base, mpi_base = [], None, None
+    for label, kind, _, missing in configs:
+        if missing is not None:
+            print(f"{label:<34}{missing:>43}")
             continue
-        if kind.startswith("mpi") and not have_mpi:
-            print(f"{label:<34}{'(mpi4py / mpiexec not installed)':>43}")
+        if not times[label]:
+            print(f"{label:<34}  failed: {errors.get(label)}")
             continue
-        result, error = run_config(kind, env, batch, repeat)
-        if result is None:
-            print(f"{label:<34}  failed: {error}")
-            continue
-        seconds, loss = result
+        seconds, loss = statistics.median(times[label]), losses[label]
         base = base or seconds
         if kind == "mpi1":
             mpi_base = seconds
         ref = mpi_base if kind == "mpi2" and mpi_base else base
+        spread = f"{min(times[label]) * 1e3:.2f}-{max(times[label]) * 1e3:.2f}ms"
         print(f"{label:<34}{seconds * 1e3:>8.2f}ms{batch / seconds:>13.0f}"
-              f"{ref / seconds:>9.2f}x{loss:>10.4f}")
+              f"{ref / seconds:>9.2f}x{loss:>10.4f}{spread:>20}")
         rows.append((label, seconds, loss))
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     return rows
