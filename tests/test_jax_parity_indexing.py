@@ -230,3 +230,17 @@ def test_dot_uint8_to_uint32_known_value():
                                       preferred_element_type=np.uint32)
     for out in _both(f, a, a):
         assert out.dtype == np.uint32 and int(out) == 102500
+
+
+# ---------------------------------- reduce of a broadcast in the algebraic simplifier (bf16)
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16, np.int8])
+@pytest.mark.parametrize("reduce", [mlax.reduce_max, mlax.reduce_min, mlax.reduce_sum])
+def test_jit_reduce_of_broadcast_narrow_types(dtype, reduce):
+    # Was a compile failure for bfloat16 (the simplifier asked np.iinfo about a float).
+    x = np.array([1.5, -2.0], dtype) if dtype != np.int8 else np.array([3, -2], dtype)
+    f = lambda a: reduce(mlax.broadcast_in_dim(a, (3, 2), (1,)), (0,))  # noqa: E731
+    expect = {mlax.reduce_sum: x.astype(np.float64) * 3}.get(reduce, x.astype(np.float64))
+    for out in _both(f, x):
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(out.astype(np.float64), expect)
