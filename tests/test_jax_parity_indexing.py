@@ -244,3 +244,27 @@ def test_jit_reduce_of_broadcast_narrow_types(dtype, reduce):
     for out in _both(f, x):
         assert out.dtype == dtype
         np.testing.assert_array_equal(out.astype(np.float64), expect)
+
+
+# ------------------------------------------ conv padding that removes more than the input
+
+@pytest.mark.parametrize("padding,lhs_dilation", [([(-1, -1)], (2,)), ([(-2, 0)], (1,)),
+                                                  ([(0, -3)], (1,))])
+def test_conv_negative_padding_larger_than_input_raises(padding, lhs_dilation):
+    # JAX: ValueError("Negative padding is larger than the size of the corresponding
+    # dimension ..."); minijax returned an empty result.
+    lhs, rhs = np.ones((2, 2, 1), np.float32), np.ones((3, 2, 1), np.float32)
+    f = lambda a, b: mlax.conv_general_dilated(  # noqa: E731
+        a, b, (1,), padding, lhs_dilation, (1,), ("NCH", "HIO", "NHC"))
+    with pytest.raises(ValueError, match="negative padding"):
+        f(mjnp.asarray(lhs), mjnp.asarray(rhs))
+    with pytest.raises(ValueError, match="negative padding"):
+        minijax.jit(f)(lhs, rhs)
+
+
+def test_conv_negative_padding_within_input_still_works():
+    # padded size 0 >= 0 is allowed (an empty output), as in JAX: shape (2, 0, 1)
+    lhs, rhs = np.ones((2, 2, 2), np.float32), np.ones((3, 2, 1), np.float32)
+    out = mlax.conv_general_dilated(mjnp.asarray(lhs), mjnp.asarray(rhs), (1,), [(-1, -1)],
+                                    dimension_numbers=("NCH", "HIO", "NHC"))
+    assert out.shape == (2, 0, 1)
