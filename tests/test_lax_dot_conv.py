@@ -212,6 +212,9 @@ def conv_problems(draw, ndim=2):
     padding = draw(st.one_of(st.sampled_from(["VALID", "SAME", "SAME_LOWER"]),
                              st.lists(st.tuples(st.integers(-1, 2), st.integers(-1, 2)),
                                       min_size=ndim, max_size=ndim)))
+    if not isinstance(padding, str):  # JAX rejects a padded size < 0 (a ValueError)
+        padding = [(lo, max(hi, -lo - (0 if s == 0 else 1 + d * (s - 1))))
+                   for (lo, hi), s, d in zip(padding, spatial, lhs_dil)]
     letters = "HW" if ndim == 2 else "H"
     lhs_sizes = {"N": n, "C": c_in, **dict(zip(letters, spatial))}
     rhs_sizes = {"O": o, "I": c_in // fgc, **dict(zip(letters, window))}

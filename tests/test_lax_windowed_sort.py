@@ -189,16 +189,19 @@ def test_reduce_window_vmap(seed, axis, out_axis):
 # --------------------------------------------------------------------------- sort
 
 
-def _total_key(v):
+def _total_key(v, zeros_tie):
     v = float(v)
-    return (math.isnan(v), 0.0 if math.isnan(v) else v, not math.copysign(1.0, v) < 0)
+    sign = () if zeros_tie else (not math.copysign(1.0, v) < 0,)
+    return (math.isnan(v), 0.0 if math.isnan(v) else v) + sign
 
 
-def _key(v):
+def _key(v, zeros_tie=True):
+    """lax.sort's order (JAX: -0.0 ties with 0.0, NaNs last and equal); top_k's with
+    zeros_tie=False (-0.0 below 0.0)."""
     if isinstance(v, (complex, np.complexfloating)):
-        return _total_key(v.real) + _total_key(v.imag)
+        return _total_key(v.real, zeros_tie) + _total_key(v.imag, zeros_tie)
     if isinstance(v, (float, np.floating)):
-        return _total_key(v)
+        return _total_key(v, zeros_tie)
     return (int(v),)
 
 
@@ -291,7 +294,8 @@ def naive_top_k(x, k):
     idx = np.empty(moved.shape[:-1] + (k,), np.int32)
     for index in np.ndindex(*moved.shape[:-1]):
         lane = moved[index]
-        order = sorted(range(len(lane)), key=lambda i: _key(lane[i]), reverse=True)[:k]
+        order = sorted(range(len(lane)), key=lambda i: _key(lane[i], False),
+                       reverse=True)[:k]
         vals[index], idx[index] = lane[order], order
     return vals, idx
 

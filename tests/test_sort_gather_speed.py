@@ -38,12 +38,13 @@ def draw_keys(data, dtype, shape):
     return rng.integers(0, 4, shape).astype(dtype)  # few values: many ties
 
 
-def ref_key(v):
-    """lax.sort order of one element: NaNs last (any sign), -0 before +0."""
+def ref_key(v, zeros_tie=True):
+    """lax.sort order of one element: NaNs last (any sign), -0 ties with +0 as in JAX
+    (top_k's order with zeros_tie=False: -0 before +0)."""
     if isinstance(v, (float, np.floating)):
         if np.isnan(v):
             return (1, 0.0, 0)
-        return (0, float(v), 0 if np.signbit(v) else 1)
+        return (0, float(v), 0 if np.signbit(v) or zeros_tie else 1)
     return (0, int(v), 0)
 
 
@@ -232,14 +233,12 @@ def draw_mixed(data, dtype, shape):
 
 
 def ref_order(x, descending=False, zeros_tie=False):
-    """Stable permutation of each row in lax.sort's order, from Python sorted(); jnp.sort
-    and argsort also tie -0 with +0 (they canonicalize the keys)."""
+    """Stable permutation of each row in lax.sort's order (zeros_tie=True: -0 ties with +0,
+    as jnp.sort and argsort also do) or top_k's (-0 below +0), from Python sorted()."""
     rows, n = x.shape
     out = np.empty((rows, n), np.int64)
     for r in range(rows):
-        key = [ref_key(v.item() if x.dtype.kind != "b" else int(v)) for v in x[r]]
-        if zeros_tie:
-            key = [(a, b, 0) for a, b, _ in key]
+        key = [ref_key(v.item() if x.dtype.kind != "b" else int(v), zeros_tie) for v in x[r]]
         if descending:  # descending total order; ties still keep the lower index first
             key = [(-a, -b, -c) for a, b, c in key]
         out[r] = sorted(range(n), key=lambda i: key[i])
@@ -293,7 +292,7 @@ def test_integer_key_sorts_match_general_path_and_python(data, dtype, rows, n, d
             np.testing.assert_array_equal(fast[1], order)
             same_bits(fast[0], np.take_along_axis(x, order, -1))
         elif name == "pair":
-            order = ref_order(x)
+            order = ref_order(x, zeros_tie=True)
             same_bits(fast[1], np.take_along_axis(other, order, -1))
 
 

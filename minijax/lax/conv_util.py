@@ -160,6 +160,13 @@ def conv_shape(lhs_shape, rhs_shape, *, window_strides, padding, lhs_dilation,
                          f"batch_group_count, but {rhs_out} is not a multiple of {bgc}")
     in_sp = [lhs_shape[d] for d in lhs_spec[2:]]
     win = [rhs_shape[d] for d in rhs_spec[2:]]
+    padded = [dilate_dim(n, ld) + lo + hi
+              for n, ld, (lo, hi) in zip(in_sp, lhs_dilation, padding, strict=True)]
+    if any(p < 0 for p in padded):
+        raise ValueError(f"{name}: negative padding is larger than the size of the "
+                         f"corresponding dimension: got padding={tuple(map(tuple, padding))} "
+                         f"for lhs spatial shape {tuple(in_sp)} (lhs_dilation "
+                         f"{tuple(lhs_dilation)}; {desc})")
     spatial = conv_out_spatial(in_sp, win, window_strides, padding, lhs_dilation,
                                rhs_dilation)
     logical = (lhs_batch // bgc, rhs_out) + spatial

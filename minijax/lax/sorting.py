@@ -1,5 +1,7 @@
 """Sorting: sort (one or several operands, lexicographic on the first num_keys), sort_key_val
-and top_k, with JAX's total order for floats (-0.0 before 0.0, NaNs last, all NaNs equal).
+and top_k. Sort keys follow JAX: floats are canonicalized (-0.0 becomes 0.0, every NaN one
+positive NaN) and then compared in total order, so -0.0 and 0.0 tie (a stable sort keeps
+their input order) and NaNs go last, all equal. top_k orders -0.0 below 0.0.
 
 JVPs gather the tangents by the sorting permutation with `lax.gather` (one index per
 element, the other axes as batching dimensions), so reverse mode is gather's transpose,
@@ -21,14 +23,17 @@ from minijax.lax.structural import bdim_at_front, broadcasted_iota, reshape
 from minijax.lax.utils import canonical_axis, standard_primitive
 
 
-def order_key(x) -> list[np.ndarray]:
+def order_key(x, tie_zeros: bool = True) -> list[np.ndarray]:
     """uint64 arrays whose lexicographic order is JAX's sort order of x (two for complex:
-    real part, then imaginary part)."""
+    real part, then imaginary part); `tie_zeros=False` orders -0.0 below 0.0 (top_k)."""
     x = np.asarray(x)
     if x.dtype.kind == "c":
-        return order_key(x.real) + order_key(x.imag)
+        return order_key(x.real, tie_zeros) + order_key(x.imag, tie_zeros)
     if dtypes.kind(x.dtype) == "f":
-        f = np.where(np.isnan(x), np.nan, x).astype(np.float64)  # one positive NaN
+        f = x.astype(np.float64)
+        if tie_zeros:
+            f = np.where(f == 0, 0.0, f)
+        f = np.where(np.isnan(f), np.nan, f)  # one positive NaN
         bits = f.view(np.uint64)
         sign = np.uint64(1 << 63)
         return [np.where(bits & sign, ~bits, bits | sign)]
@@ -130,11 +135,13 @@ def _sort_batch(trace, vals, dims, *, dimension, is_stable, num_keys):
 
 
 def _compare_total(cb, a, b, direction, dtype):
-    """Comparison in JAX's sort order (floats: NaNs canonicalized, then TOTALORDER)."""
+    """Comparison in JAX's sort order (floats: zeros and NaNs canonicalized, then
+    TOTALORDER)."""
     if dtypes.kind(np.dtype(dtype)) == "f":
         nan = cb.constant(np.asarray(np.nan, dtype))
-        a = cb.select(cb.compare(a, a, "NE"), nan, a)
-        b = cb.select(cb.compare(b, b, "NE"), nan, b)
+        zero = cb.constant(np.asarray(0, dtype))
+        a = cb.select(cb.compare(a, a, "NE"), nan, cb.select(cb.compare(a, zero, "EQ"), zero, a))
+        b = cb.select(cb.compare(b, b, "NE"), nan, cb.select(cb.compare(b, zero, "EQ"), zero, b))
         return cb.compare(a, b, direction, "TOTALORDER")
     return cb.compare(a, b, direction)
 
@@ -200,7 +207,7 @@ def _top_k_abstract_eval(x, *, k):
 
 def _top_k_impl(x, *, k):
     x = np.asarray(x)
-    (key,) = order_key(x)
+    (key,) = order_key(x, tie_zeros=False)
     perm = np.argsort(~key, axis=-1, kind="stable")[..., :k]
     return [np.take_along_axis(x, perm, axis=-1), perm.astype(np.int32)]
 

@@ -7,10 +7,13 @@ If several indices name the same element, all updates apply (set: one of them wi
 
 from __future__ import annotations
 
+import numpy as np
+
 from minijax import lax
 from minijax.core import get_aval
+from minijax.lax.vmap import vmap
 from minijax.numpy import indexing, ufuncs, util
-from minijax.numpy.creation import asarray, ones_like
+from minijax.numpy.creation import asarray, ones, ones_like, zeros
 from minijax.numpy.ufuncs import divide, negative, power
 from minijax.numpy.util import to_array
 
@@ -99,10 +102,30 @@ class _IndexUpdateRef:
                               unique_indices, mode)
 
     def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        """x[idx] = func(x[idx]) (applied once per index occurrence for repeated ones)."""
-        current = self.get(mode="clip" if mode in (None, "drop", "fill") else mode)
-        return self.set(func(current), indices_are_sorted=indices_are_sorted,
-                        unique_indices=unique_indices, mode=mode)
+        """x[idx] = func(x[idx]), func applied to each element (as JAX traces it on a
+        scalar) and once per occurrence of a repeated index, like XLA's scatter."""
+        x = to_array(self.array)
+        aval = get_aval(x)
+
+        def elementwise(v):
+            flat = lax.reshape(v, (int(np.prod(get_aval(v).shape, dtype=np.int64)),))
+            out = util.convert(vmap(func)(flat), aval.dtype, aval.weak_type)
+            return lax.reshape(out, get_aval(v).shape)
+
+        entries = indexing._expand_index(aval.shape, self.index)
+        if unique_indices or all(kind != indexing._ADV or get_aval(val).ndim == 0
+                                 for kind, val in entries):
+            current = self.get(mode="clip" if mode in (None, "drop", "fill") else mode)
+            return self.set(elementwise(current), indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, mode=mode)
+        # An index array may name a position several times: func runs that many times there.
+        counts = scatter_update(zeros(aval.shape, np.int32), self.index,
+                                ones((), np.int32), "add", mode=mode)
+        rounds = lax.reduce_max(counts, tuple(range(aval.ndim))) if aval.size else 0
+
+        def body(i, y):
+            return lax.select(lax.gt(counts, lax.broadcast(i, aval.shape)), elementwise(y), y)
+        return lax.fori_loop(np.int32(0), rounds, body, x)
 
 
 _SCATTERS = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul",

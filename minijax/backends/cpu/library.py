@@ -36,6 +36,9 @@ def dot_step(instr, ops, s):
     rid = rperm == tuple(range(len(rd)))
     out_dims, out_dtype = instr.shape.dims, instr.shape.dtype
     same = lhs.shape.dtype == out_dtype == rhs.shape.dtype
+    # Mixed dtypes (e.g. int8 x int8 -> int32, f16 x f16 -> f32: preferred_element_type)
+    # multiply and accumulate in the output's type, not wrapping or rounding in the inputs'.
+    cdt = np.dtype(np.float32) if dtypes_mod.is_16bit_float(out_dtype) else np.dtype(out_dtype)
     l_src, r_src = ops
     if batch == 1:
         lshape, rshape, oshape = (m, k), (k, n), (m, n)
@@ -52,7 +55,7 @@ def dot_step(instr, ops, s):
         if same:
             matmul(x, y, out=out.reshape(oshape))
         else:
-            out.reshape(oshape)[...] = matmul(x, y)
+            out.reshape(oshape)[...] = matmul(x.astype(cdt, copy=False), y.astype(cdt, copy=False))
         env[s] = out
     return step
 

@@ -86,6 +86,8 @@ def unsigned_key(key: np.ndarray, descending: bool, ctype, slot: str) -> Unsigne
     """
     key = np.asarray(key)
     kind, size, dtype = key.dtype.kind, key.dtype.itemsize, key.dtype
+    if kind == "V" and "float" in dtype.name:  # ml_dtypes: bfloat16, the 8-bit floats
+        kind = "f"
     if kind not in "fiub" or size not in _UINT:
         return None
     width = _UINT[size]

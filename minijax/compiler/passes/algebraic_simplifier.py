@@ -346,11 +346,12 @@ def _is_identity_init(init: Instruction, reducer: str, element_type: str) -> boo
     if value is None:
         return False
     dtype = np.dtype(Shape(element_type).dtype)
+    is_float = element_type.startswith(("f", "bf"))  # bf16 and the f8 types too
     if reducer == "maximum":
-        lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+        lowest = -np.inf if is_float else np.iinfo(dtype).min
         return bool(value == lowest)
     if reducer == "minimum":
-        highest = np.inf if dtype.kind == "f" else np.iinfo(dtype).max
+        highest = np.inf if is_float else np.iinfo(dtype).max
         return bool(value == highest)
     return False
 
