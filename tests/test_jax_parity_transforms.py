@@ -1,0 +1,165 @@
+"""Transformation rules that differential testing against JAX 0.10.2 found wrong.
+
+Each test checks minijax against an independent reference (a float64 closed form, finite
+differences, a Python loop, or JAX's value hard-coded with a comment); where real JAX is
+importable the same call is also run there.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minijax
+import minijax.numpy as jnp
+from minijax import lax
+
+float0 = minijax.dtypes.float0
+
+
+def _jax():
+    try:
+        import jax
+    except ImportError:
+        return None
+    return jax
+
+
+# --------------------------------------------------------------------------- cumulative
+
+
+def _cumlogsumexp_vjp_reference(x, ct, reverse):
+    """d/dx of sum(ct * cumlogsumexp(x)) in float64: ct_i * exp(x_j - y_i) over j <= i."""
+    x = np.asarray(x, np.float64)
+    if reverse:
+        return _cumlogsumexp_vjp_reference(x[::-1], ct[::-1], False)[::-1]
+    y = np.logaddexp.accumulate(x)
+    return np.array([sum(ct[i] * np.exp(x[j] - y[i]) for i in range(j, len(x)))
+                     for j in range(len(x))])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(-2, 2), min_size=1, max_size=7), st.booleans())
+def test_cumlogsumexp_gradient_with_ties(values, reverse):
+    # Small integers make ties common; the old tangent rule differentiated a logaddexp
+    # formula whose derivative at a tie gives everything to one side.
+    x = np.asarray(values, np.float32)
+    ct = np.arange(1.0, len(values) + 1.0, dtype=np.float32)
+    g = minijax.grad(lambda a: jnp.sum(lax.cumlogsumexp(a, reverse=reverse) * ct))(x)
+    np.testing.assert_allclose(np.asarray(g), _cumlogsumexp_vjp_reference(x, ct, reverse),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_cumlogsumexp_jvp_on_a_middle_axis_matches_finite_differences():
+    rng = np.random.RandomState(0)
+    x = np.round(rng.randn(2, 5, 3)).astype(np.float64)   # rounded: ties along the axis
+    t = rng.randn(2, 5, 3)
+    with minijax.enable_x64():
+        _, tan = minijax.jvp(lambda a: lax.cumlogsumexp(a, axis=1, reverse=True), (x,), (t,))
+    eps = 1e-6
+
+    def f(a):
+        return np.logaddexp.accumulate(a[:, ::-1], axis=1)[:, ::-1]
+    np.testing.assert_allclose(np.asarray(tan), (f(x + eps * t) - f(x - eps * t)) / (2 * eps),
+                               rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cummax_ties_split_as_associative_scan(n, reverse):
+    # JAX differentiates cummax through lax.associative_scan, so the gradient of an all-tied
+    # input splits as that recursion does; minijax's associative_scan is the same recursion.
+    x = jnp.zeros(n)
+    ct = jnp.arange(1.0, n + 1.0)
+    got = minijax.grad(lambda a: jnp.sum(lax.cummax(a, reverse=reverse) * ct))(x)
+    want = minijax.grad(lambda a: jnp.sum(
+        lax.associative_scan(lax.max, a, reverse=reverse) * ct))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    np.testing.assert_allclose(float(np.sum(got)), float(np.sum(ct)))   # nothing lost
+    jax = _jax()
+    if jax is not None:
+        j = jax.grad(lambda a: jax.numpy.sum(jax.lax.cummax(a, reverse=reverse) * np.asarray(ct))
+                     )(np.zeros(n, np.float32))
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(j))
+
+
+# --------------------------------------------------------------------------- float0 / dtypes
+
+
+def test_jvp_takes_float0_tangents_for_integer_primals():
+    a = jnp.array([1.0, 2.0, 3.0])
+    i = np.arange(3, dtype=np.int32)
+    (y, k), (ty, tk) = minijax.jvp(lambda a, i: (a * i, i * 2), (a, i),
+                                   (jnp.ones(3), np.zeros(3, float0)))
+    np.testing.assert_array_equal(np.asarray(ty), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(k), [0, 2, 4])
+    # JAX: an integer output's tangent is a float0 array of its shape.
+    assert isinstance(tk, np.ndarray) and tk.dtype == float0 and tk.shape == (3,)
+
+
+def test_jvp_and_linearize_give_float0_tangents_for_integer_and_bool_outputs():
+    a = jnp.array([1.0, -2.0])
+    _, (t_bool, t_int) = minijax.jvp(lambda a: (a > 0, a.astype(jnp.int32)), (a,), (a,))
+    assert t_bool.dtype == float0 and t_int.dtype == float0 and t_int.shape == (2,)
+    _, f_jvp = minijax.linearize(lambda a: (a * 2, a.astype(jnp.int32)), a)
+    t_float, t_int = f_jvp(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(t_float), [2.0, 2.0])
+    assert t_int.dtype == float0
+    _, f_jvp = minijax.linearize(lambda a, i: a * i, a, np.arange(2, dtype=np.int32))
+    np.testing.assert_array_equal(np.asarray(f_jvp(jnp.ones(2), np.zeros(2, float0))),
+                                  [0.0, 1.0])
+
+
+def test_jit_of_jvp_with_float0_tangent():
+    i = np.arange(3, dtype=np.int32)
+    (y, z), (ty, tz) = minijax.jit(
+        lambda a: minijax.jvp(lambda i: (i * 2, a), (i,), (np.zeros(3, float0),)))(
+            jnp.ones(3))
+    assert ty.dtype == float0 and ty.shape == (3,)
+    np.testing.assert_array_equal(np.asarray(tz), np.zeros(3))
+
+
+def test_vjp_takes_float0_cotangents_for_integer_and_bool_outputs():
+    a = jnp.array([1.0, 2.0, 3.0])
+    _, pull = minijax.vjp(lambda a: (a * 2, a > 0), a)
+    (g,) = pull((jnp.ones(3), np.zeros(3, float0)))
+    np.testing.assert_array_equal(np.asarray(g), [2.0, 2.0, 2.0])
+    # Any cotangent of the right shape is accepted (and ignored) for an integer output.
+    (g,) = pull((jnp.ones(3), np.ones(3, np.bool_)))
+    np.testing.assert_array_equal(np.asarray(g), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("primal, tangent", [
+    (np.ones(3, np.float32), np.zeros(3, float0)),       # float primal, float0 tangent
+    (np.arange(3, dtype=np.int32), np.zeros(3, np.int32)),   # int primal, int tangent
+    (np.ones(3, np.float32), np.ones(3, np.float16)),    # another float dtype
+    (np.ones(3, np.complex64), np.ones(3, np.float32)),  # real tangent, complex primal
+], ids=["float0_for_float", "int_for_int", "f16_for_f32", "f32_for_c64"])
+def test_jvp_tangent_dtype_mismatch_raises_type_error(primal, tangent):
+    # JAX: "primal and tangent arguments to jax.jvp do not match; dtypes must be equal, or in
+    # case of int/bool primal dtype the tangent dtype must be float0" (TypeError).
+    with pytest.raises(TypeError, match="tangent dtype must be float0"):
+        minijax.jvp(lambda x: x * 2, (primal,), (tangent,))
+    jax = _jax()
+    if jax is not None:
+        jt = np.zeros(3, jax.dtypes.float0) if tangent.dtype == float0 else tangent
+        with pytest.raises(TypeError):
+            jax.jvp(lambda x: x * 2, (primal,), (jt,))
+
+
+def test_linearize_and_vjp_dtype_mismatch_raise_value_error():
+    a = jnp.ones(3)
+    _, f_jvp = minijax.linearize(lambda a: a * 2, a)
+    with pytest.raises(ValueError, match="tangent of type f16"):
+        f_jvp(jnp.ones(3, jnp.float16))
+    _, f_jvp = minijax.linearize(lambda a, i: a * i, a, np.arange(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="float0 for an integer"):
+        f_jvp(jnp.ones(3), np.zeros(3, np.int32))
+    _, pull = minijax.vjp(lambda a: a * 2, a)
+    with pytest.raises(ValueError, match="cotangent dtype i32"):
+        pull(np.arange(3, dtype=np.int32))
+    with pytest.raises(ValueError, match="cotangent dtype f16"):
+        pull(np.ones(3, np.float16))
+    _, pull = minijax.vjp(lambda a: (a * 2, a.astype(jnp.int32)), a)
+    with pytest.raises(ValueError, match=r"cotangent shape float0\[2\]"):
+        pull((jnp.ones(3), np.zeros(2, float0)))
