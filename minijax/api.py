@@ -355,6 +355,11 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
+        wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        if any(i >= len(args) for i in wanted):   # JAX: TypeError (a negative one: ValueError)
+            raise TypeError(f"grad: differentiating with respect to argnums={argnums} requires "
+                            f"at least {max(wanted) + 1} positional arguments to be passed by "
+                            f"the caller, but got only {len(args)} positional arguments.")
         nums = normalize_argnums(argnums, len(args), "grad")
         for i in nums:
             for leaf in tree_util.tree_leaves(args[i]):

@@ -303,6 +303,9 @@ class custom_vjp:  # noqa: N801 - JAX's name
         return tree_util.tree_unflatten(out_tree, outs)
 
 
+_ARG_LEAF = object()   # stands for each leaf of a primal argument in _flatten_bwd_output
+
+
 def _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd):
     if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(diff):
         _, got = tree_util.tree_flatten(in_cts)
@@ -314,17 +317,29 @@ def _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd):
             f"{in_tree}.")
     flat = []
     for ct, arg in zip(in_cts, diff, strict=True):
+        # None stands for a zero cotangent of the whole corresponding subtree of the
+        # argument (a leaf, a container, or a None the argument itself holds), as in JAX.
         arg_leaves, arg_tree = tree_util.tree_flatten(arg)
-        if ct is None:
-            flat.extend([None] * len(arg_leaves))
-            continue
-        ct_leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
-        if ct_tree != arg_tree:
+        dummy = tree_util.tree_unflatten(arg_tree, [_ARG_LEAF] * len(arg_leaves))
+        part = []
+
+        def append(x, d, part=part):
+            if x is None:
+                part.extend([None] * len(tree_util.tree_leaves(d)))
+            elif d is not _ARG_LEAF:
+                raise ValueError("bwd output leaf where the argument has a container")
+            else:
+                part.append(x)
+        try:
+            tree_util.tree_map(append, ct, dummy, is_leaf=lambda x: x is None)
+        except (ValueError, TypeError):
+            _, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
             raise TypeError(
                 "Custom VJP bwd rule must produce an output with the same container "
                 "(pytree) structure as the args tuple of the primal function, but got "
-                f"bwd output structure {ct_tree} for primal input structure {arg_tree}.")
-        flat.extend(ct_leaves)
+                f"bwd output structure {ct_tree} for primal input structure {arg_tree}."
+            ) from None
+        flat.extend(part)
     out = []
     for ct, aval in zip(flat, in_avals, strict=True):
         want = ad.tangent_aval(aval)

@@ -163,3 +163,65 @@ def test_linearize_and_vjp_dtype_mismatch_raise_value_error():
     _, pull = minijax.vjp(lambda a: (a * 2, a.astype(jnp.int32)), a)
     with pytest.raises(ValueError, match=r"cotangent shape float0\[2\]"):
         pull((jnp.ones(3), np.zeros(2, float0)))
+
+
+def test_jacfwd_of_an_integer_output_is_zeros_of_its_dtype():
+    # JAX 0.10.2: jacfwd(lambda a: a.astype(int))(ones(3)) == int32 zeros of shape (3, 3).
+    jac = minijax.jacfwd(lambda a: a.astype(jnp.int32))(jnp.ones(3))
+    assert np.asarray(jac).dtype == np.int32 and np.asarray(jac).shape == (3, 3)
+    np.testing.assert_array_equal(np.asarray(jac), np.zeros((3, 3)))
+    jac_f, jac_i = minijax.jacfwd(lambda a: (a * 2, a.astype(jnp.int32)))(jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(jac_f), 2 * np.eye(2))
+    np.testing.assert_array_equal(np.asarray(jac_i), np.zeros((2, 2), np.int32))
+
+
+def test_grad_argnums_past_the_arguments_is_a_type_error():
+    # JAX: TypeError "differentiating with respect to argnums=2 requires at least 3
+    # positional arguments"; a negative index out of range stays a ValueError.
+    with pytest.raises(TypeError, match="requires at least 3 positional arguments"):
+        minijax.grad(lambda a, b: a * b, argnums=2)(1.0, 2.0)
+    with pytest.raises(TypeError, match="requires at least 6 positional arguments"):
+        minijax.value_and_grad(lambda a, b: a * b, argnums=(0, 5))(1.0, 2.0)
+    with pytest.raises(ValueError):
+        minijax.grad(lambda a, b: a * b, argnums=-3)(1.0, 2.0)
+
+
+# --------------------------------------------------------------------------- custom_vjp
+
+
+def _custom_vjp_with_bwd(bwd_output):
+    @minijax.custom_vjp
+    def f(d, y):
+        return d["a"] * d["b"][0] * y
+
+    def fwd(d, y):
+        return f(d, y), None
+
+    def bwd(_, g):
+        return bwd_output(g)
+    f.defvjp(fwd, bwd)
+    return f
+
+
+@pytest.mark.parametrize("bwd_output, want_a, want_y", [
+    # None where the argument holds None (JAX accepts; it was rejected as a leaf).
+    (lambda g: ({"a": g, "b": (2 * g, None)}, None), 5.0, 0.0),
+    # None for a whole container: zero cotangents for all its leaves.
+    (lambda g: ({"a": g, "b": None}, 3 * g), 1.0, 3.0),
+    (lambda g: (None, 3 * g), 0.0, 3.0),
+], ids=["none_for_none", "none_for_container", "none_for_argument"])
+def test_custom_vjp_bwd_none_stands_for_a_zero_subtree(bwd_output, want_a, want_y):
+    f = _custom_vjp_with_bwd(bwd_output)
+    # d["b"][0] = 2 * a, so a's cotangent is d["a"]'s plus twice d["b"][0]'s.
+    ga, gy = minijax.grad(lambda a, y: f({"a": a, "b": (2 * a, None)}, y), argnums=(0, 1))(
+        1.0, 1.0)
+    np.testing.assert_allclose([float(ga), float(gy)], [want_a, want_y])
+
+
+def test_custom_vjp_bwd_wrong_structure_still_raises():
+    f = _custom_vjp_with_bwd(lambda g: ({"a": g, "b": [g, None]}, g))
+    with pytest.raises(TypeError, match="same container"):
+        minijax.grad(lambda a: f({"a": a, "b": (a, None)}, 1.0))(1.0)
+    f = _custom_vjp_with_bwd(lambda g: ({"a": g, "b": (g,)}, g))
+    with pytest.raises(TypeError, match="same container"):
+        minijax.grad(lambda a: f({"a": a, "b": (a, None)}, 1.0))(1.0)
