@@ -225,3 +225,117 @@ def test_custom_vjp_bwd_wrong_structure_still_raises():
     f = _custom_vjp_with_bwd(lambda g: ({"a": g, "b": (g,)}, g))
     with pytest.raises(TypeError, match="same container"):
         minijax.grad(lambda a: f({"a": a, "b": (a, None)}, 1.0))(1.0)
+
+
+# --------------------------------------------------------------------------- symbolic zeros
+
+
+def _custom_jvp_marking_zeros():
+    """x * y whose rule adds 100 for a symbolic-zero tangent of x and 10 for one of y, so
+    the output tells which tangents arrived symbolic."""
+    SymbolicZero = minijax.custom_derivatives.SymbolicZero
+
+    @minijax.custom_jvp
+    def f(x, y):
+        return x * y
+
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        zx, zy = type(tx) is SymbolicZero, type(ty) is SymbolicZero
+        assert not zx or (tx.shape, tx.dtype) == (jnp.shape(x), jnp.result_type(x))
+        t = jnp.full_like(x * y, 100.0 * zx + 10.0 * zy)
+        t = t + (0.0 if zx else 2.0 * tx) + (0.0 if zy else 3.0 * ty)
+        return f(x, y), t
+    f.defjvp(f_jvp, symbolic_zeros=True)
+    return f
+
+
+def test_custom_jvp_symbolic_zeros_reach_the_rule():
+    f = _custom_jvp_marking_zeros()
+    a, b = jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0])
+    # Only x perturbed: t = 2 * tx + 10 (y's tangent is a symbolic zero).
+    _, t = minijax.jvp(lambda x: f(x, b), (a,), (jnp.ones(2),))
+    np.testing.assert_allclose(np.asarray(t), [12.0, 12.0])
+    # grad w.r.t. y: linear part 3 (the constant 100 of the unperturbed x is no cotangent).
+    np.testing.assert_allclose(np.asarray(minijax.grad(lambda y: f(a, y).sum())(b)), [3, 3])
+    # Under vmap the zero stays symbolic (JAX 0.10.2 gives 13.58, 10.87, 10.19 for this).
+    x3 = jnp.array([1.7881, 0.4365, 0.0965])
+    _, t = minijax.jvp(lambda x: minijax.vmap(f)(x, x3 * 0 + 2.0), (x3,), (x3,))
+    np.testing.assert_allclose(np.asarray(t), 2 * np.asarray(x3) + 10, rtol=1e-6)
+
+
+def test_custom_jvp_without_symbolic_zeros_gets_arrays():
+    @minijax.custom_jvp
+    def f(x, y):
+        return x * y
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        zero = minijax.custom_derivatives.SymbolicZero
+        assert type(tx) is not zero and type(ty) is not zero
+        return f(x, y), tx * y + x * ty
+    _, t = minijax.jvp(lambda x: f(x, 3.0), (2.0,), (1.0,))
+    assert float(t) == 3.0
+
+
+def _custom_vjp_with_symbolic_zeros():
+    SymbolicZero = minijax.custom_derivatives.SymbolicZero
+
+    @minijax.custom_vjp
+    def f(x, y):
+        return x * y, x + y
+
+    def fwd(x, y):
+        assert isinstance(x, minijax.custom_derivatives.CustomVJPPrimal)
+        return f(x.value, y.value), (x.perturbed, y.perturbed, x.value, y.value)
+
+    def bwd(res, g):
+        px, py, x, y = res
+        g0, g1 = (jnp.zeros_like(x) if type(c) is SymbolicZero else c for c in g)
+        # 1000 marks a symbolic-zero second cotangent; perturbed flags scale by 10.
+        mark = 1000.0 if type(g[1]) is SymbolicZero else 0.0
+        return ((g0 * y + g1 + mark) * (10.0 if px else 1.0),
+                (g0 * x + g1) * (10.0 if py else 1.0))
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    return f
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit_grad", "vmap_grad"])
+def test_custom_vjp_symbolic_zeros_and_perturbed_flags(transform):
+    f = _custom_vjp_with_symbolic_zeros()
+    a, b = jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0])
+
+    def loss(x):    # only the first output is used: its partner's cotangent is symbolic
+        return f(x, b)[0].sum()
+    if transform == "grad":
+        g = minijax.grad(loss)(a)
+    elif transform == "jit_grad":
+        g = minijax.jit(minijax.grad(loss))(a)
+    else:
+        g = minijax.vmap(minijax.grad(lambda x, y: f(x, y)[0]))(a, b)
+    # x is perturbed (x10), y is not; d(x * y)/dx = y; the mark 1000 is added.
+    np.testing.assert_allclose(np.asarray(g), (np.asarray(b) + 1000.0) * 10.0)
+    g_both = minijax.grad(lambda x, y: sum(o.sum() for o in f(x, y)), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(np.asarray(g_both[0]), (np.asarray(b) + 1) * 10.0)
+    np.testing.assert_allclose(np.asarray(g_both[1]), (np.asarray(a) + 1) * 10.0)
+    jax = _jax()
+    if jax is not None and transform == "grad":
+        JSymbolicZero = jax.custom_derivatives.SymbolicZero
+
+        @jax.custom_vjp
+        def jf(x, y):
+            return x * y, x + y
+
+        def jfwd(x, y):
+            return jf(x.value, y.value), (x.perturbed, y.perturbed, x.value, y.value)
+
+        def jbwd(res, g):
+            px, py, x, y = res
+            g0, g1 = (jax.numpy.zeros_like(x) if type(c) is JSymbolicZero else c for c in g)
+            mark = 1000.0 if type(g[1]) is JSymbolicZero else 0.0
+            return ((g0 * y + g1 + mark) * (10.0 if px else 1.0),
+                    (g0 * x + g1) * (10.0 if py else 1.0))
+        jf.defvjp(jfwd, jbwd, symbolic_zeros=True)
+        jg = jax.grad(lambda x: jf(x, np.asarray(b))[0].sum())(np.asarray(a))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(jg))
