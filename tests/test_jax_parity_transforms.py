@@ -339,3 +339,62 @@ def test_custom_vjp_symbolic_zeros_and_perturbed_flags(transform):
         jf.defvjp(jfwd, jbwd, symbolic_zeros=True)
         jg = jax.grad(lambda x: jf(x, np.asarray(b))[0].sum())(np.asarray(a))
         np.testing.assert_allclose(np.asarray(g), np.asarray(jg))
+
+
+# --------------------------------------------------------------------------- cholesky
+
+
+_NONSYM = np.array([[4.0, 1.0], [2.0, 3.0]], np.float32)   # the triangles disagree
+_W = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_scipy_cholesky_reads_only_the_named_triangle(lower):
+    # scipy (and JAX) factor the Hermitian matrix of the chosen triangle; minijax averaged
+    # the two triangles first.
+    import scipy.linalg
+    tri = np.tril(_NONSYM) if lower else np.triu(_NONSYM)
+    herm = tri + tri.T - np.diag(np.diag(tri))
+    want = scipy.linalg.cholesky(herm.astype(np.float64), lower=lower)
+    got = minijax.scipy.linalg.cholesky(jnp.asarray(_NONSYM), lower=lower)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    c, low = minijax.scipy.linalg.cho_factor(jnp.asarray(_NONSYM), lower=lower)
+    np.testing.assert_allclose(np.asarray(minijax.scipy.linalg.cho_solve((c, low), jnp.ones(2))),
+                               np.linalg.solve(herm, np.ones(2)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("lower, want", [
+    # JAX 0.10.2's gradients: its Cholesky JVP takes the input tangent to be Hermitian
+    # as it comes (it is not rebuilt from the triangle the factorization reads).
+    (True, [[0.2285534143447876, -0.7071067094802856],
+            [0.7928931713104248, 1.4142134189605713]]),
+    (False, [[0.20037783682346344, 0.6984886527061462],
+             [-0.30151134729385376, 1.206045389175415]]),
+])
+def test_scipy_cholesky_gradient_is_jax_convention(lower, want):
+    g = minijax.grad(lambda a: jnp.sum(minijax.scipy.linalg.cholesky(a, lower=lower) * _W))(
+        jnp.asarray(_NONSYM))
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-6)
+    # cho_solve through cho_factor (JAX 0.10.2's value).
+    g = minijax.grad(lambda a: jnp.sum(minijax.scipy.linalg.cho_solve(
+        minijax.scipy.linalg.cho_factor(a), jnp.ones(2))))(jnp.asarray(_NONSYM))
+    np.testing.assert_allclose(np.asarray(g), [[-0.03305785, -0.1177686],
+                                               [0.01859504, -0.07438017]], rtol=1e-5)
+
+
+def test_symmetric_cholesky_gradient_matches_finite_differences():
+    # On symmetric inputs and symmetric directions, the convention does not matter: the
+    # directional derivative is the true one.
+    rng = np.random.RandomState(0)
+    m = rng.randn(3, 3)
+    a = m @ m.T + 3 * np.eye(3)
+    d = rng.randn(3, 3)
+    d = d + d.T
+    with minijax.enable_x64():
+        g = minijax.grad(lambda x: jnp.sum(jnp.sin(minijax.scipy.linalg.cholesky(x))))(a)
+
+    def f(x):
+        return np.sum(np.sin(np.linalg.cholesky(x).T))
+    eps = 1e-6
+    fd = (f(a + eps * d) - f(a - eps * d)) / (2 * eps)
+    np.testing.assert_allclose(np.sum(np.asarray(g) * d), fd, rtol=1e-6)
