@@ -14,6 +14,7 @@ from minijax.api_util import (
     flatten_fun,
     fun_name,
     fun_source,
+    is_float0,
     leaf_arg_names,
     normalize_argnums,
 )
@@ -107,21 +108,50 @@ def jvp(fun, primals, tangents, has_aux: bool = False):
     if p_tree != t_tree:
         raise TypeError(f"jvp: primal and tangent arguments must have the same tree "
                         f"structure; got {p_tree} and {t_tree}.")
-    for p, t in zip(p_leaves, t_leaves, strict=True):
-        pa, ta = get_aval(p), get_aval(t)
-        if pa.shape != ta.shape:
-            raise ValueError(f"jvp: primal and tangent shapes must match; got primal "
-                             f"{pa.str_short()} and tangent {ta.str_short()}.")
+    t_leaves = [_jvp_tangent_in(p, t) for p, t in zip(p_leaves, t_leaves, strict=True)]
     target = _split_aux(fun, has_aux)
     flat_fun, store = flatten_fun(target, p_tree)
     p_outs, t_outs = ad.jvp_flat(flat_fun, p_leaves, t_leaves)
-    t_outs = [ad.instantiate_zeros(t) for t in t_outs]
+    t_outs = [_tangent_out(p, t) for p, t in zip(p_outs, t_outs, strict=True)]
     out_tree = store["out_tree"]
     primal_out = tree_util.tree_unflatten(out_tree, p_outs)
     tangent_out = tree_util.tree_unflatten(out_tree, t_outs)
     if has_aux:
         return primal_out[0], tangent_out[0], primal_out[1]
     return primal_out, tangent_out
+
+
+def _jvp_tangent_in(primal, tangent):
+    """Checks a jvp tangent against its primal as JAX does (same shape; same dtype, or float0
+    for an integer/bool primal) and returns it, a float0 one as a symbolic zero."""
+    pa = get_aval(primal)
+    t_shape, t_dtype, t_str = _shape_dtype(tangent)
+    if pa.shape != t_shape:
+        raise ValueError(f"jvp: primal and tangent shapes must match; got primal "
+                         f"{pa.str_short()} and tangent {t_str}.")
+    expected = pa.dtype if dtypes.is_inexact(pa.dtype) else dtypes.float0
+    if t_dtype != expected:
+        raise TypeError("jvp: primal and tangent arguments do not match; dtypes must be "
+                        "equal, or in case of int/bool primal dtype the tangent dtype must "
+                        f"be float0. Got primal dtype {pa.dtype} and so expected tangent "
+                        f"dtype {expected}, but got tangent dtype {t_dtype} instead.")
+    return ad.Zero(ad.tangent_aval(pa)) if t_dtype == dtypes.float0 else tangent
+
+
+def _shape_dtype(x):
+    """(shape, dtype, short description) of an array or a float0 NumPy array."""
+    if is_float0(x):
+        return x.shape, dtypes.float0, f"float0{list(x.shape)}".replace(" ", "")
+    aval = get_aval(x)
+    return aval.shape, aval.dtype, aval.str_short()
+
+
+def _tangent_out(primal, tangent):
+    """An output tangent made concrete: float0 zeros for an integer/bool output (as JAX)."""
+    aval = get_aval(primal)
+    if not dtypes.is_inexact(aval.dtype):
+        return np.zeros(aval.shape, dtypes.float0)
+    return ad.instantiate_zeros(tangent)
 
 
 def _split_aux(fun, has_aux):
@@ -167,6 +197,18 @@ def _linearize_maybe_aux(fun, p_leaves, p_tree, has_aux):
     return all_outs[:n_main], linear, store["main_tree"], aux, n_main
 
 
+def _linear_tangent_in(t, aval):
+    """Checks a tangent given to linearize's function (JAX's ValueError on a shape or dtype
+    other than the primal's; float0 for an integer/bool primal) and makes it concrete."""
+    expected = aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.float0
+    shape, dtype, desc = _shape_dtype(t)
+    if shape != aval.shape or dtype != expected:
+        raise ValueError(f"linearized function called with a tangent of type {desc} for a "
+                         f"primal of type {aval.str_short()} (a tangent has the primal's shape "
+                         f"and dtype, float0 for an integer or bool primal).")
+    return core.zeros_like_aval(aval) if dtype == dtypes.float0 else t
+
+
 @api_boundary
 def linearize(fun, *primals, has_aux: bool = False):
     """Returns (fun(*primals), f_jvp[, aux]) where f_jvp evaluates the linearized function.
@@ -182,12 +224,11 @@ def linearize(fun, *primals, has_aux: bool = False):
         if t_tree != p_tree:
             raise TypeError(f"linearized function called with tangents of structure {t_tree}"
                             f", expected {p_tree}")
-        for t, aval in zip(t_leaves, linear.in_avals, strict=True):
-            if get_aval(t).shape != aval.shape:
-                raise ValueError(f"linearized function called with a tangent of type "
-                                 f"{get_aval(t).str_short()} for a primal of type "
-                                 f"{aval.str_short()}")
-        return tree_util.tree_unflatten(out_tree, linear.jvp(t_leaves)[:n_main])
+        t_leaves = [_linear_tangent_in(t, aval)
+                    for t, aval in zip(t_leaves, linear.in_avals, strict=True)]
+        t_outs = [_tangent_out(p, t) for p, t in
+                  zip(p_outs[:n_main], linear.jvp(t_leaves)[:n_main], strict=True)]
+        return tree_util.tree_unflatten(out_tree, t_outs)
     primal_out = tree_util.tree_unflatten(out_tree, p_outs)
     if has_aux:
         return primal_out, f_jvp, aux
@@ -213,11 +254,9 @@ def vjp(fun, *primals, has_aux: bool = False):
         if ct_tree != out_tree:
             raise TypeError(f"vjp function called with a cotangent of structure {ct_tree}, "
                             f"expected the output structure {out_tree}")
-        for c, aval in zip(ct_leaves, linear.out_avals, strict=False):
-            if get_aval(c).shape != aval.shape:
-                raise ValueError(f"vjp: cotangent shape {get_aval(c).str_short()} does not "
-                                 f"match the primal output {aval.str_short()}")
-        ct_leaves = list(ct_leaves) + [ad.Zero(a) for a in linear.out_avals[n_main:]]
+        ct_leaves = [_vjp_cotangent_in(c, aval)
+                     for c, aval in zip(ct_leaves, linear.out_avals[:n_main], strict=True)]
+        ct_leaves = ct_leaves + [ad.Zero(a) for a in linear.out_avals[n_main:]]
         in_cts = linear.transpose(ct_leaves)
         in_cts = [_zeros_for(c, p) for c, p in zip(in_cts, p_leaves, strict=True)]
         return tree_util.tree_unflatten(p_tree, in_cts)
@@ -229,6 +268,21 @@ def vjp(fun, *primals, has_aux: bool = False):
 
 
 float0 = dtypes.float0
+
+
+def _vjp_cotangent_in(ct, aval):
+    """Checks a cotangent given to vjp's function against its primal output (JAX's
+    ValueError on another shape, or another dtype for a float output); an integer/bool
+    output's cotangent (float0 or not) is a symbolic zero."""
+    shape, dtype, desc = _shape_dtype(ct)
+    if shape != aval.shape:
+        raise ValueError(f"vjp: cotangent shape {desc} does not match the primal output "
+                         f"{aval.str_short()}")
+    inexact = dtypes.is_inexact(aval.dtype)
+    if inexact and dtype != aval.dtype:
+        raise ValueError(f"vjp: cotangent dtype {desc} does not match the primal output "
+                         f"{aval.str_short()} (a cotangent has the output's dtype)")
+    return ct if inexact else ad.Zero(aval)
 
 
 def _zeros_for(ct, primal):
@@ -301,6 +355,11 @@ def value_and_grad(fun, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     @api_boundary
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
+        wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        if any(i >= len(args) for i in wanted):   # JAX: TypeError (a negative one: ValueError)
+            raise TypeError(f"grad: differentiating with respect to argnums={argnums} requires "
+                            f"at least {max(wanted) + 1} positional arguments to be passed by "
+                            f"the caller, but got only {len(args)} positional arguments.")
         nums = normalize_argnums(argnums, len(args), "grad")
         for i in nums:
             for leaf in tree_util.tree_leaves(args[i]):

@@ -79,6 +79,9 @@ def _like(block, example):
 
 def _split_cols(y, jcols, leaves, sizes, tree, single):
     out_shape = get_aval(y).shape
+    if isinstance(jcols, np.ndarray) and jcols.dtype == dtypes.float0:
+        # An integer/bool output has float0 tangents; its Jacobian is zeros of its dtype.
+        jcols = np.zeros(jcols.shape, get_aval(y).dtype)
     parts, start = [], 0
     for x, n in zip(leaves, sizes, strict=True):
         block = slice_in_dim(jcols, start, start + n, axis=get_aval(jcols).ndim - 1)

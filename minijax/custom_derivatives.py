@@ -77,6 +77,52 @@ def _closure_error(kind: str):
         "input parameters. Pass the value as an explicit argument instead.")
 
 
+class SymbolicZero:
+    """A zero tangent or cotangent that was never materialized: what a custom_jvp rule
+    (defjvp(..., symbolic_zeros=True)) receives for an input that is not perturbed, and a
+    custom_vjp bwd rule (defvjp(..., symbolic_zeros=True)) for an output whose cotangent is
+    zero. `aval`, `shape` and `dtype` describe the zeros it stands for."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+
+    def instantiate(self):
+        """The zeros array this stands for."""
+        return core.zeros_like_aval(self.aval)
+
+    def __repr__(self) -> str:
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+class CustomVJPPrimal:
+    """A primal input as a custom_vjp fwd rule with symbolic_zeros=True sees it: its
+    `value`, and whether it is `perturbed` (has a nonzero tangent)."""
+
+    def __init__(self, value, perturbed: bool):
+        self.value = value
+        self.perturbed = perturbed
+
+    def __repr__(self) -> str:
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+def _instantiate(x):
+    return x.instantiate() if type(x) is SymbolicZero else x
+
+
+def _unbatch_zeros(args):
+    """For run_batched: a SymbolicZero stays symbolic, unbatched and per example (its aval
+    without the leading batch axis); everything else is batched at 0."""
+    out = [SymbolicZero(a.aval.update(shape=a.shape[1:])) if type(a) is SymbolicZero else a
+           for a in args]
+    return out, [type(a) is not SymbolicZero for a in args]
+
+
 # --------------------------------------------------------------------------- custom_jvp
 
 
@@ -156,6 +202,8 @@ class custom_jvp:  # noqa: N801 - JAX's name
                     "respectively.")
             p_out, t_out = [], []
             for p, t, want in zip(p_leaves, t_leaves, out_avals, strict=True):
+                if type(t) is SymbolicZero:
+                    t = core.zeros_like_aval(ad.tangent_aval(want))
                 pa, ta = get_aval(p), get_aval(t)
                 if not typematch(pa, want):
                     raise TypeError(
@@ -204,7 +252,10 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp_fn, num_consts,
                          symbolic_zeros):
     if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
         raise _closure_error("custom_jvp")
-    tangents = [materialize(t, ad.tangent_aval(get_aval(p)))
+    # With symbolic_zeros, an unperturbed input's tangent reaches the rule as SymbolicZero.
+    tangents = [SymbolicZero(ad.tangent_aval(get_aval(p)))
+                if symbolic_zeros and type(t) is ad.Zero
+                else materialize(t, ad.tangent_aval(get_aval(p)))
                 for p, t in zip(primals[num_consts:], tangents[num_consts:], strict=True)]
     outs = jvp_fn(*primals[num_consts:], *tangents)
     n = len(call_jaxpr.out_avals)
@@ -221,7 +272,8 @@ def _custom_jvp_call_batch(trace, vals, dims, *, call_jaxpr, jvp_fn, num_consts,
     batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True, name)
 
     def batched_jvp(*args):
-        return run_batched(jvp_fn, size, name, args, [True] * len(args))
+        args, batched_in = _unbatch_zeros(args)
+        return run_batched(jvp_fn, size, name, args, batched_in)
     outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp_fn=batched_jvp,
                                   num_consts=num_consts, symbolic_zeros=symbolic_zeros)
     return outs, [0] * len(outs)
@@ -243,10 +295,14 @@ class custom_vjp:  # noqa: N801 - JAX's name
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = None
         self.bwd = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd, bwd, symbolic_zeros: bool = False):
-        """Set the forward (with residuals) and backward rules."""
+        """Set the forward (with residuals) and backward rules. With symbolic_zeros, fwd
+        gets each argument leaf as a CustomVJPPrimal (value, perturbed) and bwd gets a
+        SymbolicZero for each output whose cotangent is zero."""
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = symbolic_zeros
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -266,9 +322,14 @@ class custom_vjp:  # noqa: N801 - JAX's name
             f"custom_vjp function {_name(self.fun)}")
         out_avals = jaxpr.out_avals
         fwd, bwd, fun = self.fwd, self.bwd, self.fun
+        symbolic_zeros = self.symbolic_zeros
         store = {}
 
-        def fwd_flat(*flat):
+        def fwd_flat(*flat, perturbed=None):
+            if symbolic_zeros:
+                perturbed = [True] * len(flat) if perturbed is None else perturbed
+                flat = [CustomVJPPrimal(x, bool(p))
+                        for x, p in zip(flat, perturbed, strict=True)]
             d = tree_util.tree_unflatten(in_tree, list(flat))
             out = fwd(*_merge(d, nondiff, pos))
             if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -294,6 +355,8 @@ class custom_vjp:  # noqa: N801 - JAX's name
 
         def bwd_flat(res, cts):
             r = tree_util.tree_unflatten(store["res_tree"], list(res))
+            if not symbolic_zeros:
+                cts = [_instantiate(c) for c in cts]
             g = tree_util.tree_unflatten(out_tree, list(cts))
             in_cts = bwd(*nondiff, r, g)
             return _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd)
@@ -301,6 +364,9 @@ class custom_vjp:  # noqa: N801 - JAX's name
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd_fn=fwd_flat,
                                       bwd_fn=bwd_flat, num_consts=len(consts))
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+_ARG_LEAF = object()   # stands for each leaf of a primal argument in _flatten_bwd_output
 
 
 def _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd):
@@ -314,17 +380,29 @@ def _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd):
             f"{in_tree}.")
     flat = []
     for ct, arg in zip(in_cts, diff, strict=True):
+        # None stands for a zero cotangent of the whole corresponding subtree of the
+        # argument (a leaf, a container, or a None the argument itself holds), as in JAX.
         arg_leaves, arg_tree = tree_util.tree_flatten(arg)
-        if ct is None:
-            flat.extend([None] * len(arg_leaves))
-            continue
-        ct_leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
-        if ct_tree != arg_tree:
+        dummy = tree_util.tree_unflatten(arg_tree, [_ARG_LEAF] * len(arg_leaves))
+        part = []
+
+        def append(x, d, part=part):
+            if x is None:
+                part.extend([None] * len(tree_util.tree_leaves(d)))
+            elif d is not _ARG_LEAF:
+                raise ValueError("bwd output leaf where the argument has a container")
+            else:
+                part.append(x)
+        try:
+            tree_util.tree_map(append, ct, dummy, is_leaf=lambda x: x is None)
+        except (ValueError, TypeError):
+            _, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda x: x is None)
             raise TypeError(
                 "Custom VJP bwd rule must produce an output with the same container "
                 "(pytree) structure as the args tuple of the primal function, but got "
-                f"bwd output structure {ct_tree} for primal input structure {arg_tree}.")
-        flat.extend(ct_leaves)
+                f"bwd output structure {ct_tree} for primal input structure {arg_tree}."
+            ) from None
+        flat.extend(part)
     out = []
     for ct, aval in zip(flat, in_avals, strict=True):
         want = ad.tangent_aval(aval)
@@ -353,7 +431,8 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd_fn, bwd_fn, num_c
     if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
         raise _closure_error("custom_vjp")
     args = primals[num_consts:]
-    res_and_outs = fwd_fn(*args)
+    res_and_outs = fwd_fn(*args, perturbed=[type(t) is not ad.Zero
+                                            for t in tangents[num_consts:]])
     n = len(call_jaxpr.out_avals)
     outs, res = res_and_outs[:n], res_and_outs[n:]
     t_in = [materialize(t, ad.tangent_aval(get_aval(p)))
@@ -372,13 +451,15 @@ def _custom_vjp_call_batch(trace, vals, dims, *, call_jaxpr, fwd_fn, bwd_fn, num
     vals = move_to_front(trace, vals, dims, True)
     batched, _ = batch_jaxpr(call_jaxpr, size, [True] * len(vals), True, name)
 
-    def fwd_b(*args):
-        return run_batched(fwd_fn, size, name, args, [True] * len(args))
+    def fwd_b(*args, perturbed=None):
+        return run_batched(functools.partial(fwd_fn, perturbed=perturbed), size, name, args,
+                           [True] * len(args))
 
     def bwd_b(res, cts):
         nr = len(res)
+        cts, batched_cts = _unbatch_zeros(cts)
         return run_batched(lambda *a: bwd_fn(a[:nr], a[nr:]), size, name,
-                           list(res) + list(cts), [True] * (nr + len(cts)))
+                           list(res) + list(cts), [True] * nr + batched_cts)
     outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd_fn=fwd_b, bwd_fn=bwd_b,
                                   num_consts=num_consts)
     return outs, [0] * len(outs)
@@ -403,7 +484,9 @@ def _custom_vjp_lin_jvp(primals, tangents, **params):
 
 def _custom_vjp_lin_transpose(cts, *args, num_res, bwd_fn, out_avals):
     res = args[:num_res]
-    cts = [materialize(c, a) for c, a in zip(cts, out_avals, strict=True)]
+    # (bwd_fn instantiates these unless the rule asked for symbolic zeros)
+    cts = [SymbolicZero(a) if type(c) is ad.Zero else c
+           for c, a in zip(cts, out_avals, strict=True)]
     in_cts = bwd_fn(res, cts)
     return [None] * num_res + list(in_cts)
 

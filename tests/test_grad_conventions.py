@@ -103,6 +103,23 @@ CASES = [
      'jnp.array([2., 1., 1.])', [[1.0, 1.0, 4.0]]),
     ('cummin_reverse_ties', 'lambda x: jnp.sum(lax.cummin(x, reverse=True) * jnp.arange(1., 4.))',
      'jnp.array([1., 1., 2.])', [[0.5, 2.5, 3.0]]),
+    # Three or more tied elements: the split follows the odd/even recursion of
+    # lax.associative_scan, through which JAX differentiates every cumulative reduction.
+    ('cummax_three_ties', 'lambda x: jnp.sum(lax.cummax(x) * jnp.arange(1., 4.))',
+     'jnp.zeros(3)', [[2.75, 1.75, 1.5]]),
+    ('cummin_reverse_five_ties',
+     'lambda x: jnp.sum(lax.cummin(x, reverse=True) * jnp.arange(1., 6.))',
+     'jnp.zeros(5)', [[0.5, 0.625, 2.125, 3.375, 8.375]]),
+    # cumlogsumexp is smooth: d y_i / d x_j = exp(x_j - y_i), ties included.
+    ('cumlogsumexp_ties', 'lambda x: jnp.sum(lax.cumlogsumexp(x) * jnp.arange(1., 4.))',
+     'jnp.ones(3)', [[3.0, 2.0, 1.0]]),
+    ('cumlogsumexp_reverse_ties',
+     'lambda x: jnp.sum(lax.cumlogsumexp(x, reverse=True) * jnp.arange(1., 5.))',
+     'jnp.array([0., 0., 2., 2.])',
+     [[0.05960145592689514, 0.18635934591293335, 2.8770196437835693, 6.877019882202148]]),
+    ('cumlogsumexp_minus_inf_prefix',
+     'lambda x: jnp.sum(lax.cumlogsumexp(x) * jnp.arange(1., 4.))',
+     'jnp.array([-np.inf, -np.inf, 2.])', [[nan, nan, 3.0]]),
     ('max_pool_ties',
      "lambda x: jnp.sum(lax.reduce_window(x, -np.inf, lax.max, (2,), (1,), 'VALID'))",
      'jnp.array([1., 1., 1.])', [[1.0, 1.0, 0.0]]),

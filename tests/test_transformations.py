@@ -250,9 +250,13 @@ def test_grad_errors():
     with pytest.raises(TypeError, match=r"grad with holomorphic=True requires outputs with "
                                         r"complex dtype, but got float32\."):
         minijax.grad(lambda z: jnp.real(z), holomorphic=True)(np.complex64(1j))
-    with pytest.raises(ValueError, match=r"grad: argnums 2 out of range for a function called "
-                                         r"with 1 positional arguments"):
+    # JAX: a positive argnums past the arguments is a TypeError, a negative one a ValueError.
+    with pytest.raises(TypeError, match=r"grad: differentiating with respect to argnums=2 "
+                                        r"requires at least 3 positional arguments"):
         minijax.grad(lambda x: x, argnums=2)(1.0)
+    with pytest.raises(ValueError, match=r"grad: argnums -2 out of range for a function called "
+                                         r"with 1 positional arguments"):
+        minijax.grad(lambda x: x, argnums=-2)(1.0)
 
 
 def test_unused_inputs_have_symbolic_zero_gradients():

@@ -1,8 +1,9 @@
 """Cumulative reductions: cumsum, cumprod, cummax, cummin, cumlogsumexp (axis, reverse).
 
 cumsum is linear (its transpose is the cumsum in the other direction). The other JVPs
-are the JVP of an associative (Hillis-Steele) prefix scan written in lax operations, as
-JAX differentiates them. All lower to an HLO reduce-window whose window spans the whole
+are the JVP of lax.associative_scan (the odd/even recursion) with the combine function, as
+JAX differentiates them: the recursion's shape decides how ties split a cummax/cummin
+gradient, so it must be JAX's. All lower to an HLO reduce-window whose window spans the whole
 axis, padded on one side with the monoid's identity.
 """
 
@@ -15,7 +16,8 @@ from minijax.compiler.hlo.ir import Shape
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
-from minijax.lax import elementwise, elementwise_int, elementwise_math, slicing
+from minijax.lax import elementwise, elementwise_int, elementwise_math
+from minijax.lax.control_flow_assoc import associative_scan
 from minijax.lax.reductions import _KIND_NAMES, max_identity, min_identity
 from minijax.lax.utils import standard_primitive
 
@@ -76,31 +78,40 @@ def logaddexp(x, y):
     return elementwise_int.select_n(elementwise_int.ne(delta, delta), finite, elementwise.add(x, y))
 
 
-def prefix_scan(combine, x, axis: int, reverse: bool, identity):
-    """Inclusive scan of `combine` along `axis` in ceil(log2(n)) steps of shift-and-combine
-    (each shift is a lax.pad with the identity and a negative padding on the other side)."""
-    aval = get_aval(x)
-    n = aval.shape[axis]
-    pad_value = np.asarray(identity, aval.dtype)
-    step = 1
-    while step < n:
-        config = [(0, 0, 0)] * aval.ndim
-        config[axis] = (-step, step, 0) if reverse else (step, -step, 0)
-        x = combine(x, slicing.pad(x, pad_value, config))
-        step *= 2
-    return x
+def _replace_posinf(x):
+    inf = elementwise.full_like(x, np.inf)
+    return elementwise_int.select_n(elementwise_int.eq(x, inf), x, elementwise.full_like(x, 0))
 
 
-def _scan_jvp(prim, combine, identity_fn):
+def _logaddexp_with_tangent(a, b):
+    """logaddexp on (value, tangent) pairs with JAX's custom derivative of logaddexp,
+    t = ta * exp(xa - out) + tb * exp(xb - out) with +inf read as 0 (the derivative of the
+    formula itself is wrong at ties: abs's derivative at 0 hands all of it to one side)."""
+    (xa, ta), (xb, tb) = a, b
+    out = logaddexp(xa, xb)
+    r_out = _replace_posinf(out)
+
+    def weight(v):
+        return elementwise.exp(elementwise.sub(_replace_posinf(v), r_out))
+    return out, elementwise.add(elementwise.mul(ta, weight(xa)), elementwise.mul(tb, weight(xb)))
+
+
+def _scan_jvp(prim, combine, pair_combine=None):
+    """JVP of a cumulative primitive: that of lax.associative_scan(combine), or, where the
+    combine function has a custom derivative, an associative scan of pair_combine over
+    (value, tangent) pairs."""
     def rule(primals, tangents, *, axis, reverse):
         (x,), (t,) = primals, tangents
         ans = prim.bind(x, axis=axis, reverse=reverse)
         dtype = get_aval(x).dtype
         if type(t) is ad.Zero or not dtypes.is_inexact(dtype):
             return ans, ad.Zero.from_value(ans)
+        if pair_combine is not None:
+            _, t_out = associative_scan(pair_combine, (x, t), reverse=reverse, axis=axis)
+            return ans, t_out
 
         def scan(v):
-            return [prefix_scan(combine, v, axis, reverse, identity_fn(dtype))]
+            return [associative_scan(combine, v, reverse=reverse, axis=axis)]
         _, (t_out,) = ad.jvp_flat(scan, [x], [t])
         return ans, t_out
     return rule
@@ -190,7 +201,7 @@ cumprod_p = standard_primitive(
     "cumprod", _cum_abstract_eval("cumprod", "iufc"),
     _cum_impl(lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype)))
 cumprod = _wrapper(cumprod_p, "Cumulative product along `axis` (from the end if `reverse`).")
-ad.primitive_jvps[cumprod_p] = _scan_jvp(cumprod_p, _mul, _ones)
+ad.primitive_jvps[cumprod_p] = _scan_jvp(cumprod_p, _mul)
 batching.primitive_batchers[cumprod_p] = _cum_batcher(cumprod_p)
 register_lowering(cumprod_p, _cum_lowering("multiply", _ones))
 
@@ -212,7 +223,7 @@ cummax_p = standard_primitive(
     "cummax", _cum_abstract_eval("cummax", "iufb"),
     _cum_impl(lambda x, axis: _signed_zero_accumulate(np.maximum, x, axis)))
 cummax = _wrapper(cummax_p, "Cumulative maximum along `axis` (from the end if `reverse`).")
-ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, _max, max_identity)
+ad.primitive_jvps[cummax_p] = _scan_jvp(cummax_p, _max)
 batching.primitive_batchers[cummax_p] = _cum_batcher(cummax_p)
 register_lowering(cummax_p, _cum_lowering("maximum", max_identity))
 
@@ -220,7 +231,7 @@ cummin_p = standard_primitive(
     "cummin", _cum_abstract_eval("cummin", "iufb"),
     _cum_impl(lambda x, axis: _signed_zero_accumulate(np.minimum, x, axis)))
 cummin = _wrapper(cummin_p, "Cumulative minimum along `axis` (from the end if `reverse`).")
-ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, _min, min_identity)
+ad.primitive_jvps[cummin_p] = _scan_jvp(cummin_p, _min)
 batching.primitive_batchers[cummin_p] = _cum_batcher(cummin_p)
 register_lowering(cummin_p, _cum_lowering("minimum", min_identity))
 
@@ -236,6 +247,6 @@ cumlogsumexp_p = standard_primitive(
     _cum_impl(lambda x, axis: np.logaddexp.accumulate(x, axis=axis)))
 cumlogsumexp = _wrapper(
     cumlogsumexp_p, "Cumulative log-sum-exp along `axis` (from the end if `reverse`).")
-ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, logaddexp, _neg_inf)
+ad.primitive_jvps[cumlogsumexp_p] = _scan_jvp(cumlogsumexp_p, logaddexp, _logaddexp_with_tangent)
 batching.primitive_batchers[cumlogsumexp_p] = _cum_batcher(cumlogsumexp_p)
 register_lowering(cumlogsumexp_p, _cum_lowering("logaddexp", _neg_inf))

@@ -131,10 +131,12 @@ def _hermitian_from_lower(t):
 
 
 def _cholesky_jvp(primals, tangents):
-    # L' = L phi(L^-1 A' L^-H), phi = lower triangle with the diagonal halved.
+    # L' = L phi(L^-1 A' L^-H), phi = lower triangle with the diagonal halved. A' is used
+    # whole, taken to be Hermitian as JAX does (not rebuilt from its lower triangle), so
+    # gradients through symmetrize_input=False (scipy's cholesky, cho_factor) are JAX's.
     (x,), (t,) = primals, tangents
     lower = cholesky_p.bind(x)
-    t = _hermitian_from_lower(ad.instantiate_zeros(t))
+    t = ad.instantiate_zeros(t)
     tmp = triangular_solve(lower, t, left_side=True, lower=True)
     sigma = triangular_solve(lower, tmp, left_side=False, lower=True, transpose_a=True,
                              conjugate_a=True)

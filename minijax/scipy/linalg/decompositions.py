@@ -38,7 +38,9 @@ def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bo
     del overwrite_a, check_finite
     (a,) = _inexact("cholesky", a)
     _square("cholesky", a)
-    factor = lax_linalg.cholesky(a)
+    # As scipy and JAX: only the triangle named by `lower` is read (no symmetrizing), so
+    # values and gradients ignore the other triangle.
+    factor = lax_linalg.cholesky(a if lower else _mH(a), symmetrize_input=False)
     return factor if lower else _mH(factor)
 
 
