@@ -1,0 +1,148 @@
+"""Silent wrong answers in minijax.numpy found by differential testing against JAX 0.10.2.
+
+Each test pins JAX's value (hard-coded, noted as JAX's) or a NumPy / float64 reference, runs
+eagerly and under jit, and, where real JAX is importable, also compares with it (CI has no
+JAX, so those parts skip).
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minijax
+import minijax.numpy as jnp
+
+try:
+    import jax as real_jax
+    import jax.numpy as real_jnp
+except Exception:  # pragma: no cover - CI has no JAX
+    real_jax = real_jnp = None
+
+needs_jax = pytest.mark.skipif(real_jax is None, reason="real JAX is not installed")
+
+bf16 = ml_dtypes.bfloat16
+
+
+def _both(f, *args):
+    """f's results eagerly and under jit (the compiled CPU path)."""
+    return f(*args), minijax.jit(f)(*args)
+
+
+def _assert_same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(got.astype(np.float64) if got.dtype.kind == "V" else got,
+                                  want.astype(np.float64) if want.dtype.kind == "V" else want)
+
+
+# --------------------------------------------------------------------------- reciprocal
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32, np.bool_])
+def test_reciprocal_of_integers_is_float(dtype):
+    x = np.array([1, 2, 0, 4], dtype) if dtype != np.bool_ else np.array([True, False])
+    with np.errstate(divide="ignore"):
+        want = (1.0 / x.astype(np.float32)).astype(np.float32)  # JAX: [1, .5, inf, .25], f32
+        for got in _both(jnp.reciprocal, x):
+            _assert_same(got, want)
+    scalar = jnp.reciprocal(3)
+    assert scalar.dtype == np.float32 and scalar.aval.weak_type  # JAX: 0.33333334, weak f32
+    np.testing.assert_allclose(scalar, np.float32(1 / 3))
+
+
+# --------------------------------------------------------------------------- shifts of bools
+
+
+def test_shifts_promote_booleans_to_int32():
+    t = np.array([True, True, False, False])
+    u = np.array([True, False, True, False])
+    # JAX's values: left_shift(t, u) = [2, 1, 0, 0] int32, right_shift(t, 1) = [0, 0, 0, 0]
+    for got in _both(jnp.left_shift, t, u):
+        _assert_same(got, np.array([2, 1, 0, 0], np.int32))
+    for got in _both(lambda a: jnp.right_shift(a, 1), t):
+        _assert_same(got, np.zeros(4, np.int32))
+    assert int(jnp.left_shift(True, 2)) == 4
+
+
+# --------------------------------------------------------------------------- round(decimals)
+
+
+def test_float16_round_with_decimals_does_not_overflow():
+    x = np.array([1.25, 123.456, 12345.0, 65504.0, -0.0, np.nan], np.float16)
+    # JAX scales float16 in float32, so x * 10**decimals cannot overflow to inf.
+    for decimals in (1, 2, 3):
+        want = (np.round(x.astype(np.float32) * np.float32(10.0 ** decimals))
+                / np.float32(10.0 ** decimals)).astype(np.float16)
+        for got in _both(lambda a, d=decimals: jnp.round(a, d), x):
+            _assert_same(got, want)
+            assert np.signbit(np.asarray(got)[4])
+    # JAX's value for decimals=3 (was [1.25, inf, inf, inf, -0, nan] in minijax)
+    np.testing.assert_array_equal(np.asarray(jnp.round(x, 3))[:4],
+                                  np.array([1.25, 123.44, 12344, 65504], np.float16))
+
+
+@needs_jax
+@given(st.lists(st.floats(-70000, 70000, width=32) | st.sampled_from([np.nan, np.inf, -0.0]),
+                min_size=1, max_size=8),
+       st.integers(-2, 4), st.sampled_from([np.float16, bf16]))
+@settings(max_examples=30)
+def test_16bit_round_matches_jax(values, decimals, dtype):
+    with np.errstate(over="ignore"):
+        x = np.array(values, np.float32).astype(dtype)
+    want = np.asarray(real_jnp.round(x, decimals)).astype(np.float64)
+    got = np.asarray(jnp.round(x, decimals)).astype(np.float64)
+    np.testing.assert_array_equal(got, want)
+
+
+# --------------------------------------------------------------------------- bf16 -> int
+
+
+_SPECIAL = np.array([np.nan, -1.0, 1e10, -1e10, 300, -300, 2.7, -2.7, np.inf, -np.inf],
+                    np.float32)
+
+
+@pytest.mark.parametrize("src", [bf16, np.float16, np.float32, ml_dtypes.float8_e4m3fn])
+@pytest.mark.parametrize("dst", [np.int8, np.uint8, np.int32, np.uint32])
+def test_float_to_int_convert_saturates_nan_to_zero(src, dst):
+    """XLA's convert (what JAX gives, eagerly and under jit): truncate, saturate, NaN -> 0.
+    bfloat16 and the 8-bit floats wrapped eagerly (NumPy's bare astype)."""
+    with np.errstate(over="ignore"):
+        x = _SPECIAL.astype(src)
+    wide = np.trunc(x.astype(np.float64))
+    info = np.iinfo(dst)
+    want = np.clip(np.nan_to_num(wide, nan=0.0, posinf=info.max, neginf=info.min),
+                   info.min, info.max).astype(dst)
+    for got in _both(lambda a: jnp.asarray(a).astype(dst), x):
+        _assert_same(got, want)
+    # sum(dtype=) converts first: JAX's sum(bf16 [-1, nan, 2.5, -2.5], dtype=uint8) is 2
+    y = np.array([-1.0, np.nan, 2.5, -2.5], src)
+    assert int(jnp.sum(y, dtype=np.uint8)) == 2
+
+
+# --------------------------------------------------------------------------- sort_complex
+
+
+def test_sort_complex_sorts_the_last_axis():
+    x = np.array([[3, 1, 2], [0, 5, -1]], np.float32)
+    want = np.array([[1, 2, 3], [-1, 0, 5]], np.complex64)  # JAX's value (lax.sort's axis)
+    for got in _both(jnp.sort_complex, x):
+        _assert_same(got, want)
+
+
+# --------------------------------------------------------------------------- unique bf16
+
+
+def test_unique_of_bfloat16_places_nan_last():
+    x = np.array([1, np.nan, -0.0, np.inf, -np.inf, 3, 1, np.nan], bf16)
+    vals, inv, counts = jnp.unique(x, return_inverse=True, return_counts=True)
+    # JAX's values
+    want = np.array([-np.inf, -0.0, 1, 3, np.inf, np.nan])
+    np.testing.assert_array_equal(np.asarray(vals).astype(np.float64), want)
+    assert vals.dtype == bf16
+    np.testing.assert_array_equal(inv, [2, 5, 1, 4, 0, 3, 2, 5])
+    np.testing.assert_array_equal(counts, [1, 1, 2, 1, 1, 2])
+    jitted = minijax.jit(lambda a: jnp.unique(a, size=6))(x)
+    np.testing.assert_array_equal(np.asarray(jitted).astype(np.float64), want)
