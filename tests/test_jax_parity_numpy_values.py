@@ -146,3 +146,51 @@ def test_unique_of_bfloat16_places_nan_last():
     np.testing.assert_array_equal(counts, [1, 1, 2, 1, 1, 2])
     jitted = minijax.jit(lambda a: jnp.unique(a, size=6))(x)
     np.testing.assert_array_equal(np.asarray(jitted).astype(np.float64), want)
+
+
+# --------------------------------------------------------------------------- var ddof >= n
+
+
+@pytest.mark.parametrize("fn", [jnp.var, jnp.std, jnp.nanvar, jnp.nanstd])
+def test_variance_without_degrees_of_freedom_is_nan(fn):
+    x = np.arange(3.0, dtype=np.float32)
+    for ddof in (3, 4, 7):  # JAX's value: nan (was inf, from a clamp of n - ddof to 0)
+        for got in _both(lambda a, d=ddof: fn(a, ddof=d), x):
+            assert got.dtype == np.float32 and np.isnan(got)
+    for got in _both(lambda a: fn(a, ddof=2), x):  # n - ddof > 0 is unchanged
+        np.testing.assert_allclose(got, np.var(x, ddof=2) ** (0.5 if "std" in fn.__name__ else 1))
+    # per row: JAX's values [[2.], [nan]] (row 1 has 2 unmasked elements, ddof=2)
+    mask = np.array([[1, 1, 1], [1, 0, 1]], bool)
+    got = fn(np.arange(6.0, dtype=np.float32).reshape(2, 3), axis=1, ddof=2, where=mask,
+             keepdims=True) if fn in (jnp.var, jnp.std) else None
+    if got is not None:
+        np.testing.assert_allclose(got, [[np.sqrt(2.0) if fn is jnp.std else 2.0], [np.nan]])
+
+
+@needs_jax
+@given(st.integers(0, 5), st.integers(0, 7), st.sampled_from([np.float32, np.int32, np.float16]))
+@settings(max_examples=25)
+def test_var_ddof_matches_jax(n, ddof, dtype):
+    x = (np.arange(n * 2).reshape(2, n) % 5).astype(dtype)
+    for axis in (None, 1):
+        want = np.asarray(real_jnp.var(x, axis=axis, ddof=ddof))
+        got = np.asarray(jnp.var(x, axis=axis, ddof=ddof))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-3)
+
+
+# --------------------------------------------------------------------------- expm1(-0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bf16])
+def test_expm1_keeps_the_sign_of_zero_under_jit(dtype):
+    x = np.array([-0.0, 0.0, -1e-3, 0.25], dtype)
+    got = np.asarray(minijax.jit(jnp.expm1)(x))
+    np.testing.assert_array_equal(np.signbit(got), [True, False, True, False])  # as JAX/NumPy
+    np.testing.assert_allclose(got.astype(np.float64), np.expm1(x.astype(np.float64)),
+                               rtol=1e-2 if dtype != np.float32 else 1e-6)
+
+
+def test_expm1_float64_keeps_the_sign_of_zero_under_jit(x64):
+    got = np.asarray(minijax.jit(jnp.expm1)(np.array([-0.0, 0.0, -1e-300])))
+    np.testing.assert_array_equal(np.signbit(got), [True, False, True])
