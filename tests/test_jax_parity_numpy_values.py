@@ -194,3 +194,33 @@ def test_expm1_keeps_the_sign_of_zero_under_jit(dtype):
 def test_expm1_float64_keeps_the_sign_of_zero_under_jit(x64):
     got = np.asarray(minijax.jit(jnp.expm1)(np.array([-0.0, 0.0, -1e-300])))
     np.testing.assert_array_equal(np.signbit(got), [True, False, True])
+
+
+# --------------------------------------------------------------------------- convolve dtypes
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.bool_])
+def test_convolve_and_correlate_of_integers_are_float(mode, dtype):
+    a = np.array([4, 0, 1, -4, -2, 4]).astype(dtype)
+    v = np.array([1, -1, 2]).astype(dtype)
+    a64, v64 = a.astype(np.float64), v.astype(np.float64)
+    for fn, ref in ((jnp.convolve, np.convolve), (jnp.correlate, np.correlate)):
+        for got in _both(lambda x, y, f=fn: f(x, y, mode=mode), a, v):
+            assert got.dtype == np.float32  # JAX: float32 (NumPy's convolution default)
+            np.testing.assert_array_equal(got, ref(a64, v64, mode=mode))
+    # with preferred_element_type the inputs keep their (promoted) integer type, as in JAX
+    got = jnp.convolve(a.astype(np.int32), v.astype(np.int32), preferred_element_type=np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.convolve(a64, v64).astype(np.int32))
+
+
+def test_polymul_and_polyder_of_integers_are_float():
+    x1, x2 = np.array([2, 1, 0]), np.array([0, 5, 0, 3])
+    got = jnp.polymul(x1, x2)  # JAX's docstring value: [0., 10., 5., 6., 3., 0.] float32
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [0.0, 10.0, 5.0, 6.0, 3.0, 0.0])
+    got = jnp.polyder(np.array([2, -5, 6, 0]), 2)  # JAX's value: [12., -10.] float32
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [12.0, -10.0])
+    assert jnp.polyder(np.array([1, 2], np.int32), 0).dtype == np.float32
