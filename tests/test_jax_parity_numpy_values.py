@@ -224,3 +224,60 @@ def test_polymul_and_polyder_of_integers_are_float():
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, [12.0, -10.0])
     assert jnp.polyder(np.array([1, 2], np.int32), 0).dtype == np.float32
+
+
+# --------------------------------------------------------------------------- signed zeros
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, bf16])
+def test_max_min_reductions_give_xla_signed_zeros_eagerly(dtype):
+    z = np.array([[-0.0, 0.0, -0.0], [0.0, 0.0, 0.0], [-0.0, -0.0, -0.0], [1.0, -0.0, 0.0]],
+                 dtype)
+    # XLA's (JAX's) max(-0, 0) is 0 and min(-0, 0) is -0 whatever the order; NumPy's np.max
+    # returns whichever zero it meets first.
+    for got in _both(lambda a: jnp.max(a, axis=1), z):
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), [False, False, True, False])
+    for got in _both(lambda a: jnp.min(a, axis=1), z):
+        np.testing.assert_array_equal(np.signbit(np.asarray(got)), [True, False, True, True])
+    assert not np.signbit(np.asarray(jnp.max(z[:3])))
+    assert np.signbit(np.asarray(jnp.min(z)))
+
+
+# --------------------------------------------------------------------------- quantile
+
+
+def test_linear_quantile_between_equal_infinities_and_signed_zeros():
+    x = np.array([1, np.inf, np.inf, np.inf], np.float32)
+    z = np.array([-0.0] * 5 + [0.0] + [-0.0] * 3, np.float32)
+    # JAX's values: lo * (1 - f) + hi * f (was nan: inf + (inf - inf) * f)
+    for got in _both(lambda a: jnp.quantile(a, 0.5), x):
+        assert got == np.inf
+    for got in _both(lambda a: jnp.percentile(a, np.array([10.0, 90.0])), x):
+        np.testing.assert_array_equal(got, [np.inf, np.inf])
+    for got in _both(lambda a: jnp.quantile(a, 0.5), z):
+        assert got == 0 and np.signbit(np.asarray(got))  # JAX: -0.0
+    # median is the midpoint of the two middle values (JAX's method): median([inf]) = inf,
+    # where linear interpolation gives inf * 1 + inf * 0 = nan
+    for fn in (jnp.median, jnp.nanmedian):
+        for got in _both(fn, np.array([np.inf], np.float32)):
+            assert got == np.inf
+        for got in _both(fn, np.array([1, np.inf, 3, -np.inf, np.inf, np.inf], np.float32)):
+            assert got == np.inf
+        for got in _both(fn, z):
+            assert got == 0 and np.signbit(np.asarray(got))
+    got = jnp.nanquantile(np.array([np.nan, -np.inf, -np.inf, 2], np.float32), 0.25)
+    assert got == -np.inf
+
+
+@needs_jax
+@given(st.lists(st.sampled_from([np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, np.nan]), min_size=1,
+                max_size=7), st.just(0.0) | st.floats(1e-6, 1))  # JAX flushes subnormal q
+@settings(max_examples=40)
+def test_quantile_and_max_match_jax_on_special_values(values, q):
+    x = np.array(values, np.float32)
+    for fn in (lambda L, a: L.quantile(a, q), lambda L, a: L.nanquantile(a, q),
+               lambda L, a: L.max(a), lambda L, a: L.min(a), lambda L, a: L.median(a)):
+        want = np.asarray(fn(real_jnp, x))
+        got = np.asarray(fn(jnp, x))
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert np.signbit(got) == np.signbit(want) or np.isnan(want)
