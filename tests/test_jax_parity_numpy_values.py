@@ -281,3 +281,17 @@ def test_quantile_and_max_match_jax_on_special_values(values, q):
         got = np.asarray(fn(jnp, x))
         np.testing.assert_allclose(got, want, rtol=1e-6)
         assert np.signbit(got) == np.signbit(want) or np.isnan(want)
+
+
+# --------------------------------------------------------------------------- nancum* dtype=
+
+
+def test_nancumulative_replaces_nan_before_the_dtype_conversion():
+    x = np.array([np.nan, 2.5, np.nan, -2.0], np.float32)
+    # JAX's values: NaN -> 1 (or 0) first, then int8 (truncating): [1, 2, 1, -2] -> cumprod
+    for got in _both(lambda a: jnp.nancumprod(a, dtype=np.int8), x):
+        _assert_same(got, np.array([1, 2, 2, -4], np.int8))
+    for got in _both(lambda a: jnp.nancumsum(a, dtype=np.int32), x):
+        _assert_same(got, np.array([0, 2, 2, 0], np.int32))
+    for got in _both(lambda a: jnp.nancumsum(a, dtype=np.float16), x):
+        _assert_same(got, np.array([0, 2.5, 2.5, 0.5], np.float16))

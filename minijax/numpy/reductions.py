@@ -357,9 +357,10 @@ def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False
         dt = _promoted_int_dtype(aval.dtype)
     else:
         dt = aval.dtype
-    a = util.convert(a, dt, False)
-    if nan_fill is not None and dtypes.kind(dt) in "fc":
+    # NaNs are replaced before the conversion to dtype= (as JAX): NaN -> int would be 0
+    if nan_fill is not None and dtypes.kind(get_aval(a).dtype) in "fc":
         a = _select(isnan(a), _c(nan_fill, a), a)
+    a = util.convert(a, dt, False)
     if get_aval(a).shape[ax] == 0:
         return a
     if dtypes.is_16bit_float(dt) and lax_name in ("cumsum", "cumprod"):
