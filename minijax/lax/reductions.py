@@ -177,7 +177,14 @@ def _minmax_impl(np_fn, identity_fn):
         x = np.asarray(x)
         if any(x.shape[a] == 0 for a in axes):
             return _identity_fill(x, axes, identity_fn(x.dtype))
-        return np_fn(x, axis=axes)
+        out = np_fn(x, axis=axes)
+        if dtypes.kind(x.dtype) != "f":
+            return out
+        # XLA's signed zeros (max(-0, 0) = 0, min(-0, 0) = -0); NumPy returns either zero
+        want_neg = np_fn is np.min
+        seen = np.any((x == 0) & (np.signbit(x) == want_neg), axis=axes)
+        zero = np.asarray(-0.0 if want_neg else 0.0, dtype=x.dtype)
+        return np.where((out == 0) & seen, zero, out)
     return impl
 
 

@@ -60,8 +60,9 @@ def _trim_front(p):
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
-    """Product of two polynomials (a full convolution of the coefficients)."""
-    a1, a2 = util.promote_dtypes(*_poly_1d("polymul", a1, a2))
+    """Product of two polynomials (a full convolution of the coefficients; the result is
+    inexact, as JAX's)."""
+    a1, a2 = util.promote_dtypes_inexact(*_poly_1d("polymul", a1, a2))
     if trim_leading_zeros and (a1.shape[0] > 1 or a2.shape[0] > 1):
         a1, a2 = _trim_front(a1), _trim_front(a2)
     if a1.shape[0] == 0:
@@ -99,8 +100,8 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 
 
 def polyder(p, m=1):
-    """The m-th derivative of a polynomial."""
-    (p,) = _poly_1d("polyder", p)
+    """The m-th derivative of a polynomial (inexact, as JAX's)."""
+    (p,) = util.promote_dtypes_inexact(*_poly_1d("polyder", p))
     m = util.concrete_int(m, "polyder: m")
     if m < 0:
         raise ValueError("Order of derivative must be positive")

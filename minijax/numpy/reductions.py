@@ -16,7 +16,7 @@ from minijax.numpy import ufuncs, util
 from minijax.numpy.creation import _user_dtype as ud
 from minijax.numpy.creation import diagonal
 from minijax.numpy.manipulation import concatenate
-from minijax.numpy.ufuncs import _c, _select, maximum, subtract
+from minijax.numpy.ufuncs import _c, _select, subtract
 from minijax.numpy.ufuncs_logic import equal, isclose, isnan, logical_and, logical_or
 from minijax.numpy.util import (
     broadcast_to,
@@ -265,8 +265,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     count = _count(aval, axes, where, real_dt)
     if keepdims and where is not None:
         count = _keepdims(count, axes, aval.ndim)
-    denom = util.convert(maximum(subtract(count, util.convert(ddof, real_dt)), 0), real_dt,
+    denom = util.convert(subtract(count, util.convert(ddof, real_dt)), real_dt,
                          get_aval(total).weak_type)
+    # No degrees of freedom left (count <= ddof): NaN, as JAX (not inf or a negative variance)
+    denom = _select(lax.gt(denom, _c(0, denom)), denom, _c(np.nan, denom))
     out = lax.div(*util.broadcast_arrays_for_op(total, denom))
     if out_dt is not None:
         out = util.convert(out, out_dt, get_aval(out).weak_type)
@@ -355,9 +357,10 @@ def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False
         dt = _promoted_int_dtype(aval.dtype)
     else:
         dt = aval.dtype
-    a = util.convert(a, dt, False)
-    if nan_fill is not None and dtypes.kind(dt) in "fc":
+    # NaNs are replaced before the conversion to dtype= (as JAX): NaN -> int would be 0
+    if nan_fill is not None and dtypes.kind(get_aval(a).dtype) in "fc":
         a = _select(isnan(a), _c(nan_fill, a), a)
+    a = util.convert(a, dt, False)
     if get_aval(a).shape[ax] == 0:
         return a
     if dtypes.is_16bit_float(dt) and lax_name in ("cumsum", "cumprod"):

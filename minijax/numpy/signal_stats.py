@@ -65,9 +65,14 @@ def _mode_slice(full, n, m, mode):
     raise ValueError(f"mode must be one of ['full', 'same', 'valid'], got {mode!r}")
 
 
-def _conv_args(name, a, v):
+def _conv_args(name, a, v, preferred_element_type):
     check_arraylike(name, a, v)
-    a, v = util.promote_dtypes(a, v)
+    # Without preferred_element_type, integer and boolean inputs convolve in the default
+    # float type (as JAX, following NumPy's convolution default); with it, in their own.
+    if preferred_element_type is None:
+        a, v = util.promote_dtypes_inexact(a, v)
+    else:
+        a, v = util.promote_dtypes(a, v)
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"{name}() only supports 1-dimensional inputs, got shapes "
                          f"{a.shape} and {v.shape}")
@@ -80,7 +85,7 @@ def _conv_args(name, a, v):
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     """Discrete linear convolution of two 1-D arrays (modes 'full', 'same', 'valid')."""
-    a, v = _conv_args("convolve", a, v)
+    a, v = _conv_args("convolve", a, v, preferred_element_type)
     n, m = a.shape[0], v.shape[0]
     if m > n:
         a, v = v, a
@@ -90,7 +95,7 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
 
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
     """Cross-correlation of two 1-D arrays: c[k] = sum_n a[n + k] * conj(v[n])."""
-    a, v = _conv_args("correlate", a, v)
+    a, v = _conv_args("correlate", a, v, preferred_element_type)
     n, m = a.shape[0], v.shape[0]
     vc = jnp.conj(v) if v.dtype.kind == "c" else v
     swap = m > n

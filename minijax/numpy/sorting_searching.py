@@ -87,9 +87,11 @@ def _sort_key(a):
 
 
 def sort_complex(a):
-    """Sort a complex array by real part, then imaginary part (result is complex)."""
+    """Sort a complex array by real part, then imaginary part, along the last axis (as JAX's
+    lax.sort; the result is complex)."""
+    check_arraylike("sort_complex", a)
     a = to_array(a)
-    out = sort(a, axis=0 if get_aval(a).ndim else None)
+    out = sort(a, axis=-1 if get_aval(a).ndim else None)
     return out.astype(dtypes.canonicalize_dtype(np.result_type(out.dtype, np.complex64)))
 
 
@@ -241,6 +243,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     ar = to_array(ar)
     value = _concrete(ar)
     if value is not None:
+        if value.dtype.kind == "V":
+            # bfloat16 / 8-bit floats: NumPy's sort misplaces their NaNs; float32 holds them
+            value = value.astype(np.float32)
         res = np.unique(value, return_index=return_index, return_inverse=return_inverse,
                         return_counts=return_counts, axis=axis, equal_nan=equal_nan)
         res = res if isinstance(res, tuple) else (res,)

@@ -129,7 +129,13 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     batch = get_aval(a).shape[:-1]
     n = get_aval(a).shape[-1]
     nan_mask = _isnan(a)
-    sorted_a = lax.sort(a, dimension=len(batch)) if n else a
+    if n:
+        # -0.0 and 0.0 sort as equals (stable), as JAX's sort; lax.sort orders -0.0 first
+        zero = _c(0, a)
+        key = lax.select_n(lax.eq(a, zero), a, lax.broadcast_in_dim(zero, get_aval(a).shape, ()))
+        _, sorted_a = lax.sort((key, a), dimension=len(batch), num_keys=1)
+    else:
+        sorted_a = a
     if ignore_nan:
         count = red.sum(_not(nan_mask), axis=-1, dtype=dt)
     else:
@@ -155,8 +161,10 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     elif method == "midpoint":
         out = lax.mul(lax.add(lo_v, hi_v), _c(0.5, lo_v))
     else:
+        # lo * (1 - f) + hi * f, as JAX: lo + (hi - lo) * f is NaN between two equal
+        # infinities and loses the sign of zero
         frac = lax.sub(pos, low)
-        out = lax.add(lo_v, lax.mul(lax.sub(hi_v, lo_v), frac))
+        out = lax.add(lax.mul(lo_v, lax.sub(_c(1, frac), frac)), lax.mul(hi_v, frac))
     if n == 0:
         out = util.broadcast_to(_c(np.nan, out), get_aval(out).shape)
     elif not ignore_nan:
@@ -224,13 +232,13 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """The median over the axes."""
-    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+    """The median over the axes (the midpoint of the two middle values, as JAX's)."""
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims, method="midpoint")
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """The median ignoring NaNs."""
-    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
+    """The median ignoring NaNs (the midpoint of the two middle values, as JAX's)."""
+    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims, method="midpoint")
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):

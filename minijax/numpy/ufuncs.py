@@ -311,8 +311,12 @@ def round(a, decimals=0, out=None):
         return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if decimals == 0:
         return _round_even(a)
-    factor = _c(10.0 ** decimals, a)
-    return lax.div(_round_even(lax.mul(a, factor)), factor)
+    # float16 scales in float32 (as JAX), so that x * 10**decimals does not overflow
+    dtype = get_aval(a).dtype
+    wide = util.convert(a, np.float32) if dtype == np.float16 else a
+    factor = _c(10.0 ** decimals, wide)
+    out = lax.div(_round_even(lax.mul(wide, factor)), factor)
+    return util.convert(out, dtype) if dtype == np.float16 else out
 
 
 around = round
@@ -388,9 +392,9 @@ def square(x, /):
 
 
 def reciprocal(x, /):
-    """1 / x (integer division for integer input, as NumPy)."""
+    """1 / x; integer and boolean input promotes to the default float type (as JAX)."""
     check_arraylike("reciprocal", x)
-    (x,) = util.promote_dtypes_numeric(x)
+    (x,) = util.promote_dtypes_inexact(x)
     return lax.div(_c(1, x), x)
 
 

@@ -10,7 +10,7 @@ from minijax.core import get_aval
 from minijax.numpy import util
 from minijax.numpy.indexing import nonzero
 from minijax.numpy.ufuncs import _c, _kind, _select, imag
-from minijax.numpy.util import check_arraylike, promote_args, to_array
+from minijax.numpy.util import check_arraylike, promote_args, promote_args_numeric, to_array
 
 
 def _bool_fn(*names):
@@ -89,15 +89,15 @@ invert = bitwise_invert = bitwise_not
 
 
 def left_shift(x1, x2, /):
-    """x1 << x2."""
-    x1, x2 = promote_args("left_shift", x1, x2)
+    """x1 << x2 (booleans promote to the default integer type, as in JAX)."""
+    x1, x2 = promote_args_numeric("left_shift", x1, x2)
     util.check_integer_or_bool("left_shift", x1)
     return lax.shift_left(x1, x2)
 
 
 def right_shift(x1, x2, /):
-    """x1 >> x2 (arithmetic for signed integers)."""
-    x1, x2 = promote_args("right_shift", x1, x2)
+    """x1 >> x2 (arithmetic for signed integers; booleans promote to the default integer)."""
+    x1, x2 = promote_args_numeric("right_shift", x1, x2)
     util.check_integer_or_bool("right_shift", x1)
     if _kind(x1) == "i":
         return lax.shift_right_arithmetic(x1, x2)

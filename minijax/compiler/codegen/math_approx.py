@@ -184,8 +184,9 @@ def log1p(b: ir.IRBuilder, x):
 def expm1(b: ir.IRBuilder, x):
     """e**x - 1, accurate near zero."""
     degree = 11 if _is_f32(x) else 19
-    coeffs = [0.0] + [1.0 / math.factorial(k) for k in range(1, degree + 1)]
-    small = _poly(b, x, coeffs)
+    coeffs = [1.0 / math.factorial(k) for k in range(1, degree + 1)]
+    # x * (1 + x/2 + ...), not 0 + x * (...): expm1(-0.0) is -0.0
+    small = b.fmul(x, _poly(b, x, coeffs))
     big = b.fsub(exp(b, x), _c(x, 1.0))
     ax = call_intrinsic(b, "llvm.fabs", [x])
     return b.select(b.fcmp_ordered("<", ax, _c(x, 1.0)), small, big)

@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from minijax import dtypes
+
 __all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "convert",
            "bitcast_convert", "maximum", "minimum", "reduce_precision", "round_to_bf16",
            "total_order_key"]
@@ -466,7 +468,8 @@ def convert(x, dtype):
         return x != 0
     if x.dtype.kind == "c" and dtype.kind != "c":
         x = np.real(x)
-    if x.dtype.kind == "f" and dtype.kind in "iu":
+    if dtype.kind in "iu" and dtypes.kind(x.dtype) == "f":
+        # bfloat16 and the 8-bit floats (NumPy kind "V") too: a bare astype would wrap them
         return _float_to_int(x, dtype)
     if dtype.itemsize == 2 and dtype.kind in "fV" and x.dtype.itemsize > 4:
         x = x.astype(np.float32)  # to 16-bit floats through float32, as XLA
