@@ -10,7 +10,9 @@ Rows: the step of examples/data_parallel.py (64-256-10 MLP, SGD) on one batch:
 - JAX pmap, 2 devices (XLA_FLAGS=--xla_force_host_platform_device_count=2);
 - minijax pmap under `mpiexec -n 1` and `mpiexec -n 2` (one CPU device per process, each
   process its share of the cores; the gradient all-reduce crosses processes over MPI), when
-  mpi4py and mpiexec are installed. "vs 1 dev" of the 2-process row is against 1 process.
+  mpi4py and mpiexec are installed; the single process with 1 thread and with 2 (all the
+  cores), the two processes with 1 thread each. "vs 1 dev" of the MPI rows is against the
+  single process with 1 thread: the scaling from one process to two, each on one core.
 Columns: median step time, examples per second, speed-up over minijax's one device, the
 final loss after the timed steps (the same loss curve on every row), and the range of the
 rounds' step times. Every configuration runs once per round, in an order rotating from
@@ -74,7 +76,10 @@ CONFIGS = [
      {"MINIJAX_NUM_THREADS": "2", "MINIJAX_NUM_CPU_DEVICES": "2"}),
     ("JAX pmap, 2 devices", "jax",
      {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}),
-    ("minijax pmap, 1 MPI process", "mpi1", {"MINIJAX_NUM_CPU_DEVICES": "1"}),
+    ("minijax pmap, 1 MPI process, 1 thread", "mpi1",
+     {"MINIJAX_NUM_CPU_DEVICES": "1", "MINIJAX_NUM_THREADS": "1"}),
+    ("minijax pmap, 1 MPI process, 2 threads", "mpi1",
+     {"MINIJAX_NUM_CPU_DEVICES": "1", "MINIJAX_NUM_THREADS": "2"}),
     ("minijax pmap, 2 MPI processes", "mpi2", {"MINIJAX_NUM_CPU_DEVICES": "1"}),
 ]
 
@@ -143,23 +148,23 @@ def main(argv=None) -> list:
                 continue
             times[label].append(result[0])
             losses[label] = result[1]
-    print(f"{'configuration':<34}{'step':>10}{'examples/s':>13}{'vs 1 dev':>10}{'loss':>10}"
+    print(f"{'configuration':<40}{'step':>10}{'examples/s':>13}{'vs 1 dev':>10}{'loss':>10}"
           f"{'rounds':>20}")
     rows, base, mpi_base = [], None, None
     for label, kind, _, missing in configs:
         if missing is not None:
-            print(f"{label:<34}{missing:>43}")
+            print(f"{label:<40}{missing:>43}")
             continue
         if not times[label]:
-            print(f"{label:<34}  failed: {errors.get(label)}")
+            print(f"{label:<40}  failed: {errors.get(label)}")
             continue
         seconds, loss = statistics.median(times[label]), losses[label]
         base = base or seconds
-        if kind == "mpi1":
+        if kind == "mpi1" and mpi_base is None:
             mpi_base = seconds
-        ref = mpi_base if kind == "mpi2" and mpi_base else base
+        ref = mpi_base if kind.startswith("mpi") else base
         spread = f"{min(times[label]) * 1e3:.2f}-{max(times[label]) * 1e3:.2f}ms"
-        print(f"{label:<34}{seconds * 1e3:>8.2f}ms{batch / seconds:>13.0f}"
+        print(f"{label:<40}{seconds * 1e3:>8.2f}ms{batch / seconds:>13.0f}"
               f"{ref / seconds:>9.2f}x{loss:>10.4f}{spread:>20}")
         rows.append((label, seconds, loss))
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
