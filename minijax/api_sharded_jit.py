@@ -120,8 +120,10 @@ class _Program:
                                              out_specs)
         AllReduceCombiner().run(self.module)
         self.backend = placement.backend_of(mesh.flat_devices()[0])
+        local = len(global_arrays.local_part(mesh.flat_devices()))
         self.executable, self.optimized = driver.compile_module(
-            self.module, self.backend, CompileOptions(backend=self.backend.name))
+            self.module, self.backend, CompileOptions(
+                backend=self.backend.name, **self.backend.device_program_options(local)))
         self.out_shardings = [NamedSharding(mesh, _to_spec(s)) for s in self.result_specs]
 
 

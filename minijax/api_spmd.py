@@ -45,7 +45,8 @@ class SpmdProgram:
         self.lowered_text = module_to_text(self.module)
         AllReduceCombiner().run(self.module)
         self.backend = placement.backend_of(self.devices[0])
-        options = CompileOptions(backend=self.backend.name)
+        options = CompileOptions(backend=self.backend.name,
+                                 **self.backend.device_program_options(len(self.devices)))
         self.executable, self.optimized = driver.compile_module(self.module, self.backend,
                                                                 options)
         self.out_avals = list(self.jaxpr.out_avals)

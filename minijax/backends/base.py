@@ -182,6 +182,11 @@ class Backend:
         backend may give each device its own resources, e.g. a share of the threads)."""
         return fn()
 
+    def device_program_options(self, count: int) -> dict:
+        """CompileOptions fields for a program that runs on `count` of this process's
+        devices at once (pmap, shard_map, sharded jit)."""
+        return {}
+
     def copy_buffer(self, buffer, device: Device):
         """`buffer` (of this backend) copied onto another `device` of this backend."""
         return buffer if self.host_memory else self.buffer_from_host(

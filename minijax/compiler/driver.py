@@ -49,7 +49,8 @@ def dump_flags():
 
 def fingerprint(module, backend_name: str, options: CompileOptions) -> str:
     """The compile-cache key of a lowered module for a backend and options."""
-    return persistent_cache.module_fingerprint(module, backend_name, (options.opt_level,))
+    extra = (options.opt_level,) + (("device",) if options.native_device_program else ())
+    return persistent_cache.module_fingerprint(module, backend_name, extra)
 
 
 def module_bytes(module) -> int:

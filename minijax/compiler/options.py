@@ -19,6 +19,9 @@ class CompileOptions:
     dump_pass_re: str | None = None
     fuse: bool = True
     verify: bool = True
+    #: Compiled for several devices that each run on one thread (CPU: the entry may run
+    #: as one native call holding its collectives; backends/cpu/native_entry.py).
+    native_device_program: bool = False
 
     def __post_init__(self):
         if self.opt_level not in (0, 1, 2):

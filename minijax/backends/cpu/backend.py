@@ -61,7 +61,11 @@ from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.native_entry import NativeEntry, native_entry_for
 from minijax.backends.cpu.native_loops import NativeWhile, native_while_step
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
-from minijax.backends.cpu.thread_pool import device_share, set_device_share
+from minijax.backends.cpu.thread_pool import (
+    default_num_threads,
+    device_share,
+    set_device_share,
+)
 from minijax.backends.planner import Program, ProgramPlanner, opcode_support
 from minijax.backends.profiled_run import run_profiled
 from minijax.backends.transport import cpu_device_id, device_placement
@@ -100,9 +104,11 @@ class _Compiler(ProgramPlanner):
 
     kernel_opcodes = _KERNEL_OPCODES
 
-    def __init__(self, module, debug: int, replay: dict | None = None):
+    def __init__(self, module, debug: int, replay: dict | None = None,
+                 device_program: bool = False):
         super().__init__(module)
         self.debug = debug
+        self.device_program = device_program
         self.ir = ir.Module(name=module.name)
         self.kernels: list[_Kernel] = []
         self.loops: list[NativeWhile] = []
@@ -362,7 +368,7 @@ class _Compiler(ProgramPlanner):
         instruction allows it (native_entry.py)."""
         if self.debug >= 2 or not config._values["minijax_native_loops"]:
             return
-        self.entry = native_entry_for(self)
+        self.entry = native_entry_for(self, self.device_program)
 
     # ------------------------------------------------------------------ JIT
     def plan(self) -> dict:
@@ -380,7 +386,7 @@ class _Compiler(ProgramPlanner):
             k.fast_symbol for k in self.kernels if k.fast_symbol] + [
             loop.symbol for loop in self.loops] + [
             loop.worker_symbol for loop in self.loops if loop.worker_symbol] + (
-            [self.entry.fast_symbol] if self.entry is not None else [])))
+            self.entry.symbols if self.entry is not None else [])))
         if self.replay is not None:
             if (len(self.kernels) != len(self.replay["kernels"])
                     or len(self.loops) != self.replay.get("loops", 0)
@@ -487,8 +493,11 @@ class CpuExecutable(Executable):
 
     def as_text(self) -> str:
         """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""
-        notes = self._notes + (["entry: one native call (native_entry.py)"]
-                               if self._native is not None else [])
+        native = self._native
+        notes = self._notes + ([
+            "entry: one native call (native_entry.py)" + (
+                f", {len(native.plan.collectives)} collective(s) called back"
+                if native.plan.collectives else "")] if native is not None else [])
         return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(
             "//   " + n for n in notes) + "\n"
 
@@ -517,6 +526,7 @@ class CpuBackend(Backend):
         """Compile an optimized HLO module (one LLVM module, JIT-compiled once)."""
         debug = debug_level()
         dump_to = getattr(options, "dump_to", None) if options is not None else None
+        device_program = bool(getattr(options, "native_device_program", False))
         plan_key = None
         if config._values["minijax_cache_dir"] and debug < 4 and not dump_to:
             # A warm disk cache skips IR emission too: the plan lists the kernels' specs
@@ -525,18 +535,20 @@ class CpuBackend(Backend):
             digest = module.cache_digest
             if digest is None:
                 digest = module_to_text(module)
-            plan_key = get_jit().key(f"plan-v2|{_DATA_OFFSET}|{fastcall.SUPPORTED}|{digest}")
+            plan_key = get_jit().key(f"plan-v2|{_DATA_OFFSET}|{fastcall.SUPPORTED}|"
+                                     f"{'device|' if device_program else ''}{digest}")
             plan = get_jit().read_plan(plan_key)
             if plan is not None:
                 try:
-                    compiler = _Compiler(module, debug, replay=plan)
+                    compiler = _Compiler(module, debug, replay=plan,
+                                         device_program=device_program)
                     program = compiler.program(module.entry)
                     compiler.plan_entry()
                     text = compiler.finish()
                     return CpuExecutable(module, program, text, compiler)
                 except (RuntimeError, KeyError, IndexError, TypeError, ValueError):
                     pass  # stale or corrupt plan: compile normally (and rewrite it)
-        compiler = _Compiler(module, debug)
+        compiler = _Compiler(module, debug, device_program=device_program)
         program = compiler.program(module.entry)
         compiler.plan_entry()
         text = compiler.finish()
@@ -568,6 +580,13 @@ class CpuBackend(Backend):
                           f"CPU backend is initialized (it has {count} devices already); set "
                           "MINIJAX_NUM_CPU_DEVICES or call config.update first")
         return devices
+
+    def device_program_options(self, count: int) -> dict:
+        """Devices that each get one thread of the pool (as many devices as threads, or one
+        thread per process under MPI) run their programs as one native call holding the
+        collectives (native_entry.py); devices with several threads keep the step program,
+        whose kernels split over the device's threads."""
+        return {"native_device_program": default_num_threads() // max(count, 1) <= 1}
 
     def run_on_device(self, device: Device, count: int, fn):
         """Call `fn()` as device `device` of `count` devices running at once: its kernels

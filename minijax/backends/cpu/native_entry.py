@@ -9,12 +9,25 @@ convert the arguments, take the outputs from the host cache, one builtin call wi
 arguments, outputs, a per-thread temps block and the statics table (constants and BLAS
 pointers). Every result is a fresh output buffer (parameters and constants returned as
 results are copied into theirs). Profiled runs (trace events) use the step program.
+
+Device programs. A program compiled for devices that each run on one thread
+(`CompileOptions.native_device_program`: pmap, shard_map and sharded jit over as many CPU
+devices as threads) is planned with its large kernels and gemms run whole on the calling
+thread and no bound on its temporaries, and may hold collectives: each is a
+`CollectiveCall`, a call from the native code back into Python (a ctypes callback) that
+views the contributions in place, runs the collective through the thread's
+`CollectiveContext` and writes the results. Such an entry is called through ctypes, so the
+GIL is released for its whole length except inside the collectives: several devices'
+programs then run in parallel instead of taking turns on the GIL between their kernels.
+A collective that fails (a timeout, another device's failure) is remembered, the rest of
+the call skips its collectives, and the call raises it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,16 +38,23 @@ from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.native_loops import ALIGN, Ref, _Planner, _Unsupported
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
 from minijax.compiler.codegen.cpu.native_loop import (
+    CollectiveCall,
     CopyCall,
     EntryLayout,
     GemmCall,
     LoopPlan,
     emit_entry,
 )
+from minijax.compiler.evaluator import evaluate_instruction
 
 #: Entries whose temporaries need more than this keep the step program (which reuses
 #: large temporaries' memory through buffer assignment).
 MAX_TEMP_BYTES = 1 << 20
+#: ... and device programs (one per device thread) above this.
+DEVICE_MAX_TEMP_BYTES = 256 << 20
+#: What a device program's entry may call back for.
+COLLECTIVE_OPCODES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                      "collective-permute", "replica-id", "partition-id")
 
 
 @dataclass
@@ -45,16 +65,33 @@ class EntryPlan:
     temp_bytes: int
     consts: list
     uses_gemm: bool
+    collectives: list = field(default_factory=list)   # CollectiveCall.index -> instruction
 
 
 class _EntryPlanner(_Planner):
-    def __init__(self, compiler, comp):  # noqa: D107 - no loop state: _Planner's fields
+    def __init__(self, compiler, comp, device_program=False):  # noqa: D107 - _Planner's
         self.compiler, self.instr, self.comp = compiler, None, comp
         self.tuple_state, self.elems = False, []
         self.plan = LoopPlan(n=0, carried=[])   # (its temp_bytes counts the temps block)
         self.root, self.consts, self.kernels = self, [], []
         self._written, self.inplace = {}, {}
         self.allow_control_flow = self.team = False
+        self.one_thread = device_program
+        self.collectives: list = []
+
+    def _instruction(self, instr, values, ops, direct) -> list:
+        if instr.opcode not in COLLECTIVE_OPCODES or not self.one_thread:
+            return super()._instruction(instr, values, ops, direct)
+        ins = []
+        for o in instr.operands:
+            v = values[id(o)]
+            if len(v) != 1 or o.shape.is_tuple:
+                raise _Unsupported(f"{instr.name}: tuple operand")
+            ins.append(v[0])
+        outs = self._outputs(instr, direct)
+        ops.append(CollectiveCall(len(self.collectives), ins, outs))
+        self.collectives.append(instr)
+        return outs
 
     def run_entry(self) -> EntryPlan:
         comp = self.comp
@@ -76,18 +113,42 @@ class _EntryPlanner(_Planner):
         for i, r in enumerate(roots):
             if not (keys[i] in direct and self._written.get(keys[i])):
                 ops.append(CopyCall(i, values[id(r)][0], shapes[i].nbytes))
-        if self.plan.temp_bytes > MAX_TEMP_BYTES:
+        limit = DEVICE_MAX_TEMP_BYTES if self.one_thread else MAX_TEMP_BYTES
+        if self.plan.temp_bytes > limit:
             raise _Unsupported("large temporaries")
         return EntryPlan(len(comp.parameters), shapes, ops, self.plan.temp_bytes,
-                         self.consts, any(isinstance(op, GemmCall) for op in ops))
+                         self.consts, any(isinstance(op, GemmCall) for op in ops),
+                         self.collectives)
 
 
-def plan_native_entry(compiler, comp):
-    """(EntryPlan, None) for entry computation `comp`, or (None, why not)."""
+def plan_native_entry(compiler, comp, device_program: bool = False):
+    """(EntryPlan, None) for entry computation `comp`, or (None, why not).
+    `device_program`: plan it for one of several devices each on one thread (above)."""
     try:
-        return _EntryPlanner(compiler, comp).run_entry(), None
+        return _EntryPlanner(compiler, comp, device_program).run_entry(), None
     except _Unsupported as exc:
         return None, str(exc)
+
+
+#: void callback(i64 index, i8 **pointers): a device program's collective.
+_CollectiveFn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+#: void entry(i8 **buffers, i64, i64): the kernel ABI, called with the GIL released.
+_EntryFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+def _data(array: np.ndarray) -> int:
+    """The data pointer of an ndarray (read from the object, as the fastcall entry does;
+    ndarray.ctypes costs microseconds)."""
+    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
+
+
+def _view(address: int | None, shape):
+    """The array of `shape` at `address` (memory the native entry owns for this call)."""
+    nbytes = shape.nbytes
+    if nbytes == 0 or address is None:
+        return np.empty(shape.dims, shape.dtype)
+    raw = (ctypes.c_byte * nbytes).from_address(address)
+    return np.frombuffer(raw, dtype=shape.dtype).reshape(shape.dims)
 
 
 class NativeEntry:
@@ -101,9 +162,20 @@ class NativeEntry:
         self._outs = [host_memory().planned(s.dims, s.dtype) for s in plan.outs]
         self._tls = threading.local()
         self._statics = None
+        self._callback = _CollectiveFn(self._collective) if plan.collectives else None
+        self._collective_specs = [(c, [o.shape for o in c.operands], c.shape.flat())
+                                  for c in plan.collectives]
+        self._entry_fn = None
+
+    @property
+    def symbols(self) -> list:
+        """The JIT symbols `bind_jitted` needs."""
+        return [self.fast_symbol] + ([self.symbol] if self.plan.collectives else [])
 
     def bind_jitted(self, addrs: dict) -> None:
         """Bind the JIT's function: `addrs` maps symbols to addresses."""
+        if self.plan.collectives:
+            self._entry_fn = _EntryFn(addrs[self.symbol])
         self.bind(*fastcall.make_builtin(addrs[self.fast_symbol],
                                          self.fast_symbol.replace(SYMBOL_PLACEHOLDER, "")))
 
@@ -118,6 +190,8 @@ class NativeEntry:
             statics[layout.sgemm], statics[layout.dgemm] = b.sgemm, b.dgemm
             statics[layout.set_threads] = b.set_threads
             statics[layout.get_threads] = b.get_threads
+        if self._callback is not None:
+            statics[layout.collective] = ctypes.cast(self._callback, ctypes.c_void_p).value
         self._statics = statics
         self.fast, self._keepalive = fast, keepalive
 
@@ -126,17 +200,53 @@ class NativeEntry:
         if temps is None:
             temps = self._tls.temps = np.empty(max(self.plan.temp_bytes, ALIGN), np.uint8)
         outs = [make() for make in self._outs]
-        self.fast(*args, *outs, temps, self._statics)
+        if self._entry_fn is None:
+            self.fast(*args, *outs, temps, self._statics)
+            return outs
+        buffers = (ctypes.c_void_p * (len(args) + len(outs) + 2))(
+            *[_data(a) for a in args], *[_data(o) for o in outs], _data(temps),
+            _data(self._statics))
+        self._tls.error = None
+        self._entry_fn(buffers, 0, 0)
+        error, self._tls.error = self._tls.error, None
+        if error is not None:
+            raise error
         return outs
 
+    def _collective(self, index: int, pointers) -> None:
+        """The callback of CollectiveCall `index` (on the device's thread, the GIL held):
+        never raises into the native code; a failure is kept for __call__ to raise."""
+        tls = self._tls
+        if getattr(tls, "error", None) is not None:
+            return          # an earlier collective of this call failed: finish quickly
+        try:
+            instr, in_shapes, out_shapes = self._collective_specs[index]
+            n_in = len(in_shapes)
+            addresses = tuple(pointers[k] for k in range(n_in + len(out_shapes)))
+            # The views of a collective's buffers (mostly in this thread's temps block,
+            # whose addresses do not change) are made once per thread and address set.
+            views = tls.__dict__.setdefault("views", {})
+            cached = views.get(index)
+            if cached is None or cached[0] != addresses:
+                cached = views[index] = (addresses, [
+                    _view(a, sh) for a, sh in zip(addresses, in_shapes + out_shapes)])
+            ins, outs = cached[1][:n_in], cached[1][n_in:]
+            result = evaluate_instruction(instr, ins)
+            leaves = list(result) if instr.shape.is_tuple else [result]
+            for out, leaf in zip(outs, leaves, strict=True):
+                if out.size:
+                    np.copyto(out, leaf, casting="no")
+        except BaseException as exc:  # noqa: BLE001 - raised by __call__ after the call
+            tls.error = exc
 
-def native_entry_for(compiler) -> NativeEntry | None:
+
+def native_entry_for(compiler, device_program: bool = False) -> NativeEntry | None:
     """The compiler's entry computation as one native call, its IR emitted into compiler.ir
     (unless the compiler replays a cached plan); None when this platform or an instruction
-    does not allow it."""
+    does not allow it. `device_program`: see the module docstring."""
     if _DATA_OFFSET is None or not fastcall.SUPPORTED:
         return None
-    plan, _ = plan_native_entry(compiler, compiler.module.entry)
+    plan, _ = plan_native_entry(compiler, compiler.module.entry, device_program)
     if plan is None:
         return None
     entry = NativeEntry(plan, f"{SYMBOL_PLACEHOLDER}entry")

@@ -74,6 +74,10 @@ def _align(n: int) -> int:
 class _Planner:
     """Builds the LoopPlan of one while instruction."""
 
+    #: A device program's entry whose device runs on one thread (native_entry.py): its
+    #: large kernels and gemms run whole on the calling thread, as the driver would run them.
+    one_thread = False
+
     def __init__(self, compiler, instr, root: _Planner | None = None):
         self.compiler = compiler
         self.instr = instr
@@ -294,7 +298,7 @@ class _Planner:
             self.kernels.append(kernel)
             n_out = len(kernel.out_specs)
             scratch = self._temp(FULL_CHUNKS * SLOT_BYTES * n_out) if kernel.full else None
-            if kernel.threads != 1 and not self.team:
+            if kernel.threads != 1 and not (self.team or self.one_thread):
                 raise _Unsupported(f"{instr.name}: kernel large enough for the thread pool")
             spec = kernel.spec
             parallel = self.team and spec.outer >= 2 and spec.outer * spec.work >= TEAM_MIN_WORK
@@ -374,7 +378,7 @@ class _Planner:
         batch, m, n, k = form[:4]
         if batch * m * n == 0 or k == 0:
             raise _Unsupported(f"{instr.name}: empty dot")
-        if batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK and not self.team:
+        if batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK and not (self.team or self.one_thread):
             raise _Unsupported(f"{instr.name}: gemm large enough for the thread pool")
         out = self._outputs(instr, direct)
         parallel = self.team and (batch > 1 or m >= 2 * TEAM_MIN_GEMM_ROWS) and (

@@ -105,6 +105,17 @@ class UpdateSlice:
 
 
 @dataclass
+class CollectiveCall:
+    """A collective of a device program's entry (backends/cpu/native_entry.py): the entry
+    calls the statics table's callback with `index` and the data pointers of `ins` then
+    `outs`; the callback exchanges the contributions and writes the results."""
+
+    index: int
+    ins: list
+    outs: list
+
+
+@dataclass
 class LoopPlan:
     """A natively runnable while loop (see the module docstring)."""
 
@@ -503,15 +514,17 @@ def emit_loop(module: ir.Module, name: str, plan: LoopPlan, blas_int_bits: int,
 
 
 class EntryLayout:
-    """Entries of an entry program's statics table: constants, then the BLAS pointers."""
+    """Entries of an entry program's statics table: constants, the BLAS pointers, then the
+    collective callback `void (i64 index, i8 **pointers)`."""
 
     def __init__(self, num_consts: int):
         self.consts = 0
         self.sgemm, self.dgemm, self.set_threads, self.get_threads = range(
             num_consts, num_consts + 4)
+        self.collective = num_consts + 4
 
     def size(self, num_consts: int) -> int:
-        return num_consts + 4
+        return num_consts + 5
 
 
 class _EntryEmitter(_LoopEmitter):
@@ -543,10 +556,23 @@ class _EntryEmitter(_LoopEmitter):
         self.consts = [self._entry(k) for k in range(self.num_consts)]
         restore = self._single_blas_thread() if self.uses_gemm else None
         for op in self.ops:
-            self._op(op)
+            if isinstance(op, CollectiveCall):
+                self._collective(op)
+            else:
+                self._op(op)
         if restore is not None:
             restore()
         b.ret_void()
+
+    def _collective(self, op: CollectiveCall) -> None:
+        b = self.b
+        refs = op.ins + op.outs
+        ptrs = b.alloca(_I8P, ir.Constant(I64, max(len(refs), 1)), name="collective_args")
+        for k, ref in enumerate(refs):
+            b.store(self._ptr(ref), b.gep(ptrs, [ir.Constant(I64, k)], inbounds=True))
+        callback_ty = ir.FunctionType(ir.VoidType(), [I64, _I8P.as_pointer()]).as_pointer()
+        callback = b.bitcast(self._entry(self.layout.collective), callback_ty)
+        b.call(callback, [ir.Constant(I64, op.index), ptrs])
 
 
 def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
@@ -556,5 +582,5 @@ def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
                   blas_int_bits).emit()
 
 
-__all__ = ["Branch", "CopyCall", "EntryLayout", "GemmCall", "KernelCall", "Layout", "LoopPlan",
-           "NestedLoop", "Ref", "UpdateSlice", "emit_entry", "emit_loop"]
+__all__ = ["Branch", "CollectiveCall", "CopyCall", "EntryLayout", "GemmCall", "KernelCall",
+           "Layout", "LoopPlan", "NestedLoop", "Ref", "UpdateSlice", "emit_entry", "emit_loop"]
