@@ -51,7 +51,7 @@ from minijax.compiler.evaluator import evaluate_instruction
 #: large temporaries' memory through buffer assignment).
 MAX_TEMP_BYTES = 1 << 20
 #: ... and device programs (one per device thread) above this.
-DEVICE_MAX_TEMP_BYTES = 256 << 20
+DEVICE_MAX_TEMP_BYTES = 64 << 20
 #: What a device program's entry may call back for.
 COLLECTIVE_OPCODES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                       "collective-permute", "replica-id", "partition-id")
