@@ -300,6 +300,7 @@ class NamedSharding(Sharding):
             raise ValueError(f"NamedSharding: PartitionSpec {spec} uses a mesh axis twice")
         self.mesh = mesh
         self.spec = spec
+        self._indices: dict = {}     # global shape -> devices_indices_map (immutable inputs)
 
     @property
     def device_set(self) -> set:
@@ -327,6 +328,13 @@ class NamedSharding(Sharding):
                                  f"to {global_shape[d]} (full shape: {tuple(global_shape)})")
 
     def devices_indices_map(self, global_shape) -> dict:
+        key = tuple(int(n) for n in global_shape)
+        cached = self._indices.get(key)
+        if cached is None:
+            cached = self._indices[key] = self._devices_indices_map(key)
+        return dict(cached)
+
+    def _devices_indices_map(self, global_shape) -> dict:
         self._check(global_shape)
         sizes = self.mesh.shape
         out = {}
