@@ -149,18 +149,24 @@ def _calls(call, a, b, shape):
     return outs
 
 
+def _first_call(form, threads: int, seed: int):
+    """One call of a fresh tuner's gemm `form` on a pool of `threads`: (a, b, out)."""
+    a, b = _operands(np.random.default_rng(seed), form)
+    gemm_tuning.TUNER.clear()
+    set_device_share(ThreadPool(threads))
+    try:
+        out = np.empty((form[1], form[2]), np.float32)
+        cpu_blas.GemmCall(BLAS, form, np.float32).call(a, b, out)
+    finally:
+        set_device_share(None)
+    return a, b, out
+
+
 @needs_blas
 def test_large_gemms_are_always_split_on_a_pool_of_several_threads(autotune):
     form = (1, 256, 256, 128, False, False)
     assert 256 * 256 * 128 >= cpu_blas.SMALL_GEMM_MNK
-    a, b = _operands(np.random.default_rng(0), form)
-    gemm_tuning.TUNER.clear()
-    set_device_share(ThreadPool(2))
-    try:
-        out = np.empty((256, 256), np.float32)
-        cpu_blas.GemmCall(BLAS, form, np.float32).call(a, b, out)
-    finally:
-        set_device_share(None)
+    _first_call(form, 2, 0)
     (trial,) = gemm_tuning.TUNER._trials.values()
     assert trial.candidates == (2, 4)
 
@@ -169,14 +175,7 @@ def test_large_gemms_are_always_split_on_a_pool_of_several_threads(autotune):
 def test_autotune_is_off_by_default_and_keeps_the_fixed_rule():
     assert config._values["minijax_dot_autotune"] is False
     form = (1, 64, 64, 64, False, False)       # between GIL_GEMM_MNK and SMALL_GEMM_MNK
-    a, b = _operands(np.random.default_rng(1), form)
-    gemm_tuning.TUNER.clear()
-    try:
-        set_device_share(ThreadPool(2))
-        out = np.empty((64, 64), np.float32)
-        cpu_blas.GemmCall(BLAS, form, np.float32).call(a, b, out)
-    finally:
-        set_device_share(None)
+    a, b, out = _first_call(form, 2, 1)
     assert not gemm_tuning.TUNER._trials
     np.testing.assert_allclose(out, _reference(a, b, form), rtol=2e-4, atol=2e-4)
 
@@ -184,13 +183,6 @@ def test_autotune_is_off_by_default_and_keeps_the_fixed_rule():
 @needs_blas
 def test_one_thread_pool_runs_whole_without_a_trial(autotune):
     form = (1, 64, 64, 64, False, False)
-    a, b = _operands(np.random.default_rng(2), form)
-    gemm_tuning.TUNER.clear()
-    set_device_share(ThreadPool(1))
-    try:
-        out = np.empty((64, 64), np.float32)
-        cpu_blas.GemmCall(BLAS, form, np.float32).call(a, b, out)
-    finally:
-        set_device_share(None)
+    a, b, out = _first_call(form, 1, 2)
     assert not gemm_tuning.TUNER._trials
     np.testing.assert_allclose(out, _reference(a, b, form), rtol=2e-4, atol=2e-4)
