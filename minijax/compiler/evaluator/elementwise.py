@@ -488,7 +488,7 @@ def bitcast_convert(x, dtype):
     return x.view(dtype).reshape(x.shape[:-1])
 
 
-_FLOAT_LAYOUT = {2: (np.uint16, 5, 10), 4: (np.uint32, 8, 23), 8: (np.uint64, 11, 52)}
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
@@ -497,9 +497,11 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
     Mantissas round to nearest even; exponents above the reduced range become infinity,
     those at or below its smallest normal exponent become (signed) zero; NaN stays NaN.
     """
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         return x
-    utype, ebits, mbits = _FLOAT_LAYOUT[x.dtype.itemsize]
+    # The layout comes from finfo, not the item size: bfloat16 and float16 are both 2 bytes.
+    info = dtypes.finfo(x.dtype)
+    utype, ebits, mbits = _UINT_OF_SIZE[x.dtype.itemsize], int(info.nexp), int(info.nmant)
     u = np.ascontiguousarray(x).view(utype).copy()
     one = utype(1)
     if mantissa_bits < mbits:
