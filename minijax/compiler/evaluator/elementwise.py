@@ -488,7 +488,7 @@ def bitcast_convert(x, dtype):
     return x.view(dtype).reshape(x.shape[:-1])
 
 
-_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
@@ -499,10 +499,16 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
     """
     if dtypes.kind(x.dtype) != "f":
         return x
+    if x.dtype.itemsize == 1:
+        # As XLA does, 8-bit floats are rounded in float16 and converted back: the reduced
+        # format is IEEE-like (an all-ones exponent is inf/NaN, denormals below its smallest
+        # normal flush to zero) whatever the storage format (e4m3fn has no inf: 448 -> NaN).
+        return reduce_precision(x.astype(np.float16), exponent_bits,
+                                mantissa_bits).astype(x.dtype)
     # The layout comes from finfo, not the item size: bfloat16 and float16 are both 2 bytes.
     info = dtypes.finfo(x.dtype)
     utype, ebits, mbits = _UINT_OF_SIZE[x.dtype.itemsize], int(info.nexp), int(info.nmant)
-    u = np.ascontiguousarray(x).view(utype).copy()
+    u = np.array(x, order="C").view(utype)  # np.array keeps 0-d (ascontiguousarray does not)
     one = utype(1)
     if mantissa_bits < mbits:
         drop = mbits - mantissa_bits
@@ -520,11 +526,8 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
         signed_zero = u & sign_mask
         u = np.where(exponent > max_exp, signed_zero | exp_mask, u)
         u = np.where(exponent <= min_exp, signed_zero, u)
-    out = u.view(x.dtype)
-    nan = np.isnan(x)
-    if mantissa_bits > 0:
-        return np.where(nan, x, out)
-    return np.where(nan, np.array(np.inf, x.dtype), out)
+    # NaN stays NaN, also with mantissa_bits=0 (JAX 0.10.2 on XLA:CPU).
+    return np.where(np.isnan(x), x, u.view(x.dtype))
 
 
 def round_to_bf16(x):
