@@ -163,3 +163,55 @@ def test_16bit_accumulations_near_jax(dtype):
         want = np.asarray(getattr(real_lax, name)(x, 1))
         for f in _modes(lambda x, name=name: getattr(lax, name)(x, 1)):
             assert _ulps(np.asarray(f(x)), want, dtype) <= 2.5
+
+
+# --- dot_general with mixed operand dtypes, pow with a Python int exponent --------------------
+
+# (lhs dtype, rhs dtype, JAX 0.10.2's result dtype): XLA's higher-precision type, not
+# NumPy promotion (int8 x uint8 is int8, uint32 x int32 is int32, bfloat16 x float16 bfloat16).
+_DOT_MIXED = [(np.int32, np.float32, np.float32), (np.int8, np.int32, np.int32),
+              (np.float16, np.float32, np.float32), (BF16, np.float32, np.float32),
+              (np.int8, np.uint8, np.int8), (np.bool_, np.int32, np.int32),
+              (np.float32, np.complex64, np.complex64), (np.uint32, np.int32, np.int32),
+              (np.int32, np.float16, np.float16), (BF16, np.float16, BF16),
+              (np.int8, np.uint16, np.uint16)]
+
+
+@pytest.mark.parametrize("da,db,want", _DOT_MIXED)
+def test_dot_general_mixed_dtypes(da, db, want):
+    a = np.arange(6).reshape(2, 3) - 2
+    lhs, rhs = a.astype(da), a.T.astype(db)
+    dims = (((1,), (0,)), ((), ()))
+    expected = (lhs.astype(np.int64) @ rhs.astype(np.int64)).astype(want)
+    for f in _modes(lambda x, y: lax.dot_general(x, y, dims)):
+        out = np.asarray(f(lhs, rhs))
+        assert out.dtype == want
+        np.testing.assert_array_equal(out, expected)
+    out = np.asarray(lax.dot_general(lhs, rhs, dims, preferred_element_type=np.float32))
+    assert out.dtype == np.float32  # JAX 0.10.2: float32
+    if real_lax is not None:
+        assert np.asarray(real_lax.dot_general(lhs, rhs, dims)).dtype == want
+
+
+def test_dot_general_mixed_dtypes_grad():
+    x = np.array([1.0, 2.0, 3.0], np.float16)
+    w = np.array([0.5, -1.0, 2.0], np.float32)
+    g = minijax.grad(lambda x, w: lax.dot_general(x, w, (((0,), (0,)), ((), ()))),
+                     argnums=(0, 1))(x, w)
+    assert g[0].dtype == np.float16 and g[1].dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(g[0]), w.astype(np.float16))
+    np.testing.assert_array_equal(np.asarray(g[1]), x.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.complex64])
+def test_pow_python_int_exponent(dtype):
+    x = np.array([0.0, 1.5, -2.0, 3.0], dtype)
+    # JAX 0.10.2: lax.pow(x, 2) takes 2 as an integer exponent (minijax raised TypeError).
+    for f in _modes(lambda x: lax.pow(x, 2)):
+        out = np.asarray(f(x))
+        assert out.dtype == dtype
+        np.testing.assert_allclose(out.astype(np.complex128), [0.0, 2.25, 4.0, 9.0],
+                                   rtol=1e-6)
+    for f in _modes(lambda x: lax.pow(x, -1)):
+        np.testing.assert_allclose(np.asarray(f(x[1:])).astype(np.complex128),
+                                   [1 / 1.5, -0.5, 1 / 3], rtol=1e-2)
