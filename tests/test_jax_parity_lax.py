@@ -215,3 +215,40 @@ def test_pow_python_int_exponent(dtype):
     for f in _modes(lambda x: lax.pow(x, -1)):
         np.testing.assert_allclose(np.asarray(f(x[1:])).astype(np.complex128),
                                    [1 / 1.5, -0.5, 1 / 3], rtol=1e-2)
+
+
+# --- special functions at the edges of their domains ------------------------------------------
+
+_NAN, _INF = np.nan, np.inf
+
+# (function, arguments, JAX 0.10.2's values); minijax gave NaN, the truncated-order polygamma
+# or the opposite pole value.
+_SPECIAL_EDGES = [
+    (lambda m, x: lax.polygamma(m, x),
+     ([0.5, 1e-20, _NAN, 10.0, 10.0, _INF, 1.0, 2.0], [1.0, 3.0, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0]),
+     [_NAN, _NAN, _NAN, _NAN, _NAN, _NAN, _INF, _NAN]),
+    (lambda x, q: lax.zeta(x, q),
+     ([0.0, 0.0, 3.0, 10.0, 1.0, 1.0, _INF, 2.0], [0.0, -1.0, 0.0, -1.0, 0.0, -1.0, 0.0, 1.0]),
+     [_INF, _INF, _NAN, _INF, _INF, _INF, _NAN, np.pi ** 2 / 6]),
+    (lambda a, x: lax.igamma(a, x),
+     ([0.0, 0.0, 0.0, 0.0], [1.0, _INF, 0.0, 0.5]), [1.0, 1.0, _NAN, _NAN]),
+    (lambda a, x: lax.igammac(a, x),
+     ([0.0, 0.0, 0.0, 0.0], [0.5, 1.0, _INF, 0.0]), [0.0, 0.0, 0.0, _NAN]),
+    (lambda a, b, x: lax.betainc(a, b, x),
+     ([0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, _INF, _INF, 0.0, _INF],
+      [0.5, 0.5, _INF, 0.0, 0.0, _INF, 0.5, 0.5, 0.0, 0.0, _INF],
+      [0.0, 0.3, 0.3, 0.3, 1.0, 0.3, 0.0, 0.3, 1.0, 0.3, 0.3]),
+     [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, _NAN, _NAN]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_SPECIAL_EDGES)))
+def test_special_function_domain_edges(case):
+    fn, args, want = _SPECIAL_EDGES[case]
+    args = [np.array(a, np.float32) for a in args]
+    for f in _modes(fn):
+        np.testing.assert_allclose(np.asarray(f(*args)), np.array(want, np.float32), rtol=1e-6)
+    if real_lax is not None:
+        name = {0: "polygamma", 1: "zeta", 2: "igamma", 3: "igammac", 4: "betainc"}[case]
+        np.testing.assert_allclose(np.asarray(getattr(real_lax, name)(*args)),
+                                   np.array(want, np.float32), rtol=1e-6)
