@@ -345,8 +345,10 @@ def test_errors():
         lax.dot_general(x, x, (((1,), (0,)), ((), ())))
     with pytest.raises(TypeError, match="batch dimensions to have the same shape"):
         lax.dot_general(x, np.ones((3, 2), np.float32), (((1,), (1,)), ((0,), (0,))))
-    with pytest.raises(TypeError, match="dot_general requires operands of the same dtype"):
-        lax.dot_general(x, np.ones((3,), np.int32), (((1,), (0,)), ((), ())))
+    # JAX's dot_general accepts mixed dtypes (tests/test_jax_parity_lax.py); conv does not.
+    with pytest.raises(TypeError, match="conv_general_dilated requires operands of the same"):
+        lax.conv_general_dilated(np.ones((1, 2, 4, 4), np.float32),
+                                 np.ones((3, 2, 2, 2), np.int32), (1, 1), "VALID")
     with pytest.raises(TypeError, match="to be in range"):
         lax.dot_general(x, x, (((2,), (0,)), ((), ())))
     with pytest.raises(TypeError, match=r"Incompatible shapes for dot: got \(2, 3\) and "

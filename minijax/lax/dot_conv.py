@@ -109,10 +109,30 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     dims = ((tuple(map(operator.index, lc)), tuple(map(operator.index, rc))),
             (tuple(map(operator.index, lb)), tuple(map(operator.index, rb))))
     lhs, rhs = promote_scalars("dot_general", lhs, rhs)
+    lhs_dtype, rhs_dtype = get_aval(lhs).dtype, get_aval(rhs).dtype
+    if lhs_dtype != rhs_dtype:
+        # JAX accepts mixed operands: both are converted to XLA's higher-precision type.
+        dtype = _higher_precision_type(lhs_dtype, rhs_dtype)
+        lhs, rhs = convert_element_type(lhs, dtype), convert_element_type(rhs, dtype)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                               precision=_canonical_precision(precision),
                               preferred_element_type=_canonical_preferred(
                                   preferred_element_type))
+
+
+def _precision_key(dtype):
+    """XLA's HigherPrecisionType order: complex, then float range, then float precision,
+    then bit width, then signed over unsigned."""
+    dtype = np.dtype(dtype)
+    kind = dtypes.kind(dtype)
+    component = dtypes.real_dtype(dtype) if kind == "c" else dtype
+    info = dtypes.finfo(component) if kind in "fc" else None
+    return (kind == "c", info.maxexp if info else -1, info.nmant if info else -1,
+            component.itemsize if dtype != np.bool_ else 0, kind == "i")
+
+
+def _higher_precision_type(a, b):
+    return a if _precision_key(a) > _precision_key(b) else b
 
 
 def check_no_out_sharding(name: str, out_sharding) -> None:

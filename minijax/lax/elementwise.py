@@ -27,6 +27,7 @@ from minijax.interpreters.batching import not_mapped
 from minijax.lax.reductions import unbroadcast_scalar
 from minijax.lax.structural import bdim_at_front, broadcast_in_dim, moveaxis
 from minijax.lax.utils import (
+    is_scalar_literal,
     promote_scalars,
     same_shape_dtype_rule,
     standard_primitive,
@@ -290,6 +291,9 @@ rem_p = _binary("rem", _rem_impl, "remainder", kinds="iuf")
 
 def pow(x, y):  # noqa: A001 - JAX's name
     """Elementwise x ** y for floating/complex x; y has x's dtype or is an integer."""
+    if type(y) is int and not is_scalar_literal(x) and dtypes.kind(get_aval(x).dtype) in "fc":
+        # An integer exponent, as in JAX: lax.pow(float16 x, 2) is x ** int 2.
+        y = np.asarray(y, dtypes.default_int_dtype())
     x, y = promote_scalars("pow", x, y)
     return pow_p.bind(x, y)
 

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from minijax.compiler.evaluator import elementwise as evaluator_ew
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.dispatch import compile_when_large
 from minijax.interpreters import ad, batching
@@ -336,32 +337,8 @@ def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
     return same_shape_dtype_rule("reduce_precision", x, allowed_kinds="f")
 
 
-_FLOAT_LAYOUT = {2: (np.uint16, 5, 10), 4: (np.uint32, 8, 23), 8: (np.uint64, 11, 52)}
-
-
 def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
-    x = np.asarray(x, order="C")
-    utype, ebits, mbits = _FLOAT_LAYOUT[x.dtype.itemsize]
-    u = x.view(utype).copy()
-    one = utype(1)
-    if mantissa_bits < mbits:
-        drop = utype(mbits - mantissa_bits)
-        # Round to nearest even: add half an ulp minus one, plus the kept lowest bit.
-        bias = (one << (drop - one)) - one + ((u >> drop) & one)
-        u = (u + bias) & ~((one << drop) - one)
-    if exponent_bits < ebits:
-        exp_mask = ((one << utype(ebits)) - one) << utype(mbits)
-        sign = u & (one << utype(ebits + mbits))
-        full_bias, reduced_bias = (1 << (ebits - 1)) - 1, (1 << (exponent_bits - 1)) - 1
-        exponent = u & exp_mask
-        u = np.where(exponent > (utype(full_bias + reduced_bias) << utype(mbits)),
-                     sign | exp_mask, u)
-        u = np.where(exponent <= (utype(full_bias - reduced_bias) << utype(mbits)), sign, u)
-    out = u.view(x.dtype)
-    nan = np.isnan(x)
-    if mantissa_bits > 0:
-        return np.where(nan, x, out)
-    return np.where(nan, np.array(np.inf, x.dtype), out)
+    return evaluator_ew.reduce_precision(np.asarray(x), exponent_bits, mantissa_bits)
 
 
 reduce_precision_p = standard_primitive("reduce_precision", _reduce_precision_abstract_eval,

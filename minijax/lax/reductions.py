@@ -67,10 +67,16 @@ def _reduce_lowering(opcode, identity_fn):
     def rule(ctx, x, *, axes):
         b = ctx.builder
         dtype = ctx.avals_in[0].dtype
+        narrow_et = None
+        if opcode == "multiply" and dtypes.is_16bit_float(dtype):
+            # Products accumulate in float32 as eagerly (sums are widened by the codegen).
+            narrow_et, dtype = ctx.element_type(dtype), np.dtype(np.float32)
+            x = b.convert(x, "f32", metadata=ctx.metadata)
         et = ctx.element_type(dtype)
         init = b.constant(np.asarray(identity_fn(dtype), dtype))
         comp = ctx.scalar_computation(f"{opcode}_{et}", opcode, et)
-        return b.reduce(x, init, axes, comp, metadata=ctx.metadata)
+        out = b.reduce(x, init, axes, comp, metadata=ctx.metadata)
+        return out if narrow_et is None else b.convert(out, narrow_et, metadata=ctx.metadata)
     return rule
 
 
@@ -119,9 +125,19 @@ def reduce_sum(operand, axes):
     return reduce_sum_p.bind(operand, axes=axes)
 
 
+def _wide_reduce(np_fn):
+    """np_fn over axes; float16/bfloat16 accumulate in float32 and round once, as XLA does
+    (NumPy's bfloat16 sum stalls at 256 for ones)."""
+    def impl(x, *, axes):
+        x = np.asarray(x)
+        if dtypes.is_16bit_float(x.dtype):
+            return np_fn(x, axis=axes, dtype=np.float32).astype(x.dtype)
+        return np_fn(x, axis=axes, dtype=x.dtype)
+    return impl
+
+
 reduce_sum_p = standard_primitive(
-    "reduce_sum", _reduce_abstract_eval("reduce_sum", "iufc"),
-    lambda x, *, axes: np.sum(x, axis=axes, dtype=np.asarray(x).dtype))
+    "reduce_sum", _reduce_abstract_eval("reduce_sum", "iufc"), _wide_reduce(np.sum))
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
@@ -221,8 +237,7 @@ def reduce_prod(operand, axes):
 
 
 reduce_prod_p = standard_primitive(
-    "reduce_prod", _reduce_abstract_eval("reduce_prod", "iufc"),
-    lambda x, *, axes: np.prod(x, axis=axes, dtype=np.asarray(x).dtype))
+    "reduce_prod", _reduce_abstract_eval("reduce_prod", "iufc"), _wide_reduce(np.prod))
 
 
 

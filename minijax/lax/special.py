@@ -13,8 +13,11 @@ import numpy as np
 
 from minijax import dtypes
 from minijax.core import get_aval
+from minijax.lax import elementwise
+from minijax.lax.elementwise_int import bitwise_and, eq, select
+from minijax.lax.elementwise_math import is_finite
 from minijax.lax.shape_helpers import asarray
-from minijax.lax.structural import convert_element_type
+from minijax.lax.structural import broadcast_in_dim, convert_element_type
 
 _IMPLS: dict = {}
 
@@ -41,9 +44,16 @@ def zeta(x, q):
 def polygamma(m, x):
     """The m-th derivative of the digamma function at x, elementwise (m integral-valued)."""
     m = asarray(m)
-    if dtypes.is_inexact(get_aval(m).dtype):  # lax takes m in x's dtype; scipy wants ints
-        m = convert_element_type(m, np.int32)
-    return _impl("polygamma")(m, x)
+    if not dtypes.is_inexact(get_aval(m).dtype):
+        return _impl("polygamma")(m, x)
+    # lax takes m in x's dtype, scipy wants ints: a non-integral m (0.5, NaN) is NaN in JAX,
+    # not the polygamma of m truncated.
+    out = _impl("polygamma")(convert_element_type(m, np.int32), x)
+    integral = bitwise_and(eq(elementwise.floor(m), m), is_finite(m))
+    shape = get_aval(out).shape
+    if get_aval(integral).shape != shape:
+        integral = broadcast_in_dim(integral, shape, ())
+    return select(integral, out, elementwise.full_like(out, np.nan))
 
 
 def igamma(a, x):

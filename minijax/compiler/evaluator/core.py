@@ -366,7 +366,11 @@ def _bitcast_convert(instr, ops, ctx):
 
 
 def _reduce_precision(instr, ops, ctx):
-    return ew.reduce_precision(np.asarray(ops[0]), int(instr.attrs["exponent_bits"]),
+    x = np.asarray(ops[0])
+    dtype = instr.operands[0].shape.dtype
+    if dtype.itemsize == 1 and x.dtype != dtype:  # 8-bit floats arrive widened to float32
+        x = x.astype(dtype)
+    return ew.reduce_precision(x, int(instr.attrs["exponent_bits"]),
                                int(instr.attrs["mantissa_bits"]))
 
 

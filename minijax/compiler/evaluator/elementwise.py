@@ -488,7 +488,7 @@ def bitcast_convert(x, dtype):
     return x.view(dtype).reshape(x.shape[:-1])
 
 
-_FLOAT_LAYOUT = {2: (np.uint16, 5, 10), 4: (np.uint32, 8, 23), 8: (np.uint64, 11, 52)}
+_UINT_OF_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
@@ -497,10 +497,18 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
     Mantissas round to nearest even; exponents above the reduced range become infinity,
     those at or below its smallest normal exponent become (signed) zero; NaN stays NaN.
     """
-    if x.dtype.kind != "f":
+    if dtypes.kind(x.dtype) != "f":
         return x
-    utype, ebits, mbits = _FLOAT_LAYOUT[x.dtype.itemsize]
-    u = np.ascontiguousarray(x).view(utype).copy()
+    if x.dtype.itemsize == 1:
+        # As XLA does, 8-bit floats are rounded in float16 and converted back: the reduced
+        # format is IEEE-like (an all-ones exponent is inf/NaN, denormals below its smallest
+        # normal flush to zero) whatever the storage format (e4m3fn has no inf: 448 -> NaN).
+        return reduce_precision(x.astype(np.float16), exponent_bits,
+                                mantissa_bits).astype(x.dtype)
+    # The layout comes from finfo, not the item size: bfloat16 and float16 are both 2 bytes.
+    info = dtypes.finfo(x.dtype)
+    utype, ebits, mbits = _UINT_OF_SIZE[x.dtype.itemsize], int(info.nexp), int(info.nmant)
+    u = np.array(x, order="C").view(utype)  # np.array keeps 0-d (ascontiguousarray does not)
     one = utype(1)
     if mantissa_bits < mbits:
         drop = mbits - mantissa_bits
@@ -518,11 +526,8 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
         signed_zero = u & sign_mask
         u = np.where(exponent > max_exp, signed_zero | exp_mask, u)
         u = np.where(exponent <= min_exp, signed_zero, u)
-    out = u.view(x.dtype)
-    nan = np.isnan(x)
-    if mantissa_bits > 0:
-        return np.where(nan, x, out)
-    return np.where(nan, np.array(np.inf, x.dtype), out)
+    # NaN stays NaN, also with mantissa_bits=0 (JAX 0.10.2 on XLA:CPU).
+    return np.where(np.isnan(x), x, u.view(x.dtype))
 
 
 def round_to_bf16(x):

@@ -118,8 +118,8 @@ def _signed_power(base, s):
 def zeta(x, q=None):
     """The Hurwitz zeta function sum_k (k + q) ** -x (``q`` is required, as in JAX).
 
-    ``inf`` at ``x == 1`` and ``q == 0``, ``nan`` for ``x < 1``, for negative integer ``q``
-    and for negative ``q`` with non-integer ``x``.
+    As in JAX: ``nan`` for ``x < 1`` and for ``q <= 0`` with non-integer ``x``; at a pole
+    (integer ``q <= 0``) ``inf`` for even integer ``x``, else ``nan``; ``inf`` at ``x == 1``.
     """
     if q is None:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
@@ -138,9 +138,13 @@ def zeta(x, q=None):
         rising = rising * (x + 2 * j - 1) * (x + 2 * j)
         term = term / (a * a)
     nan, inf = jnp.array(np.nan, x.dtype), jnp.array(np.inf, x.dtype)
-    total = jnp.where(q == 0, inf, total)
-    bad = (x < 1) | ((q < 0) & ((q == jnp.floor(q)) | (x != jnp.floor(x))))
-    total = jnp.where(bad, nan, total)
+    # JAX 0.10.2's domain rules, in their order.
+    total = jnp.where(x < 1, nan, total)
+    q_nonpos = q <= 0
+    total = jnp.where(q_nonpos & (x != jnp.floor(x)), nan, total)
+    # A pole at integer q <= 0: +inf for even integer x, else NaN (zeta(3, 0) is NaN).
+    even_x = (jnp.fmod(x, 2) == 0) & (x == jnp.floor(x))
+    total = jnp.where(q_nonpos & (q == jnp.floor(q)), jnp.where(even_x, inf, nan), total)
     return jnp.where(x == 1, inf, total)
 
 
@@ -156,7 +160,6 @@ def polygamma(n, x):
     safe_n = jnp.maximum(n_f, 1.0)
     sign = jnp.where(jnp.fmod(safe_n, 2.0) == 0, -1.0, 1.0).astype(x.dtype)
     higher = sign * jnp.exp(gammaln(safe_n + 1)) * zeta(safe_n + 1, x)
-    higher = jnp.where(_is_nonpos_int(x), jnp.array(np.inf, x.dtype), higher)
     value = jnp.where(n_f == 0, digamma(x), higher)
     return jnp.where(n_f < 0, jnp.array(np.nan, x.dtype), value)
 

@@ -104,7 +104,10 @@ def gammainc(a, x):
     out = jnp.where(use_cf, 1 - q, p)
     out = jnp.where(x == 0, jnp.zeros_like(out), out)
     out = jnp.where(jnp.isposinf(x), jnp.ones_like(out), out)
-    return jnp.where(bad, jnp.nan, out)
+    # JAX: P(0, x) is 1 for x >= 1 (its series leaves NaN for 0 < x < 1, and so does this).
+    a_zero_one = (a == 0) & (x >= 1)
+    out = jnp.where(a_zero_one, jnp.ones_like(out), out)
+    return jnp.where(bad & ~a_zero_one, jnp.nan, out)
 
 
 def gammaincc(a, x):
@@ -113,7 +116,9 @@ def gammaincc(a, x):
     out = jnp.where(use_cf, q, 1 - p)
     out = jnp.where(x == 0, jnp.ones_like(out), out)
     out = jnp.where(jnp.isposinf(x), jnp.zeros_like(out), out)
-    return jnp.where(bad, jnp.nan, out)
+    a_zero = (a == 0) & (x > 0)  # Q(0, x) = 0 for x > 0, as in JAX
+    out = jnp.where(a_zero, jnp.zeros_like(out), out)
+    return jnp.where(bad & ~a_zero, jnp.nan, out)
 
 
 def betaln(a, b):
@@ -152,7 +157,11 @@ def _beta_cf(a, b, x):
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b) (scipy.special.betainc)."""
     a, b, x = _inexact("betainc", a, b, x)
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+    nan = (a < 0) | (b < 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+    # JAX's limits: a = 0 or b = inf is a unit step at x = 0; b = 0 or a = inf one at x = 1.
+    a_zero, b_zero = (a == 0) | jnp.isposinf(b), (b == 0) | jnp.isposinf(a)
+    nan = nan | (a_zero & b_zero)
+    bad = nan | a_zero | b_zero
     one = jnp.ones_like(x)
     a_ok, b_ok = jnp.where(bad, one, a), jnp.where(bad, one, b)
     flip = x > (a_ok + 1) / (a_ok + b_ok + 2)
@@ -163,7 +172,9 @@ def betainc(a, b, x):
     s = _beta_cf(aa, bb, xs)
     out = jnp.where(flip, 1 - s, s)
     out = jnp.where(x == 0, jnp.zeros_like(out), jnp.where(x == 1, one, out))
-    return jnp.where(bad, jnp.nan, out)
+    out = jnp.where((b_zero & (x != 1)) | (a_zero & (x == 0)), jnp.zeros_like(out), out)
+    out = jnp.where((a_zero & (x != 0)) | (b_zero & (x == 1)), one, out)
+    return jnp.where(nan, jnp.nan, out)
 
 
 def multigammaln(a, d):
