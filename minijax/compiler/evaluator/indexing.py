@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.compiler.evaluator.linalg import failed_cholesky, solve_triangular_left
 from minijax.compiler.evaluator.ops import combine_into, pad_array
 from minijax.compiler.evaluator.take import fast_gather, fast_scatter
 
@@ -248,11 +249,12 @@ def _cholesky(instr, ops, ctx):
     herm = tri + np.conj(np.swapaxes(tri, -1, -2))
     herm = herm - np.einsum("...i,ij->...ij", diag, np.eye(a.shape[-1]))
     herm = herm.astype(cd)
-    out = np.full(herm.shape, np.nan, dtype=cd)
+    out = np.empty(herm.shape, dtype=cd)
     for index in np.ndindex(*herm.shape[:-2]):
         try:
             factor = np.linalg.cholesky(herm[index])
         except np.linalg.LinAlgError:
+            out[index] = failed_cholesky(a.shape[-1], cd, lower)
             continue
         out[index] = factor if lower else np.conj(factor.T)
     return out
@@ -273,12 +275,13 @@ def _triangular_solve(instr, ops, ctx):
         tri = np.swapaxes(tri, -1, -2)
     elif mode == "ADJOINT":
         tri = np.conj(np.swapaxes(tri, -1, -2))
+    op_lower = lower != (mode in ("TRANSPOSE", "ADJOINT"))
     b = b.astype(cd)
     if _flag(at.get("left_side", False)):
-        return np.linalg.solve(tri, b)
+        return solve_triangular_left(tri, b, op_lower)
     # x A = b  <=>  A^T x^T = b^T
-    return np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)),
-                       -1, -2)
+    return np.swapaxes(solve_triangular_left(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2),
+                                             not op_lower), -1, -2)
 
 
 OPCODES = {
