@@ -104,7 +104,9 @@ def gammainc(a, x):
     out = jnp.where(use_cf, 1 - q, p)
     out = jnp.where(x == 0, jnp.zeros_like(out), out)
     out = jnp.where(jnp.isposinf(x), jnp.ones_like(out), out)
-    return jnp.where(bad, jnp.nan, out)
+    # a == 0: JAX gives the limit 1 where its continued fraction runs (x >= 1), NaN below
+    out = jnp.where((a == 0) & (x >= 1), jnp.ones_like(out), out)
+    return jnp.where(bad & ~((a == 0) & (x >= 1)), jnp.nan, out)
 
 
 def gammaincc(a, x):
@@ -113,7 +115,8 @@ def gammaincc(a, x):
     out = jnp.where(use_cf, q, 1 - p)
     out = jnp.where(x == 0, jnp.ones_like(out), out)
     out = jnp.where(jnp.isposinf(x), jnp.zeros_like(out), out)
-    return jnp.where(bad, jnp.nan, out)
+    out = jnp.where((a == 0) & (x > 0), jnp.zeros_like(out), out)  # JAX's limit a -> 0
+    return jnp.where(bad & ~((a == 0) & (x > 0)), jnp.nan, out)
 
 
 def betaln(a, b):
@@ -152,9 +155,14 @@ def _beta_cf(a, b, x):
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b) (scipy.special.betainc)."""
     a, b, x = _inexact("betainc", a, b, x)
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+    bad = (a < 0) | (b < 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+    bad = bad | ((a == 0) & (b == 0)) | (jnp.isinf(a) & jnp.isinf(b))
+    # JAX's limits: a == 0 or b == inf puts all mass at 0, b == 0 or a == inf at 1
+    at_zero = (a == 0) | (jnp.isposinf(b) & (a > 0))
+    at_one = (b == 0) | (jnp.isposinf(a) & (b > 0))
+    limit = ~bad & (at_zero | at_one)
     one = jnp.ones_like(x)
-    a_ok, b_ok = jnp.where(bad, one, a), jnp.where(bad, one, b)
+    a_ok, b_ok = jnp.where(bad | limit, one, a), jnp.where(bad | limit, one, b)
     flip = x > (a_ok + 1) / (a_ok + b_ok + 2)
     edge = bad | (x == 0) | (x == 1)
     # The series converges fast below the mean; above it use I_x(a, b) = 1 - I_{1-x}(b, a).
@@ -163,6 +171,8 @@ def betainc(a, b, x):
     s = _beta_cf(aa, bb, xs)
     out = jnp.where(flip, 1 - s, s)
     out = jnp.where(x == 0, jnp.zeros_like(out), jnp.where(x == 1, one, out))
+    out = jnp.where(limit & at_zero & (x > 0), one, out)
+    out = jnp.where(limit & at_one & (x < 1), jnp.zeros_like(out), out)
     return jnp.where(bad, jnp.nan, out)
 
 
