@@ -216,6 +216,15 @@ def test_special_edge_values_as_jax():
                                   [0.0, 0.0])
 
 
+def test_zeta_and_polygamma_poles_as_jax():
+    # JAX 0.10.2 (XLA's zeta): at q = 0, -1, ... inf for even integer x, nan otherwise;
+    # polygamma(n, 0) is inf for odd n and nan for even n >= 2
+    got = jss.zeta(jnp.array([2.0, 3.0, 2.5, 4.0, 2.0]), jnp.array([-1.0, 0.0, 0.0, -2.0, 0.5]))
+    np.testing.assert_allclose(got, [np.inf, np.nan, np.nan, np.inf, 4.934802], rtol=1e-5)
+    got = [float(jss.polygamma(n, jnp.array([0.0, -1.0]))[i]) for n in (1, 2, 3) for i in (0, 1)]
+    np.testing.assert_array_equal(got, [np.inf, np.inf, np.nan, np.nan, np.inf, np.inf])
+
+
 # ----------------------------------------------------------------------------- live JAX
 
 

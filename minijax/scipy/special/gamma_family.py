@@ -138,8 +138,12 @@ def zeta(x, q=None):
         rising = rising * (x + 2 * j - 1) * (x + 2 * j)
         term = term / (a * a)
     nan, inf = jnp.array(np.nan, x.dtype), jnp.array(np.inf, x.dtype)
-    total = jnp.where(q == 0, inf, total)
-    bad = (x < 1) | ((q < 0) & ((q == jnp.floor(q)) | (x != jnp.floor(x))))
+    # As JAX (XLA's zeta): at a pole q = 0, -1, -2, ... the value is inf for an even integer
+    # x and nan otherwise
+    pole = (q <= 0) & (q == jnp.floor(q))
+    even = (x == jnp.floor(x)) & (jnp.fmod(x, 2) == 0)
+    total = jnp.where(pole, jnp.where(even, inf, nan), total)
+    bad = (x < 1) | ((q < 0) & (x != jnp.floor(x)))
     total = jnp.where(bad, nan, total)
     return jnp.where(x == 1, inf, total)
 
@@ -156,7 +160,7 @@ def polygamma(n, x):
     safe_n = jnp.maximum(n_f, 1.0)
     sign = jnp.where(jnp.fmod(safe_n, 2.0) == 0, -1.0, 1.0).astype(x.dtype)
     higher = sign * jnp.exp(gammaln(safe_n + 1)) * zeta(safe_n + 1, x)
-    higher = jnp.where(_is_nonpos_int(x), jnp.array(np.inf, x.dtype), higher)
+    # (at x = 0, -1, ...: zeta's pole rule gives inf for odd n and nan for even n, as JAX)
     value = jnp.where(n_f == 0, digamma(x), higher)
     return jnp.where(n_f < 0, jnp.array(np.nan, x.dtype), value)
 
