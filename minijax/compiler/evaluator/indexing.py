@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax.compiler.evaluator.linalg import failed_cholesky, solve_triangular_left
+from minijax.compiler.evaluator.linalg import solve_triangular_left
 from minijax.compiler.evaluator.ops import combine_into, pad_array
 from minijax.compiler.evaluator.take import fast_gather, fast_scatter
 
@@ -249,12 +249,11 @@ def _cholesky(instr, ops, ctx):
     herm = tri + np.conj(np.swapaxes(tri, -1, -2))
     herm = herm - np.einsum("...i,ij->...ij", diag, np.eye(a.shape[-1]))
     herm = herm.astype(cd)
-    out = np.empty(herm.shape, dtype=cd)
+    out = np.full(herm.shape, np.nan, dtype=cd)
     for index in np.ndindex(*herm.shape[:-2]):
         try:
             factor = np.linalg.cholesky(herm[index])
         except np.linalg.LinAlgError:
-            out[index] = failed_cholesky(a.shape[-1], cd, lower)
             continue
         out[index] = factor if lower else np.conj(factor.T)
     return out

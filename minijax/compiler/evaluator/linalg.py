@@ -48,21 +48,13 @@ def cholesky(x):
     x = np.asarray(x)
     lower = np.tril(x)
     herm = lower + np.conj(np.swapaxes(np.tril(x, -1), -1, -2))
-    out = np.empty(x.shape, dtype=x.dtype)
+    out = np.full(x.shape, np.nan, dtype=x.dtype)
     for idx in np.ndindex(*x.shape[:-2]):
-        out[idx] = failed_cholesky(x.shape[-1], x.dtype, True)
         try:
             out[idx] = np.linalg.cholesky(herm[idx])
         except np.linalg.LinAlgError:
             pass
     return out
-
-
-def failed_cholesky(n: int, dtype, lower: bool) -> np.ndarray:
-    """What XLA/JAX return for a matrix that is not positive definite: NaNs in the factor's
-    triangle (diagonal included), zeros in the other one."""
-    tri = np.tril(np.ones((n, n), bool))
-    return np.where(tri if lower else tri.T, np.nan, 0).astype(dtype)
 
 
 def solve_triangular_left(tri, b, lower: bool):
