@@ -356,10 +356,18 @@ def bits(key, shape=(), dtype=None):
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in [minval, maxval) (JAX's bit trick: 23 random mantissa bits)."""
     data, _ = _check_prng_key("uniform", key)
-    return _uniform(data, _shape(shape), _float_dtype(dtype, "uniform"), minval, maxval)
+    # (0, 1) needs no fused multiply-add: floats * 1 + 0 is exact
+    fused = not (_is_const(minval, 0.0) and _is_const(maxval, 1.0))
+    return _uniform(data, _shape(shape), _float_dtype(dtype, "uniform"), minval, maxval,
+                    fused=fused)
 
 
-def _uniform(data, shape, dtype, minval, maxval):
+def _is_const(x, value) -> bool:
+    return isinstance(x, (int, float, np.number, np.ndarray)) and np.ndim(x) == 0 and \
+        float(x) == value
+
+
+def _uniform(data, shape, dtype, minval, maxval, *, fused: bool = False):
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = threefry.UINT_DTYPES[nbits]
@@ -374,8 +382,14 @@ def _uniform(data, shape, dtype, minval, maxval):
                                 np.array(1.0, dtype).view(uint))
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
     # JAX's compiled uniform contracts floats * (maxval - minval) + minval into one fused
-    # multiply-add (one rounding); do the same for bit-equal samples
-    scaled = _fma(floats, lax.sub(maxval, minval), minval)
+    # multiply-add (one rounding); `fused` (public uniform) does the same for bit-equal
+    # samples. The samplers built on it (normal, ...) round twice: they agree with JAX to
+    # rounding anyway, and the emulation's extra work would slow them down.
+    span = lax.sub(maxval, minval)
+    if fused:
+        scaled = _fma(floats, span, minval)
+    else:
+        scaled = lax.add(lax.mul(floats, span), minval)
     return lax.max(minval, scaled)
 
 
