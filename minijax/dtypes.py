@@ -325,11 +325,16 @@ def is_integer(dtype) -> bool:
 
 
 def to_inexact(dtype) -> np.dtype:
-    """The floating dtype that an integer/bool input becomes in float functions."""
+    """The floating dtype that an integer/bool input becomes in float functions.
+
+    As JAX: bool and integers of up to 32 bits become float32 (also with x64 enabled),
+    64-bit integers float64 (float32 once canonicalized without x64)."""
     dtype = np.dtype(dtype)
     if kind(dtype) in "fc":
         return dtype
-    return default_float_dtype()
+    if dtype.itemsize == 8:
+        return canonicalize_dtype(np.float64)
+    return np.dtype(np.float32)
 
 
 def real_dtype(dtype) -> np.dtype:

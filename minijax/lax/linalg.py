@@ -107,12 +107,13 @@ def _per_matrix(fn, *arrays):
 def cholesky(x, *, symmetrize_input: bool = True):
     """Lower Cholesky factor L of Hermitian positive-definite x (x = L L^H).
 
-    Only the lower triangle is read (after symmetrizing when `symmetrize_input`). A matrix
-    that is not positive definite gives a factor full of NaNs, as in JAX."""
+    Only the lower triangle is read (after symmetrizing when `symmetrize_input`). As JAX, the
+    primitive's factor (full of NaNs for a matrix that is not positive definite) is cut to its
+    lower triangle: NaNs on and below the diagonal, zeros above."""
     _check_matrix("cholesky", get_aval(x), square=True)
     if symmetrize_input:
         x = div(add(x, mH(x)), full((), 2, get_aval(x).dtype))
-    return cholesky_p.bind(x)
+    return tril(cholesky_p.bind(x))
 
 
 def _cholesky_abstract_eval(x):

@@ -17,7 +17,6 @@ from minijax import dtypes, lax
 from minijax.lax.fft import FftType
 from minijax.numpy.creation import asarray
 from minijax.numpy.manipulation import moveaxis, roll
-from minijax.numpy.util import promote_dtypes_inexact
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
            "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift", "hfft",
@@ -39,18 +38,25 @@ def _resize(x, axis: int, size: int):
 
 
 def _to_complex(x):
-    (x,) = promote_dtypes_inexact(x)
-    if x.dtype.kind != "c":
-        x = lax.convert_element_type(
-            x, np.complex128 if x.dtype == np.float64 else np.complex64)
-    return x
+    """JAX's lax.fft input rule: integers/bool become float32 (float64 for 64-bit ones,
+    also with x64), then f16/bf16/f32 become complex64 and float64 complex128."""
+    dt = x.dtype
+    if dt.kind == "c":
+        return x
+    real = dtypes.to_inexact(dt)
+    return lax.convert_element_type(
+        x, np.complex128 if real == np.float64 else np.complex64)
 
 
 def _to_real(x, name):
-    (x,) = promote_dtypes_inexact(x)
-    if x.dtype.kind == "c":
-        raise TypeError(f"jnp.fft.{name} needs real input, got {x.dtype}")
-    return x if x.dtype != np.float16 else lax.convert_element_type(x, np.float32)
+    dt = x.dtype
+    if dt.kind == "c":
+        raise TypeError(f"jnp.fft.{name} needs real input, got {dt}")
+    dt = dtypes.to_inexact(dt)
+    if dt not in (np.float32, np.float64):
+        raise ValueError(f"RFFT input must be float32 or float64, got {dt} (jnp.fft.{name}); "
+                         "convert the input with .astype(jnp.float32)")
+    return lax.convert_element_type(x, dt) if dt != x.dtype else x
 
 
 def _innermost(x, fft_type, lengths):
@@ -155,8 +161,7 @@ def _swapped_norm(norm):
 def hfft(a, n=None, axis=-1, norm=None):
     """FFT of a signal with Hermitian symmetry given by its first half `a`: a real
     spectrum of length n (default 2 * (m - 1))."""
-    (a,) = promote_dtypes_inexact(asarray(a))
-    return irfft(lax.conj(_to_complex(a)), n, axis, _swapped_norm(norm))
+    return irfft(lax.conj(_to_complex(asarray(a))), n, axis, _swapped_norm(norm))
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
@@ -185,33 +190,43 @@ def irfftn(a, s=None, axes=None, norm=None):
     return _fftn("irfftn", FftType.IRFFT, a, s, axes, norm)
 
 
+def _two_axes(name, axes):
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError(f"jax.numpy.fft.{name} only supports 2 axes. Got axes = {axes}.")
+    return axes
+
+
 def fft2(a, s=None, axes=(-2, -1), norm=None):
     """Two-dimensional discrete Fourier transform."""
-    return _fftn("fft2", FftType.FFT, a, s, axes, norm)
+    return _fftn("fft2", FftType.FFT, a, s, _two_axes("fft2", axes), norm)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None):
     """Two-dimensional inverse discrete Fourier transform."""
-    return _fftn("ifft2", FftType.IFFT, a, s, axes, norm)
+    return _fftn("ifft2", FftType.IFFT, a, s, _two_axes("ifft2", axes), norm)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None):
     """Two-dimensional transform of real input."""
-    return _fftn("rfft2", FftType.RFFT, a, s, axes, norm)
+    return _fftn("rfft2", FftType.RFFT, a, s, _two_axes("rfft2", axes), norm)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None):
     """Inverse of rfft2."""
-    return _fftn("irfft2", FftType.IRFFT, a, s, axes, norm)
+    return _fftn("irfft2", FftType.IRFFT, a, s, _two_axes("irfft2", axes), norm)
 
 
 def _freq(name, n, d, dtype, ks):
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"jnp.fft.{name}: n must be a positive integer, got {n!r}")
-    dtype = dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())
+    out_dtype = dtypes.canonicalize_dtype(dtype or dtypes.default_float_dtype())
+    dtype = dtypes.real_dtype(dtypes.to_inexact(out_dtype))
     k = asarray(np.asarray(ks, np.float64), dtype=dtype)
-    return lax.div(k, lax.mul(lax.full((), n, dtype), lax.convert_element_type(
-        asarray(d), dtype)))
+    # As JAX: d * n is formed first (in Python for a Python d), then rounded to dtype.
+    scale = d * int(n) if isinstance(d, (int, float, np.number)) else asarray(d) * int(n)
+    out = lax.div(k, asarray(scale, dtype=dtype))
+    return out if out_dtype == dtype else lax.convert_element_type(out, out_dtype)
 
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):

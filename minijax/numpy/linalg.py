@@ -115,9 +115,27 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     """Singular value decomposition: SVDResult(U, S, Vh), or S alone if not compute_uv."""
     (a,) = _inexact("svd", a)
     _matrix("svd", a)
+    if hermitian:
+        return _svd_hermitian(a, compute_uv, subset_by_index)
     out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                          subset_by_index=subset_by_index)
     return SVDResult(*out) if compute_uv else out
+
+
+def _svd_hermitian(a, compute_uv, subset_by_index):
+    """JAX's hermitian svd: eigh of the (symmetrized) input; singular values are |w| in
+    descending order (ties: the higher eigenvalue index first), Vh = (U * sign(w))^H."""
+    if subset_by_index is not None:
+        raise NotImplementedError("svd: hermitian=True with subset_by_index is not supported")
+    vectors, w = lax_linalg.eigh(a, lower=True, symmetrize_input=True)
+    s = jnp.abs(w)
+    if not compute_uv:
+        return jnp.flip(lax.sort(s, dimension=-1), axis=-1)
+    idxs = util.iota(np.int32, s.shape, s.ndim - 1)
+    s, idxs, sign = (jnp.flip(t, axis=-1) for t in
+                     lax.sort((s, idxs, jnp.sign(w)), dimension=-1, num_keys=1))
+    u = jnp.take_along_axis(vectors, idxs[..., None, :], axis=-1)
+    return SVDResult(u, s, _mH(u * sign[..., None, :].astype(u.dtype)))
 
 
 def svdvals(x, /):
@@ -224,44 +242,53 @@ def inv(a):
 # --------------------------------------------------------------------------- svd-based
 
 
-def _default_rtol(a):
-    m, n = get_aval(a).shape[-2:]
-    return max(m, n) * float(dtypes.finfo(dtypes.to_inexact(get_aval(a).dtype)).eps)
-
-
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
-    """Moore-Penrose pseudo-inverse; singular values below rtol * max(s) are dropped."""
+    """Moore-Penrose pseudo-inverse; singular values at or below rtol * max(s) are dropped
+    (default rtol: 10 * max(M, N) * eps, as JAX)."""
     (a,) = _inexact("pinv", a)
     _matrix("pinv", a)
     if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: only one of rtol and rcond may be specified.")
         rtol = rcond
     m, n = get_aval(a).shape[-2:]
     if m == 0 or n == 0:
         return jnp.zeros(get_aval(a).shape[:-2] + (n, m), get_aval(a).dtype)
-    rtol = _default_rtol(a) if rtol is None else rtol
-    u, s, vh = lax_linalg.svd(a, full_matrices=False)
-    cutoff = jnp.asarray(rtol)[..., None] * jnp.max(s, axis=-1, keepdims=True)
-    keep = s > cutoff
-    s_inv = jnp.where(keep, 1 / jnp.where(keep, s, 1), 0).astype(s.dtype)
-    return matmul(_mH(vh) * s_inv[..., None, :].astype(a.dtype), _mH(u))
+    arr = jnp.conj(a)
+    if rtol is None:
+        rtol = 10.0 * max(m, n) * float(dtypes.finfo(arr.dtype).eps)
+    u, s, vh = svd(arr, full_matrices=False, hermitian=hermitian)
+    rtol = jnp.asarray(rtol)
+    rtol = rtol.reshape((1,) * max(0, s.ndim - rtol.ndim - 1) + rtol.shape + (1,))
+    cutoff = rtol * s[..., 0:1]
+    s = jnp.where(s > cutoff, s, np.inf).astype(u.dtype)
+    res = matmul(matrix_transpose(vh), matrix_transpose(u) / s[..., None])
+    return res.astype(arr.dtype)
 
 
-def matrix_rank(M, rtol=None, *, tol=None):
-    """Number of singular values above the tolerance (tol, or rtol * max(s))."""
+def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None):
+    """Number of singular values above the tolerance. As JAX: a given `rtol` (or its alias
+    `tol`) is compared with the singular values directly; the default is
+    max(s) * max(M, N) * eps. The count has the default integer dtype."""
     (M,) = _inexact("matrix_rank", M)
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     if M.ndim < 2:
         return jnp.any(M != 0).astype(np.int32)
-    s = svdvals(M)
-    if tol is None:
-        rtol = _default_rtol(M) if rtol is None else rtol
-        tol = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(rtol)[..., None]
-    else:
-        tol = jnp.asarray(tol)[..., None]
-    return jnp.sum(s > tol, axis=-1).astype(np.int32)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
+    if rtol is None:
+        eps = float(dtypes.finfo(s.dtype).eps)
+        rtol = jnp.max(s, axis=-1) * np.asarray(max(M.shape[-2:]) * eps, s.dtype)
+    rtol = jnp.asarray(rtol)
+    return jnp.sum(s > rtol[..., None], axis=-1)
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
-    """Least-squares solution of a @ x = b: (x, residuals, rank, singular values)."""
+    """Least-squares solution of a @ x = b: (x, residuals, rank, singular values). As JAX:
+    singular values below rcond * max(s) are dropped (default rcond: eps * max(M, N); a
+    negative rcond means eps)."""
     a, b = _inexact("lstsq", a, b)
     if a.ndim != 2 or b.ndim not in (1, 2):
         raise ValueError(f"lstsq: a must be 2-D and b 1-D or 2-D, got {a.shape} and {b.shape}")
@@ -270,17 +297,29 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
         raise ValueError(f"lstsq: leading dimensions of a {a.shape} and b {b.shape} differ")
     vec = b.ndim == 1
     b2 = b[:, None] if vec else b
-    rtol = _default_rtol(a) if rcond is None else rcond
-    s = svdvals(a)
-    x = matmul(pinv(a, rtol=rtol), b2)
-    rank = matrix_rank(a, rtol=rtol) if min(m, n) else jnp.asarray(0, np.int32)
-    resid = jnp.sum(jnp.abs(b2 - matmul(a, x)) ** 2, axis=0)
-    if numpy_resid:
-        if int(rank) != n or m <= n:
-            resid = jnp.zeros((0,), resid.dtype)
+    dtype = a.dtype
+    if a.size == 0:
+        s = jnp.zeros((0,), dtypes.real_dtype(dtype))
+        rank = jnp.asarray(0, dtypes.default_int_dtype())
+        x = jnp.zeros((n,) + b2.shape[1:], dtype)
+    else:
+        eps = float(dtypes.finfo(dtype).eps)
+        if rcond is None:
+            rcond = eps * max(n, m)
+        else:
+            rcond = jnp.where(jnp.asarray(rcond) < 0, eps, rcond)
+        u, s, vt = svd(a, full_matrices=False)
+        mask = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
+        rank = mask.sum()
+        safe_s = jnp.where(mask, s, 1).astype(dtype)
+        s_inv = jnp.where(mask, 1 / safe_s, 0)[:, None]
+        x = matmul(_mH(vt), s_inv * matmul(_mH(u), b2))
+    if numpy_resid and (int(rank) < n or m <= n):
+        resid = jnp.zeros((0,), dtypes.real_dtype(dtype))
+    else:
+        resid = norm(b2 - matmul(a, x), axis=0) ** 2
     if vec:
-        x = x[:, 0]
-        resid = resid.reshape(resid.shape[:0] + (resid.size,)) if resid.size else resid
+        x = x.ravel()
     return x, resid, rank, s
 
 

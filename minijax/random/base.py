@@ -356,20 +356,91 @@ def bits(key, shape=(), dtype=None):
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in [minval, maxval) (JAX's bit trick: 23 random mantissa bits)."""
     data, _ = _check_prng_key("uniform", key)
-    return _uniform(data, _shape(shape), _float_dtype(dtype, "uniform"), minval, maxval)
+    # (0, 1) needs no fused multiply-add: floats * 1 + 0 is exact
+    fused = not (_is_const(minval, 0.0) and _is_const(maxval, 1.0))
+    return _uniform(data, _shape(shape), _float_dtype(dtype, "uniform"), minval, maxval,
+                    fused=fused)
 
 
-def _uniform(data, shape, dtype, minval, maxval):
+def _is_const(x, value) -> bool:
+    return isinstance(x, (int, float, np.number, np.ndarray)) and np.ndim(x) == 0 and \
+        float(x) == value
+
+
+def _uniform(data, shape, dtype, minval, maxval, *, fused: bool = False):
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = threefry.UINT_DTYPES[nbits]
     minval = _bcast(_convert(minval, dtype), shape)
     maxval = _bcast(_convert(maxval, dtype), shape)
-    raw = _random_bits(data, nbits, shape)
-    float_bits = lax.bitwise_or(lax.shift_right_logical(raw, _const(nbits - nmant, uint)),
+    # As JAX: formats with fewer than 8 mantissa bits (bfloat16) draw 8-bit words
+    rng_bits = 8 if nmant < 8 else nbits
+    raw = _random_bits(data, rng_bits, shape)
+    if rng_bits != nbits:
+        raw = _convert(raw, uint)
+    float_bits = lax.bitwise_or(lax.shift_right_logical(raw, _const(rng_bits - nmant, uint)),
                                 np.array(1.0, dtype).view(uint))
     floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
-    return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
+    # JAX's compiled uniform contracts floats * (maxval - minval) + minval into one fused
+    # multiply-add (one rounding); `fused` (public uniform) does the same for bit-equal
+    # samples. The samplers built on it (normal, ...) round twice: they agree with JAX to
+    # rounding anyway, and the emulation's extra work would slow them down.
+    span = lax.sub(maxval, minval)
+    if fused:
+        scaled = _fma(floats, span, minval)
+    else:
+        scaled = lax.add(lax.mul(floats, span), minval)
+    return lax.max(minval, scaled)
+
+
+def _two_sum(a, b):
+    """s, e with s = fl(a + b) and a + b = s + e exactly (Knuth)."""
+    s = lax.add(a, b)
+    bb = lax.sub(s, a)
+    return s, lax.add(lax.sub(a, lax.sub(s, bb)), lax.sub(b, bb))
+
+
+def _two_prod(a, b):
+    """p, e with p = fl(a * b) and a * b = p + e exactly (Dekker with Veltkamp splits)."""
+    dtype = get_aval(a).dtype
+    k = _const(2.0 ** ((dtypes.finfo(dtype).nmant + 2) // 2) + 1, dtype)
+
+    def split(x):
+        c = lax.mul(k, x)
+        hi = lax.sub(c, lax.sub(c, x))
+        return hi, lax.sub(x, hi)
+
+    p = lax.mul(a, b)
+    ah, al = split(a)
+    bh, bl = split(b)
+    e = lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl))
+    e = lax.add(lax.add(e, lax.mul(al, bh)), lax.mul(al, bl))
+    return p, e
+
+
+def _fma(a, b, c):
+    """a * b + c rounded once, for float32/float64 (Boldo and Melquiond's emulation: exact
+    product and sum, the low parts added with round-to-odd); other dtypes round twice.
+    Falls back to the plain a * b + c where that is not finite."""
+    dtype = get_aval(a).dtype
+    plain = lax.add(lax.mul(a, b), c)
+    if dtype not in (np.float32, np.float64):
+        return plain
+    uh, ul = _two_prod(a, b)
+    th, tl = _two_sum(c, uh)
+    v, w = _two_sum(tl, ul)
+    sint = np.dtype(f"int{dtype.itemsize * 8}")
+    vb = lax.bitcast_convert_type(v, sint)
+    one = _const(1, sint)
+    even = lax.eq(lax.bitwise_and(vb, one), _const(0, sint))
+    inexact = lax.ne(w, _const(0.0, dtype))
+    zero = _const(0.0, dtype)
+    same_sign = lax.eq(lax.lt(v, zero), lax.lt(w, zero))
+    odd = lax.select(same_sign, lax.add(vb, one), lax.sub(vb, one))
+    v = lax.bitcast_convert_type(lax.select(lax.bitwise_and(even, inexact), odd, vb), dtype)
+    fused = lax.add(th, v)
+    finite = lax.bitwise_and(lax.is_finite(fused), lax.is_finite(uh))
+    return lax.select(lax.bitwise_and(finite, lax.is_finite(ul)), fused, plain)
 
 
 def normal(key, shape=(), dtype=None):

@@ -12,7 +12,9 @@ import math
 import operator
 from collections.abc import Sequence
 
-from minijax import lax
+import numpy as np
+
+from minijax import dtypes, lax
 from minijax import numpy as jnp
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
@@ -28,9 +30,12 @@ def _check(type, norm, what):
 
 def _prepare(x, what):
     x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.inexact):
-        x = x.astype(jnp.result_type(x, 1.0))
-    return x
+    # JAX's dtype: integers as in jnp.fft (int32 -> float32 even with x64); 16-bit floats
+    # come back as float32 (the transform runs in complex64 and is not cast back)
+    dt = dtypes.to_inexact(x.dtype)
+    if dt.kind == "f" and dt.itemsize < 4:
+        dt = np.dtype(np.float32)
+    return x if dt == x.dtype else x.astype(dt)
 
 
 def _resize(x, n: int | None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.compiler.evaluator.linalg import solve_triangular_left
 from minijax.compiler.evaluator.ops import combine_into, pad_array
 from minijax.compiler.evaluator.take import fast_gather, fast_scatter
 
@@ -273,12 +274,13 @@ def _triangular_solve(instr, ops, ctx):
         tri = np.swapaxes(tri, -1, -2)
     elif mode == "ADJOINT":
         tri = np.conj(np.swapaxes(tri, -1, -2))
+    op_lower = lower != (mode in ("TRANSPOSE", "ADJOINT"))
     b = b.astype(cd)
     if _flag(at.get("left_side", False)):
-        return np.linalg.solve(tri, b)
+        return solve_triangular_left(tri, b, op_lower)
     # x A = b  <=>  A^T x^T = b^T
-    return np.swapaxes(np.linalg.solve(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2)),
-                       -1, -2)
+    return np.swapaxes(solve_triangular_left(np.swapaxes(tri, -1, -2), np.swapaxes(b, -1, -2),
+                                             not op_lower), -1, -2)
 
 
 OPCODES = {

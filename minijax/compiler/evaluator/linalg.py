@@ -57,6 +57,28 @@ def cholesky(x):
     return out
 
 
+def solve_triangular_left(tri, b, lower: bool):
+    """Solve tri @ x = b for triangular `tri` (batched NumPy arrays). A singular `tri` gives
+    inf/NaN as LAPACK's trsm (no error): substitution, row by row, in that case."""
+    try:
+        return np.linalg.solve(tri, b)
+    except np.linalg.LinAlgError:
+        pass
+    batch = np.broadcast_shapes(tri.shape[:-2], b.shape[:-2])
+    tri = np.broadcast_to(tri, batch + tri.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    n = tri.shape[-1]
+    x = np.zeros(b.shape, np.result_type(tri, b))
+    rows = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in rows:
+            done = slice(0, i) if lower else slice(i + 1, n)
+            acc = b[..., i, :] - np.einsum("...j,...jk->...k", tri[..., i, done],
+                                           x[..., done, :])
+            x[..., i, :] = acc / tri[..., i, i][..., None]
+    return x
+
+
 def _op_a(a, lower, transpose_a, conjugate_a, unit_diagonal):
     """op(a) with the unused triangle zeroed (NumPy arrays)."""
     tri = np.tril(a) if lower else np.triu(a)
@@ -76,11 +98,12 @@ def triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a,
     op = _op_a(a, lower, transpose_a, conjugate_a, unit_diagonal)
     if b.size == 0 or a.shape[-1] == 0:
         return np.zeros(b.shape, b.dtype)
+    op_lower = lower != transpose_a
     if left_side:
-        out = np.linalg.solve(op, b)
+        out = solve_triangular_left(op, b, op_lower)
     else:
-        out = np.swapaxes(np.linalg.solve(np.swapaxes(op, -1, -2), np.swapaxes(b, -1, -2)),
-                          -1, -2)
+        out = np.swapaxes(solve_triangular_left(np.swapaxes(op, -1, -2),
+                                                np.swapaxes(b, -1, -2), not op_lower), -1, -2)
     return out.astype(b.dtype)
 
 

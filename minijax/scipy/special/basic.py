@@ -22,9 +22,9 @@ def _inexact(name, *args):
     arrs = [jnp.asarray(a) for a in args]
     dtype = jnp.result_type(*arrs)
     if not jnp.issubdtype(dtype, jnp.inexact):
-        dtype = jnp.result_type(dtype, jnp.float32)
-        if not jnp.issubdtype(dtype, jnp.inexact):
+        if not jnp.issubdtype(dtype, jnp.integer) and dtype != np.bool_:
             raise TypeError(f"{name}: unsupported dtype {dtype}")
+        dtype = dtypes.to_inexact(dtype)  # as JAX: int32 -> float32, int64 -> float64
     # Python scalars keep their weak type through jnp's promotion
     return [a.astype(dtype) if a.dtype != dtype else a for a in
             jnp.broadcast_arrays(*arrs)] if len(arrs) > 1 else [arrs[0].astype(dtype)]
@@ -109,7 +109,8 @@ def digamma(x):
 def xlogy(x, y):
     """x * log(y), defined as 0 where x == 0 (even for y == 0)."""
     x, y = _inexact("xlogy", x, y)
-    return jnp.where(x != 0, x * jnp.log(y), jnp.zeros_like(x))
+    # as JAX (and scipy): a NaN y propagates even where x == 0
+    return jnp.where((x != 0) | jnp.isnan(y), x * jnp.log(y), jnp.zeros_like(x))
 
 
 @xlogy.defjvp
@@ -124,7 +125,8 @@ def _xlogy_jvp(primals, tangents):
 def xlog1py(x, y):
     """x * log1p(y), defined as 0 where x == 0."""
     x, y = _inexact("xlog1py", x, y)
-    return jnp.where(x != 0, x * jnp.log1p(y), jnp.zeros_like(x))
+    # as JAX (and scipy): a NaN y propagates even where x == 0
+    return jnp.where((x != 0) | jnp.isnan(y), x * jnp.log1p(y), jnp.zeros_like(x))
 
 
 @xlog1py.defjvp

@@ -160,6 +160,7 @@ def polygamma(n, x):
     safe_n = jnp.maximum(n_f, 1.0)
     sign = jnp.where(jnp.fmod(safe_n, 2.0) == 0, -1.0, 1.0).astype(x.dtype)
     higher = sign * jnp.exp(gammaln(safe_n + 1)) * zeta(safe_n + 1, x)
+    # (at x = 0, -1, ...: zeta's pole rule gives inf for odd n and nan for even n, as JAX)
     value = jnp.where(n_f == 0, digamma(x), higher)
     return jnp.where(n_f < 0, jnp.array(np.nan, x.dtype), value)
 

@@ -157,13 +157,14 @@ def _beta_cf(a, b, x):
 def betainc(a, b, x):
     """The regularized incomplete beta function I_x(a, b) (scipy.special.betainc)."""
     a, b, x = _inexact("betainc", a, b, x)
-    nan = (a < 0) | (b < 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
-    # JAX's limits: a = 0 or b = inf is a unit step at x = 0; b = 0 or a = inf one at x = 1.
-    a_zero, b_zero = (a == 0) | jnp.isposinf(b), (b == 0) | jnp.isposinf(a)
-    nan = nan | (a_zero & b_zero)
-    bad = nan | a_zero | b_zero
+    bad = (a < 0) | (b < 0) | (x < 0) | (x > 1) | jnp.isnan(a) | jnp.isnan(b) | jnp.isnan(x)
+    bad = bad | ((a == 0) & (b == 0)) | (jnp.isinf(a) & jnp.isinf(b))
+    # JAX's limits: a == 0 or b == inf puts all mass at 0, b == 0 or a == inf at 1
+    at_zero = (a == 0) | (jnp.isposinf(b) & (a > 0))
+    at_one = (b == 0) | (jnp.isposinf(a) & (b > 0))
+    limit = ~bad & (at_zero | at_one)
     one = jnp.ones_like(x)
-    a_ok, b_ok = jnp.where(bad, one, a), jnp.where(bad, one, b)
+    a_ok, b_ok = jnp.where(bad | limit, one, a), jnp.where(bad | limit, one, b)
     flip = x > (a_ok + 1) / (a_ok + b_ok + 2)
     edge = bad | (x == 0) | (x == 1)
     # The series converges fast below the mean; above it use I_x(a, b) = 1 - I_{1-x}(b, a).
@@ -172,9 +173,9 @@ def betainc(a, b, x):
     s = _beta_cf(aa, bb, xs)
     out = jnp.where(flip, 1 - s, s)
     out = jnp.where(x == 0, jnp.zeros_like(out), jnp.where(x == 1, one, out))
-    out = jnp.where((b_zero & (x != 1)) | (a_zero & (x == 0)), jnp.zeros_like(out), out)
-    out = jnp.where((a_zero & (x != 0)) | (b_zero & (x == 1)), one, out)
-    return jnp.where(nan, jnp.nan, out)
+    out = jnp.where(limit & at_zero & (x > 0), one, out)
+    out = jnp.where(limit & at_one & (x < 1), jnp.zeros_like(out), out)
+    return jnp.where(bad, jnp.nan, out)
 
 
 def multigammaln(a, d):
