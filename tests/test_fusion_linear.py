@@ -28,7 +28,11 @@ from hypothesis import strategies as st
 import minijax
 import minijax.numpy as jnp
 from minijax import random
+from minijax.backends import get_backend
+from minijax.compiler.driver import compile_module
+from minijax.compiler.hlo.parser import parse_module
 from minijax.compiler.hlo.verifier import verify_module
+from minijax.compiler.options import CompileOptions
 from minijax.compiler.passes.fusion import (
     MAX_SIBLING_DISTANCE,
     MAX_SIBLING_ROUNDS,
@@ -249,3 +253,43 @@ def test_dead_duplicated_producers_do_not_root_fusions(n):
     assert work["kernels"] == 1, work
     np.testing.assert_allclose(np.asarray(minijax.jit(f)(x)), evaluate_lowered(f, x)[0],
                                rtol=1e-5)
+
+
+_SHARED_OPERAND = """HloModule shared_operand
+body {
+  a = u32[] parameter(0)
+  b = u32[] parameter(1)
+  c = u32[] parameter(2)
+  d = u32[] parameter(3)
+  s = u32[] add(a, c)
+  t = u32[] multiply(b, d)
+  ROOT r = (u32[], u32[]) tuple(s, t)
+}
+ENTRY e {
+  x = u32[] parameter(0)
+  y = u32[] parameter(1)
+  k = u32[] constant(7)
+  f = (u32[], u32[]) fusion(x, y, k, k), kind=kLoop, calls=body
+  g0 = u32[] get-tuple-element(f), index=0
+  g1 = u32[] get-tuple-element(f), index=1
+  ROOT out = (u32[], u32[]) tuple(g0, g1)
+}
+"""
+
+
+def test_a_producer_passed_twice_to_a_fusion_is_fused_for_both_parameters():
+    # CSE merges two equal constants feeding one fusion: fusing the producer must replace
+    # both parameters (one left behind read a removed instruction: the pass crashed).
+    exe, optimized = compile_module(parse_module(_SHARED_OPERAND), get_backend("cpu"),
+                                    CompileOptions(backend="cpu"))
+    verify_module(optimized)
+    out = exe.execute([np.uint32(5), np.uint32(6)])
+    assert [int(np.asarray(v)) for v in out] == [12, 42]
+
+
+def test_jitted_fold_in_of_zero_matches_jax():
+    # JAX 0.10.2: jax.random.fold_in(jax.random.PRNGKey(7), 0)
+    want = np.array([3625411723, 1954958720], np.uint32)
+    got = minijax.jit(lambda k: random.fold_in(k, 0))(random.PRNGKey(7))
+    np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(np.asarray(random.fold_in(random.PRNGKey(7), 0)), want)

@@ -170,6 +170,10 @@ class FusionBuilder:
         the fused value that replaced the producer's parameter."""
         before = list(fusion.operands)
         value = self._substitute_param(fusion, producer, rename=keep)
+        # A producer passed as several operands (CSE merged two equal ones) feeds several
+        # parameters: each reads the fused copy, or the producer could leave while read.
+        while any(op is producer for op in fusion.operands):
+            self._substitute_param(fusion, producer, rename=keep)
         if not keep:
             self.comp.instructions.remove(producer)
         if self.index is not None:
