@@ -13,12 +13,13 @@ results are copied into theirs). Profiled runs (trace events) use the step progr
 Device programs. A program compiled for devices that each run on one thread
 (`CompileOptions.native_device_program`: pmap, shard_map and sharded jit over as many CPU
 devices as threads) is planned with its large kernels and gemms run whole on the calling
-thread and no bound on its temporaries, and may hold collectives: each is a
+thread and temporaries up to DEVICE_MAX_TEMP_BYTES, and may hold collectives: each is a
 `CollectiveCall`, a call from the native code back into Python (a ctypes callback) that
 views the contributions in place, runs the collective through the thread's
 `CollectiveContext` and writes the results. Such an entry is called through ctypes, so the
-GIL is released for its whole length except inside the collectives: several devices'
-programs then run in parallel instead of taking turns on the GIL between their kernels.
+GIL is released for its whole length except inside the collectives (it gets no
+METH_FASTCALL wrapper): several devices' programs then run in parallel instead of taking
+turns on the GIL between their kernels.
 A collective that fails (a timeout, another device's failure) is remembered, the rest of
 the call skips its collectives, and the call raises it.
 """
@@ -142,10 +143,10 @@ def _data(array: np.ndarray) -> int:
     return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
 
 
-def _view(address: int | None, shape):
+def _view(address: int, shape):
     """The array of `shape` at `address` (memory the native entry owns for this call)."""
     nbytes = shape.nbytes
-    if nbytes == 0 or address is None:
+    if nbytes == 0:
         return np.empty(shape.dims, shape.dtype)
     raw = (ctypes.c_byte * nbytes).from_address(address)
     return np.frombuffer(raw, dtype=shape.dtype).reshape(shape.dims)
@@ -169,13 +170,16 @@ class NativeEntry:
 
     @property
     def symbols(self) -> list:
-        """The JIT symbols `bind_jitted` needs."""
-        return [self.fast_symbol] + ([self.symbol] if self.plan.collectives else [])
+        """The JIT symbols `bind_jitted` needs: the kernel-ABI function for an entry with
+        collectives (called through ctypes), else its METH_FASTCALL wrapper."""
+        return [self.symbol] if self.plan.collectives else [self.fast_symbol]
 
     def bind_jitted(self, addrs: dict) -> None:
         """Bind the JIT's function: `addrs` maps symbols to addresses."""
         if self.plan.collectives:
             self._entry_fn = _EntryFn(addrs[self.symbol])
+            self.bind(None, None)
+            return
         self.bind(*fastcall.make_builtin(addrs[self.fast_symbol],
                                          self.fast_symbol.replace(SYMBOL_PLACEHOLDER, "")))
 
@@ -255,6 +259,7 @@ def native_entry_for(compiler, device_program: bool = False) -> NativeEntry | No
         n_out = len(plan.outs)
         emit_entry(compiler.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
                    plan.uses_gemm, bits)
-        fastcall.emit_fastcall_entry(compiler.ir, entry.symbol, plan.n_in + n_out + 2, 1,
-                                     _DATA_OFFSET)
+        if not plan.collectives:
+            fastcall.emit_fastcall_entry(compiler.ir, entry.symbol, plan.n_in + n_out + 2, 1,
+                                         _DATA_OFFSET)
     return entry
