@@ -19,7 +19,7 @@ import minijax  # noqa: E402
 import minijax.numpy as jnp  # noqa: E402
 from minijax import lax  # noqa: E402
 from minijax.backends import get_backend  # noqa: E402
-from minijax.backends.cpu import CpuBackend  # noqa: E402
+from minijax.backends.cpu import CpuBackend, native_entry  # noqa: E402
 from minijax.backends.cpu.thread_pool import default_num_threads  # noqa: E402
 from minijax.backends.spmd import (  # noqa: E402
     CollectiveAbortedError,
@@ -241,3 +241,112 @@ def test_more_threads_than_devices_keep_the_step_program():
     assert threads == {"native_device_program": default_num_threads() <= 1}
     assert backend.device_program_options(max(default_num_threads(), 1)) == {
         "native_device_program": True}
+
+
+# ---------------------------------------------------------------- all-reduces met natively
+_HLO_TYPES = {"f32": np.float32, "f64": np.float64, "s32": np.int32, "u32": np.uint32,
+              "s64": np.int64}
+_UFUNC = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+          "minimum": np.minimum}
+
+
+def _all_reduce_module(op, types, groups, size):
+    params = "\n".join(f"  p{k} = {t}[{size}]{{0}} parameter({k})" for k, t in enumerate(types))
+    comps = "\n".join(f"r{t} {{ a = {t}[] parameter(0)  b = {t}[] parameter(1)  "
+                      f"ROOT c = {t}[] {op}(a, b) }}" for t in sorted(set(types)))
+    leaves = [f"{t}[{size}]{{0}}" for t in types]
+    if len(types) == 1:
+        body = (f"  r = {leaves[0]} all-reduce(p0), channel_id=1, replica_groups={groups}, "
+                f"to_apply=r{types[0]}\n  ROOT t = ({leaves[0]}) tuple(r)")
+    else:
+        # A combined all-reduce: one instruction, several operands, one computation.
+        operands = ", ".join(f"p{k}" for k in range(len(types)))
+        body = (f"  r = ({', '.join(leaves)}) all-reduce({operands}), channel_id=1, "
+                f"replica_groups={groups}, to_apply=r{types[0]}\n" + "\n".join(
+                    f"  g{k} = {leaf} get-tuple-element(r), index={k}"
+                    for k, leaf in enumerate(leaves))
+                + f"\n  ROOT t = ({', '.join(leaves)}) tuple("
+                + ", ".join(f"g{k}" for k in range(len(types))) + ")")
+    return f"HloModule m\n{comps}\nENTRY e {{\n{params}\n{body}\n}}\n"
+
+
+def _run_all_reduce(monkeypatch, text, args, cores):
+    """Run the module natively compiled over len(args) devices; `cores` is what the native
+    entry believes it has (all-reduces meet natively only when every device has one)."""
+    monkeypatch.setattr(native_entry, "_usable_cores", lambda: cores)
+    backend = get_backend("cpu")
+    exe, _ = compile_module(parse_module(text), backend,
+                            CompileOptions(backend="cpu", native_device_program=True))
+    transport = InProcessTransport(len(args), timeout=60)
+    outs = run_spmd(backend, exe, minijax.devices()[:len(args)], args, transport)
+    met = hasattr(transport, "_native_collectives")
+    return [[np.asarray(o) for o in out] for out in outs], met
+
+
+@given(op=st.sampled_from(sorted(_UFUNC)), types=st.lists(st.sampled_from(sorted(_HLO_TYPES)),
+                                                           min_size=1, max_size=3),
+       n=st.sampled_from([2, 4]), pairs=st.booleans(), size=st.integers(1, 300),
+       seed=st.integers(0, 2**16))
+@settings(max_examples=25, deadline=None)
+def test_all_reduce_met_natively_equals_numpy_and_the_callback(op, types, n, pairs, size,
+                                                               seed):
+    if len(set(types)) > 1:
+        types = [types[0]] * len(types)          # one to_apply: one element type
+    rng = np.random.default_rng(seed)
+    groups = [[i, i + 1] for i in range(0, n, 2)] if pairs else [list(range(n))]
+    text = _all_reduce_module(op, types, "{" + ",".join(
+        "{" + ",".join(map(str, g)) + "}" for g in groups) + "}", size)
+    args = []
+    for _ in range(n):
+        leaves = []
+        for t in types:
+            dtype = _HLO_TYPES[t]
+            v = (rng.standard_normal(size) * 4).astype(dtype)
+            if dtype in (np.float32, np.float64) and size > 2:
+                v[rng.integers(size)] = np.nan        # NaN propagates through max/min too
+            leaves.append(v)
+        args.append(leaves)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        native, met = _run_all_reduce(monkeypatch, text, args, cores=64)
+        called_back, met_back = _run_all_reduce(monkeypatch, text, args, cores=1)
+    assert met and not met_back
+    for rank in range(n):
+        group = next(g for g in groups if rank in g)
+        for k in range(len(types)):
+            want = args[group[0]][k].copy()
+            for member in group[1:]:
+                _UFUNC[op](want, args[member][k], out=want)
+            np.testing.assert_array_equal(native[rank][k], want)
+            np.testing.assert_array_equal(native[rank][k].view(np.uint8),
+                                          called_back[rank][k].view(np.uint8))
+
+
+def test_data_parallel_gradients_meet_natively_and_equal_the_callback(monkeypatch):
+    _force(monkeypatch, True)
+    params = dp.init_params()
+    x, y = dp.make_data(128)
+    transports = []
+    init = InProcessTransport.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        transports.append(self)
+    monkeypatch.setattr(InProcessTransport, "__init__", recording_init)
+    outs = {}
+    for cores in (64, 1):
+        monkeypatch.setattr(native_entry, "_usable_cores", lambda cores=cores: cores)
+        outs[cores] = [np.asarray(v) for v in minijax.tree_util.tree_leaves(
+            dp.pmap_step(2)(params, x, y))]
+        assert hasattr(transports[-1], "_native_collectives") == (cores == 64)
+    for a, b in zip(outs[64], outs[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_missing_participant_times_out_at_a_native_all_reduce(monkeypatch):
+    monkeypatch.setattr(native_entry, "_usable_cores", lambda: 64)
+    backend, exe = _native_executable()
+    transport = InProcessTransport(2, timeout=0.3)
+    with pytest.raises(CollectiveTimeoutError, match=r"native.*participants \[1\].*did not"):
+        run_spmd(backend, _Ranks(exe, run=(0,)), minijax.devices()[:2],
+                 [[np.ones(4, np.float32)]] * 2, transport)
+    assert hasattr(transport, "_native_collectives")

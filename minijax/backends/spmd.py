@@ -24,6 +24,7 @@ and every run gets the same bits.
 
 from __future__ import annotations
 
+import ctypes
 import queue
 import threading
 import time
@@ -65,24 +66,19 @@ class InProcessTransport(Transport):
         self._slots: dict = {}
         self._error: BaseException | None = None
         self._failed_rank = None
+        # Nonzero once a participant failed: native code waiting at a collective polls it.
+        self.abort_flag = ctypes.c_int64(0)
 
     def _wait(self, ready, slot_key, rank, group, what, deadline) -> None:
         while not ready():
             if self._error is not None:
-                raise CollectiveAbortedError(
-                    f"{what or 'collective'}: participant {self._failed_rank} failed "
-                    f"({type(self._error).__name__}: {self._error})") from self._error
+                raise self.aborted_error(what) from self._error
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 arrived = sorted(self._slots.get(slot_key, {}).get("values", {}))
-                missing = [r for r in group if r not in arrived]
-                error = CollectiveTimeoutError(
-                    f"{what or 'collective'} on device {rank}: participants {missing} of "
-                    f"group {list(group)} did not arrive within {self.timeout:g} s (only "
-                    f"{arrived} did). A device failed or took another path through the "
-                    "program; raise minijax_collective_timeout (MINIJAX_COLLECTIVE_TIMEOUT) "
-                    "if it is just slow.")
+                error = self.timeout_error(rank, group, arrived, what)
                 self._error, self._failed_rank = error, rank
+                self.abort_flag.value = 1
                 self._cond.notify_all()
                 raise error
             self._cond.wait(remaining)
@@ -114,7 +110,25 @@ class InProcessTransport(Transport):
         with self._cond:
             if self._error is None:
                 self._error, self._failed_rank = error, rank
+            self.abort_flag.value = 1
             self._cond.notify_all()
+
+    def timeout_error(self, rank, group, arrived, what: str = "") -> CollectiveTimeoutError:
+        """The error of participant `rank` whose wait at collective `what` for `group` timed
+        out with only `arrived` there."""
+        missing = [r for r in group if r not in arrived]
+        return CollectiveTimeoutError(
+            f"{what or 'collective'} on device {rank}: participants {missing} of "
+            f"group {list(group)} did not arrive within {self.timeout:g} s (only "
+            f"{list(arrived)} did). A device failed or took another path through the "
+            "program; raise minijax_collective_timeout (MINIJAX_COLLECTIVE_TIMEOUT) "
+            "if it is just slow.")
+
+    def aborted_error(self, what: str = "") -> CollectiveAbortedError:
+        """The error of a participant waiting at collective `what` once another failed."""
+        return CollectiveAbortedError(
+            f"{what or 'collective'}: participant {self._failed_rank} failed "
+            f"({type(self._error).__name__}: {self._error})")
 
 
 @dataclass

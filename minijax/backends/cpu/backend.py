@@ -494,10 +494,14 @@ class CpuExecutable(Executable):
     def as_text(self) -> str:
         """The HLO text, then what runs for each instruction (kernels, library calls, thunks)."""
         native = self._native
-        notes = self._notes + ([
-            "entry: one native call (native_entry.py)" + (
-                f", {len(native.plan.collectives)} collective(s) called back"
-                if native.plan.collectives else "")] if native is not None else [])
+        notes = list(self._notes)
+        if native is not None:
+            count = len(native.plan.collectives)
+            meeting = len(native.native_all_reduces)
+            notes.append("entry: one native call (native_entry.py)" + (
+                f", {count} collective(s) called back" if count else "") + (
+                f" ({meeting} all-reduce(s) meet natively within a process)"
+                if meeting else ""))
         return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(
             "//   " + n for n in notes) + "\n"
 

@@ -27,6 +27,8 @@ the call skips its collectives, and the call raises it.
 from __future__ import annotations
 
 import ctypes
+import os
+import platform
 import threading
 from dataclasses import dataclass, field
 
@@ -34,10 +36,12 @@ import numpy as np
 
 from minijax.backends.cpu import blas as cpu_blas
 from minijax.backends.cpu import fastcall
-from minijax.backends.cpu.kernel import _DATA_OFFSET
+from minijax.backends.cpu.kernel import _DATA_OFFSET, _row_major
 from minijax.backends.cpu.memory import host_memory
 from minijax.backends.cpu.native_loops import ALIGN, Ref, _Planner, _Unsupported
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
+from minijax.backends.spmd import InProcessTransport, current_context
+from minijax.compiler.codegen.cpu import collectives as native_collectives
 from minijax.compiler.codegen.cpu.native_loop import (
     CollectiveCall,
     CopyCall,
@@ -46,7 +50,9 @@ from minijax.compiler.codegen.cpu.native_loop import (
     LoopPlan,
     emit_entry,
 )
+from minijax.compiler.codegen.cpu.team import spin_hint_for
 from minijax.compiler.evaluator import evaluate_instruction
+from minijax.compiler.evaluator.collectives import binary_reduction_opcode, parse_groups
 
 #: Entries whose temporaries need more than this keep the step program (which reuses
 #: large temporaries' memory through buffer assignment).
@@ -90,7 +96,7 @@ class _EntryPlanner(_Planner):
                 raise _Unsupported(f"{instr.name}: tuple operand")
             ins.append(v[0])
         outs = self._outputs(instr, direct)
-        ops.append(CollectiveCall(len(self.collectives), ins, outs))
+        ops.append(CollectiveCall(len(self.collectives), ins, outs, _native_spec(instr)))
         self.collectives.append(instr)
         return outs
 
@@ -122,6 +128,20 @@ class _EntryPlanner(_Planner):
                          self.collectives)
 
 
+def _native_spec(instr):
+    """How all-reduce `instr` runs in native code between devices of one process
+    (codegen/cpu/collectives.py), or None: it calls back into Python."""
+    if instr.opcode != "all-reduce":
+        return None
+    shapes = [o.shape for o in instr.operands]
+    if instr.shape.flat() != shapes or not all(_row_major(s) for s in shapes):
+        return None
+    return native_collectives.native_all_reduce_spec(
+        binary_reduction_opcode(instr.called["to_apply"]),
+        [(s.element_type, s.size) for s in shapes],
+        parse_groups(instr.attrs.get("replica_groups")))
+
+
 def plan_native_entry(compiler, comp, device_program: bool = False):
     """(EntryPlan, None) for entry computation `comp`, or (None, why not).
     `device_program`: plan it for one of several devices each on one thread (above)."""
@@ -135,6 +155,32 @@ def plan_native_entry(compiler, comp, device_program: bool = False):
 _CollectiveFn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 #: void entry(i8 **buffers, i64, i64): the kernel ABI, called with the GIL released.
 _EntryFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+_SPIN_HINT = spin_hint_for(platform.machine())
+_LIBC = ctypes.CDLL(None)
+_CLOCK_GETTIME = ctypes.cast(_LIBC.clock_gettime, ctypes.c_void_p).value
+_SCHED_YIELD = ctypes.cast(_LIBC.sched_yield, ctypes.c_void_p).value
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _shared_block(transport: InProcessTransport, n: int) -> np.ndarray:
+    """The run's shared block for native collectives (collectives.py), made by the first
+    device thread that needs it (dict.setdefault: one block even if two race)."""
+    block = transport.__dict__.get("_native_collectives")
+    if block is None:
+        C = native_collectives
+        fresh = np.zeros(C.SHARED_ARRIVED + n + n * C.MAX_OPERANDS, np.int64)
+        fresh[C.SHARED_ABORT] = ctypes.addressof(transport.abort_flag)
+        fresh[C.SHARED_TIMEOUT] = int(transport.timeout * 1e9)
+        fresh[C.SHARED_CLOCK], fresh[C.SHARED_YIELD] = _CLOCK_GETTIME, _SCHED_YIELD
+        fresh[C.SHARED_SIZE] = n
+        block = transport.__dict__.setdefault("_native_collectives", fresh)
+    return block
 
 
 def _data(array: np.ndarray) -> int:
@@ -166,6 +212,10 @@ class NativeEntry:
         self._callback = _CollectiveFn(self._collective) if plan.collectives else None
         self._collective_specs = [(c, [o.shape for o in c.operands], c.shape.flat())
                                   for c in plan.collectives]
+        # The participant count each all-reduce that can meet natively was written for
+        # (None: any), one per such all-reduce.
+        self.native_all_reduces = [op.native.participants for op in plan.ops
+                                   if isinstance(op, CollectiveCall) and op.native]
         self._entry_fn = None
 
     @property
@@ -207,15 +257,55 @@ class NativeEntry:
         if self._entry_fn is None:
             self.fast(*args, *outs, temps, self._statics)
             return outs
-        buffers = (ctypes.c_void_p * (len(args) + len(outs) + 2))(
+        tls = self._tls
+        device = getattr(tls, "device", None)
+        if device is None:
+            device = tls.device = np.zeros(native_collectives.CTX_SLOTS, np.int64)
+        context = current_context()
+        shared = self._native_block(context)
+        device[native_collectives.CTX_RANK] = context.rank if context is not None else 0
+        device[native_collectives.CTX_SHARED] = 0 if shared is None else _data(shared)
+        device[native_collectives.CTX_ERROR] = 0
+        buffers = (ctypes.c_void_p * (len(args) + len(outs) + 3))(
             *[_data(a) for a in args], *[_data(o) for o in outs], _data(temps),
-            _data(self._statics))
-        self._tls.error = None
+            _data(self._statics), _data(device))
+        tls.error = None
         self._entry_fn(buffers, 0, 0)
-        error, self._tls.error = self._tls.error, None
+        error, tls.error = tls.error, None
+        if error is None and device[native_collectives.CTX_ERROR]:
+            error = self._native_error(int(device[native_collectives.CTX_ERROR]), context,
+                                       shared)
         if error is not None:
             raise error
         return outs
+
+    def _native_block(self, context):
+        """The shared block when this run's all-reduces may meet in native code: every
+        participant in this process, each with a core of its own (spinning devices that
+        share cores would only slow each other down), groups that fit the run."""
+        if context is None or not self.native_all_reduces:
+            return None
+        transport, n = context.transport, context.size
+        if (not isinstance(transport, InProcessTransport) or transport.size != n
+                or n > _usable_cores()
+                or any(p not in (None, n) for p in self.native_all_reduces)):
+            return None
+        return _shared_block(transport, n)
+
+    def _native_error(self, code: int, context, shared) -> BaseException:
+        """The exception for a native collective's CTX_ERROR `code`."""
+        C = native_collectives
+        transport = context.transport
+        if code == C.ERROR_TIMEOUT:
+            n = context.size
+            arrived = shared[C.SHARED_ARRIVED:C.SHARED_ARRIVED + n]
+            mine = arrived[context.rank]
+            error = transport.timeout_error(
+                context.rank, range(n), [r for r in range(n) if arrived[r] >= mine],
+                "all-reduce (native)")
+            transport.abort(error, context.rank)
+            return error
+        return transport.aborted_error("all-reduce (native)")
 
     def _collective(self, index: int, pointers) -> None:
         """The callback of CollectiveCall `index` (on the device's thread, the GIL held):
@@ -242,6 +332,8 @@ class NativeEntry:
                     np.copyto(out, leaf, casting="no")
         except BaseException as exc:  # noqa: BLE001 - raised by __call__ after the call
             tls.error = exc
+            # ... and the call's native collectives return at once from now on.
+            tls.device[native_collectives.CTX_ERROR] = native_collectives.ERROR_CALLBACK
 
 
 def native_entry_for(compiler, device_program: bool = False) -> NativeEntry | None:
@@ -258,7 +350,7 @@ def native_entry_for(compiler, device_program: bool = False) -> NativeEntry | No
         bits = cpu_blas.find_blas().int_bits if plan.uses_gemm else 64
         n_out = len(plan.outs)
         emit_entry(compiler.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
-                   plan.uses_gemm, bits)
+                   plan.uses_gemm, bits, _SPIN_HINT)
         if not plan.collectives:
             fastcall.emit_fastcall_entry(compiler.ir, entry.symbol, plan.n_in + n_out + 2, 1,
                                          _DATA_OFFSET)

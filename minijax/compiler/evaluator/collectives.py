@@ -86,14 +86,21 @@ _UFUNCS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
            "minimum": np.minimum, "and": np.logical_and, "or": np.logical_or}
 
 
-def _ufunc_of(comp):
+def binary_reduction_opcode(comp) -> str | None:
+    """The opcode of a reduction computation that is one op of _UFUNCS applied to its two
+    parameters (add, multiply, maximum, minimum; and/or of preds), else None."""
     root = comp.root
     params = {id(p) for p in comp.parameters}
     if (root.opcode in _UFUNCS and len(root.operands) == 2 and len(params) == 2
             and {id(o) for o in root.operands} == params
             and (root.opcode not in ("and", "or") or root.shape.element_type == "pred")):
-        return _UFUNCS[root.opcode]
+        return root.opcode
     return None
+
+
+def _ufunc_of(comp):
+    opcode = binary_reduction_opcode(comp)
+    return None if opcode is None else _UFUNCS[opcode]
 
 
 def _reducer(instr, evaluator_ctx):

@@ -37,6 +37,11 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 
+from minijax.compiler.codegen.cpu.collectives import (
+    CTX_SHARED,
+    CollectiveEmitter,
+    NativeAllReduce,
+)
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS
 from minijax.compiler.codegen.cpu.team import TeamEmitter, piece_range
 from minijax.compiler.codegen.llvm_types import (
@@ -113,6 +118,7 @@ class CollectiveCall:
     index: int
     ins: list
     outs: list
+    native: NativeAllReduce | None = None    # run in native code when the run allows
 
 
 @dataclass
@@ -529,10 +535,13 @@ class EntryLayout:
 
 class _EntryEmitter(_LoopEmitter):
     """Straight-line ops as `void name(i8 **bufs, i64, i64)` (the kernel ABI): bufs holds
-    the inputs, the outputs, the temps block and the statics table (EntryLayout)."""
+    the inputs, the outputs, the temps block and the statics table (EntryLayout), then, in
+    an entry with collectives, the device context (collectives.py)."""
 
-    def __init__(self, module, name, ops, n_in, n_out, num_consts, uses_gemm, blas_int_bits):
+    def __init__(self, module, name, ops, n_in, n_out, num_consts, uses_gemm, blas_int_bits,
+                 spin_hint=""):
         self.module, self.plan, self.sizes = module, None, []
+        self.name, self.spin_hint = name, spin_hint
         self.ops, self.n_in, self.n_out = ops, n_in, n_out
         self.num_consts, self.uses_gemm = num_consts, uses_gemm
         self.layout = EntryLayout(num_consts)
@@ -554,6 +563,10 @@ class _EntryEmitter(_LoopEmitter):
         self.temps = arg(n_in + n_out)
         self.table = b.bitcast(arg(n_in + n_out + 1), _I8P.as_pointer())
         self.consts = [self._entry(k) for k in range(self.num_consts)]
+        if any(isinstance(op, CollectiveCall) for op in self.ops):
+            self.ctx = b.bitcast(arg(n_in + n_out + 2), I64.as_pointer())
+            self.native_collectives = CollectiveEmitter(self.module, self.name,
+                                                        self.spin_hint)
         restore = self._single_blas_thread() if self.uses_gemm else None
         for op in self.ops:
             if isinstance(op, CollectiveCall):
@@ -571,15 +584,27 @@ class _EntryEmitter(_LoopEmitter):
         for k, ref in enumerate(refs):
             b.store(self._ptr(ref), b.gep(ptrs, [ir.Constant(I64, k)], inbounds=True))
         callback_ty = ir.FunctionType(ir.VoidType(), [I64, _I8P.as_pointer()]).as_pointer()
-        callback = b.bitcast(self._entry(self.layout.collective), callback_ty)
-        b.call(callback, [ir.Constant(I64, op.index), ptrs])
+        if op.native is None:
+            callback = b.bitcast(self._entry(self.layout.collective), callback_ty)
+            b.call(callback, [ir.Constant(I64, op.index), ptrs])
+            return
+        native = self.native_collectives.all_reduce(op.native)
+        shared = b.load(b.gep(self.ctx, [ir.Constant(I64, CTX_SHARED)], inbounds=True))
+        with b.if_else(b.icmp_unsigned("!=", shared, ir.Constant(I64, 0))) as (here, back):
+            with here:
+                b.call(native, [self.ctx, ptrs])
+            with back:
+                callback = b.bitcast(self._entry(self.layout.collective), callback_ty)
+                b.call(callback, [ir.Constant(I64, op.index), ptrs])
 
 
 def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
-               num_consts: int, uses_gemm: bool, blas_int_bits: int) -> None:
-    """Emit straight-line `ops` (no loops) as kernel-ABI function `name` (_EntryEmitter)."""
+               num_consts: int, uses_gemm: bool, blas_int_bits: int,
+               spin_hint: str = "") -> None:
+    """Emit straight-line `ops` (no loops) as kernel-ABI function `name` (_EntryEmitter);
+    native collectives wait with the `spin_hint` instruction (team.spin_hint_for)."""
     _EntryEmitter(module, name, ops, n_in, n_out, num_consts, uses_gemm,
-                  blas_int_bits).emit()
+                  blas_int_bits, spin_hint).emit()
 
 
 __all__ = ["Branch", "CollectiveCall", "CopyCall", "EntryLayout", "GemmCall", "KernelCall",
