@@ -182,6 +182,12 @@ class Backend:
         backend may give each device its own resources, e.g. a share of the threads)."""
         return fn()
 
+    def run_all_devices(self, executable, per_device_args: list, transport):
+        """Run an in-process multi-device program on all its devices at once from this
+        thread, when the backend can (each device's outputs); None: `run_spmd` runs each
+        device's part on that device's thread."""
+        return None
+
     def device_program_options(self, count: int) -> dict:
         """CompileOptions fields for a program that runs on `count` of this process's
         devices at once (pmap, shard_map, sharded jit)."""

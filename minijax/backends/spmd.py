@@ -126,6 +126,9 @@ class InProcessTransport(Transport):
 
     def aborted_error(self, what: str = "") -> CollectiveAbortedError:
         """The error of a participant waiting at collective `what` once another failed."""
+        if self._error is None:     # native code saw the failure before Python recorded it
+            return CollectiveAbortedError(f"{what or 'collective'}: another participant "
+                                          "failed or timed out")
         return CollectiveAbortedError(
             f"{what or 'collective'}: participant {self._failed_rank} failed "
             f"({type(self._error).__name__}: {self._error})")
@@ -224,6 +227,10 @@ def run_spmd(backend, executable, devices: list, per_device_args: list,
         return run
 
     with _run_lock:
+        if participants is None and n > 1 and isinstance(transport, InProcessTransport):
+            prepared = backend.run_all_devices(executable, per_device_args, transport)
+            if prepared is not None:
+                return prepared
         for i in range(1, n):
             _worker(i).jobs.put(job(i))
         part(0)

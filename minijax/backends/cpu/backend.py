@@ -48,6 +48,7 @@ from minijax import trace_events
 from minijax.backends.base import Backend, Device, Executable
 from minijax.backends.cpu import fastcall
 from minijax.backends.cpu.blas import hold_one_blas_thread, release_blas_threads
+from minijax.backends.cpu.device_threads import run_prepared
 from minijax.backends.cpu.kernel import (
     _DATA_OFFSET,
     PARALLEL_THRESHOLD,
@@ -450,14 +451,18 @@ class CpuExecutable(Executable):
             self._template = program.template
             self._param_slots = program.param_slots
 
-    def execute(self, args):
-        """Run on flat arguments; returns the entry result's leaves."""
+    def convert_args(self, args) -> list:
+        """The flat arguments as C-contiguous arrays of the parameters' dtypes."""
         dtypes = self._arg_dtypes
         if len(args) != len(dtypes):
             raise TypeError(f"{self.module.name} takes {len(dtypes)} arguments, "
                             f"got {len(args)}")
         asarray = np.asarray
-        args = [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
+        return [asarray(a, dtype=dt, order="C") for a, dt in zip(args, dtypes)]
+
+    def execute(self, args):
+        """Run on flat arguments; returns the entry result's leaves."""
+        args = self.convert_args(args)
         if self._native is not None and not trace_events.ACTIVE:
             return self._native(args)
         out_slots = self._out_slots
@@ -591,6 +596,14 @@ class CpuBackend(Backend):
         collectives (native_entry.py); devices with several threads keep the step program,
         whose kernels split over the device's threads."""
         return {"native_device_program": default_num_threads() // max(count, 1) <= 1}
+
+    def run_all_devices(self, executable, per_device_args, transport):
+        """A device program whose collectives all meet natively runs every device's call
+        from this thread and the device threads' mailboxes (device_threads.py)."""
+        native = getattr(executable, "_native", None)
+        if native is None or not native.all_native or trace_events.ACTIVE:
+            return None
+        return run_prepared(native, executable, per_device_args, transport)
 
     def run_on_device(self, device: Device, count: int, fn):
         """Call `fn()` as device `device` of `count` devices running at once: its kernels

@@ -131,6 +131,9 @@ class _EntryPlanner(_Planner):
 def _native_spec(instr):
     """How all-reduce `instr` runs in native code between devices of one process
     (codegen/cpu/collectives.py), or None: it calls back into Python."""
+    if instr.opcode in ("replica-id", "partition-id"):
+        etype = instr.shape.element_type
+        return native_collectives.ParticipantId(etype) if etype in ("u32", "s32") else None
     if instr.opcode != "all-reduce":
         return None
     shapes = [o.shape for o in instr.operands]
@@ -214,9 +217,12 @@ class NativeEntry:
                                   for c in plan.collectives]
         # The participant count each all-reduce that can meet natively was written for
         # (None: any), one per such all-reduce.
-        self.native_all_reduces = [op.native.participants for op in plan.ops
-                                   if isinstance(op, CollectiveCall) and op.native]
+        self.native_all_reduces = [
+            op.native.participants for op in plan.ops if isinstance(op, CollectiveCall)
+            and isinstance(op.native, native_collectives.NativeAllReduce)]
         self._entry_fn = None
+        self._entry_address = 0
+        self._rank_blocks: dict = {}
 
     @property
     def symbols(self) -> list:
@@ -227,7 +233,8 @@ class NativeEntry:
     def bind_jitted(self, addrs: dict) -> None:
         """Bind the JIT's function: `addrs` maps symbols to addresses."""
         if self.plan.collectives:
-            self._entry_fn = _EntryFn(addrs[self.symbol])
+            self._entry_address = addrs[self.symbol]
+            self._entry_fn = _EntryFn(self._entry_address)
             self.bind(None, None)
             return
         self.bind(*fastcall.make_builtin(addrs[self.fast_symbol],
@@ -262,48 +269,81 @@ class NativeEntry:
         if device is None:
             device = tls.device = np.zeros(native_collectives.CTX_SLOTS, np.int64)
         context = current_context()
-        shared = self._native_block(context)
-        device[native_collectives.CTX_RANK] = context.rank if context is not None else 0
-        device[native_collectives.CTX_SHARED] = 0 if shared is None else _data(shared)
-        device[native_collectives.CTX_ERROR] = 0
-        buffers = (ctypes.c_void_p * (len(args) + len(outs) + 3))(
-            *[_data(a) for a in args], *[_data(o) for o in outs], _data(temps),
-            _data(self._statics), _data(device))
+        rank = context.rank if context is not None else 0
+        shared = self.shared_block(context.transport, context.size) if context else None
+        buffers = self._buffers(args, outs, temps, device, rank, shared)
         tls.error = None
         self._entry_fn(buffers, 0, 0)
         error, tls.error = tls.error, None
-        if error is None and device[native_collectives.CTX_ERROR]:
-            error = self._native_error(int(device[native_collectives.CTX_ERROR]), context,
-                                       shared)
+        if error is None:
+            error = self.device_error(device, rank, context and context.transport, shared)
         if error is not None:
             raise error
         return outs
 
-    def _native_block(self, context):
+    def _buffers(self, args, outs, temps, device, rank, shared):
+        """The entry's buffer table, the device context set for `rank` (collectives.py)."""
+        device[native_collectives.CTX_RANK] = rank
+        device[native_collectives.CTX_SHARED] = 0 if shared is None else _data(shared)
+        device[native_collectives.CTX_ERROR] = 0
+        return (ctypes.c_void_p * (len(args) + len(outs) + 3))(
+            *[_data(a) for a in args], *[_data(o) for o in outs], _data(temps),
+            _data(self._statics), _data(device))
+
+    # ------------------------------------------------ every device's call made on one thread
+    @property
+    def all_native(self) -> bool:
+        """Whether every collective of the entry runs natively (within a process): then a
+        device's call needs no Python, and one thread can prepare every device's call
+        (device_threads.py)."""
+        return bool(self.plan.collectives) and all(
+            op.native is not None for op in self.plan.ops if isinstance(op, CollectiveCall))
+
+    def prepare(self, args: list, rank: int, shared):
+        """(entry function address, buffer table, outputs, device context) of `rank`'s
+        call in a run whose collectives meet natively at `shared`; the temps and context
+        blocks are the rank's own, so that one thread can prepare every device's call.
+        The caller keeps `args` alive until the call has run."""
+        blocks = self._rank_blocks.get(rank)
+        if blocks is None:
+            blocks = self._rank_blocks[rank] = (
+                np.empty(max(self.plan.temp_bytes, ALIGN), np.uint8),
+                np.zeros(native_collectives.CTX_SLOTS, np.int64))
+        temps, device = blocks
+        outs = [make() for make in self._outs]
+        return (self._entry_address, self._buffers(args, outs, temps, device, rank, shared),
+                outs, device)
+
+    def call_prepared(self, buffers) -> None:
+        """Run one prepared call on this thread (the GIL released)."""
+        self._entry_fn(buffers, 0, 0)
+
+    def shared_block(self, transport, n: int):
         """The shared block when this run's all-reduces may meet in native code: every
         participant in this process, each with a core of its own (spinning devices that
         share cores would only slow each other down), groups that fit the run."""
-        if context is None or not self.native_all_reduces:
+        if not self.native_all_reduces:
             return None
-        transport, n = context.transport, context.size
         if (not isinstance(transport, InProcessTransport) or transport.size != n
                 or n > _usable_cores()
                 or any(p not in (None, n) for p in self.native_all_reduces)):
             return None
         return _shared_block(transport, n)
 
-    def _native_error(self, code: int, context, shared) -> BaseException:
-        """The exception for a native collective's CTX_ERROR `code`."""
+    @staticmethod
+    def device_error(device, rank: int, transport, shared) -> BaseException | None:
+        """The exception for the device context's CTX_ERROR after a call, if any."""
         C = native_collectives
-        transport = context.transport
+        code = int(device[C.CTX_ERROR])
+        if code == 0 or code == C.ERROR_CALLBACK:
+            return None
         if code == C.ERROR_TIMEOUT:
-            n = context.size
+            n = int(shared[C.SHARED_SIZE])
             arrived = shared[C.SHARED_ARRIVED:C.SHARED_ARRIVED + n]
-            mine = arrived[context.rank]
-            error = transport.timeout_error(
-                context.rank, range(n), [r for r in range(n) if arrived[r] >= mine],
-                "all-reduce (native)")
-            transport.abort(error, context.rank)
+            error = transport.timeout_error(rank, range(n),
+                                            [r for r in range(n) if arrived[r] >= arrived[rank]],
+                                            "all-reduce (native)")
+            transport.abort(error, rank)
             return error
         return transport.aborted_error("all-reduce (native)")
 

@@ -1,4 +1,5 @@
-"""All-reduces of a device program that meet in native code, between devices of one process.
+"""All-reduces of a device program that meet in native code, between devices of one process
+(and its replica-id / partition-id, read from the device context).
 
 A device program's entry (native_loop.emit_entry) runs on one thread per device. Its
 collectives are normally calls back into Python (a ctypes callback per `CollectiveCall`),
@@ -68,6 +69,14 @@ class NativeAllReduce:
         return sum(len(g) for g in self.groups) if self.groups else None
 
 
+@dataclass(frozen=True)
+class ParticipantId:
+    """replica-id / partition-id: the device context's CTX_RANK, stored as `element_type`
+    (always native: it needs no other participant)."""
+
+    element_type: str
+
+
 def native_all_reduce_spec(op: str | None, operands: list, groups: tuple):
     """A NativeAllReduce for an all-reduce of binary `op` (None: another computation) over
     `operands` [(element_type, elements)] and `groups`, or None when it must call back."""
@@ -108,11 +117,12 @@ class CollectiveEmitter:
                                  ir.FunctionType(ir.VoidType(), [ir.IntType(32)]))
             b.call(hint, [ir.Constant(ir.IntType(32), 1)])
 
-    def _now(self, b, shared):
-        """clock_gettime(CLOCK_MONOTONIC) in ns, through the shared block's pointer."""
+    def _now(self, b, shared, spec):
+        """clock_gettime(CLOCK_MONOTONIC) in ns, through the shared block's pointer; `spec`
+        is two i64 allocated in the entry block (not in the loop: each round would grow
+        the stack)."""
         fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), _I64P])
         clock = b.inttoptr(b.load(self._slot(b, shared, SHARED_CLOCK)), fnty.as_pointer())
-        spec = b.alloca(I64, ir.Constant(I64, 2), name="timespec")
         b.call(clock, [ir.Constant(ir.IntType(32), _CLOCK_MONOTONIC), spec])
         seconds = b.load(self._slot(b, spec, 0))
         return b.add(b.mul(seconds, ir.Constant(I64, 1_000_000_000)),
@@ -128,6 +138,7 @@ class CollectiveEmitter:
         fn.linkage = "internal"
         ctx, shared = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        spec = b.alloca(I64, ir.Constant(I64, 2), name="timespec")
         n = b.load(self._slot(b, shared, SHARED_SIZE))
         rank = b.load(self._slot(b, ctx, CTX_RANK))
         mine = self._slot(b, shared, b.add(rank, ir.Constant(I64, SHARED_ARRIVED)))
@@ -178,7 +189,7 @@ class CollectiveEmitter:
         yield_fn = b.inttoptr(b.load(self._slot(b, shared, SHARED_YIELD)),
                               ir.FunctionType(ir.IntType(32), []).as_pointer())
         b.call(yield_fn, [])
-        now = self._now(b, shared)
+        now = self._now(b, shared, spec)
         limit = b.select(b.icmp_unsigned("==", deadline, ir.Constant(I64, 0)),
                          b.add(now, b.load(self._slot(b, shared, SHARED_TIMEOUT))), deadline)
         spins.add_incoming(more, yield_)
@@ -187,8 +198,19 @@ class CollectiveEmitter:
 
         b.position_at_end(timed_out)
         b.store(ir.Constant(I64, ERROR_TIMEOUT), self._slot(b, ctx, CTX_ERROR))
+        # The others stop waiting too (the caller also aborts the transport, with the
+        # error, once the call returns).
+        b.store_atomic(ir.Constant(I64, 1), abort_word, "seq_cst", 8)
         b.ret(ir.Constant(ir.IntType(1), 0))
         return fn
+
+    # ------------------------------------------------------------------ participant id
+    def participant_id(self, b: ir.IRBuilder, ctx, spec: ParticipantId, out) -> None:
+        """Store this device's rank at `out` (an i8 pointer) as spec.element_type."""
+        ty = _TYPES[spec.element_type]
+        rank = b.trunc(b.load(self._slot(b, ctx, CTX_RANK)), ty) if ty != I64 else \
+            b.load(self._slot(b, ctx, CTX_RANK))
+        b.store(rank, b.bitcast(out, ty.as_pointer()))
 
     # ------------------------------------------------------------------ all-reduce
     def all_reduce(self, spec: NativeAllReduce) -> ir.Function:
@@ -314,6 +336,6 @@ class CollectiveEmitter:
 
 __all__ = ["CTX_ERROR", "CTX_RANK", "CTX_SHARED", "CTX_SLOTS",
            "CollectiveEmitter", "ERROR_ABORTED", "ERROR_CALLBACK", "ERROR_TIMEOUT",
-           "MAX_OPERANDS", "NativeAllReduce", "SHARED_ABORT", "SHARED_ARRIVED",
+           "MAX_OPERANDS", "NativeAllReduce", "ParticipantId", "SHARED_ABORT", "SHARED_ARRIVED",
            "SHARED_CLOCK", "SHARED_COUNTER", "SHARED_SIZE", "SHARED_TIMEOUT", "SHARED_YIELD",
            "native_all_reduce_spec"]

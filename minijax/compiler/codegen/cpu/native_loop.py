@@ -41,6 +41,7 @@ from minijax.compiler.codegen.cpu.collectives import (
     CTX_SHARED,
     CollectiveEmitter,
     NativeAllReduce,
+    ParticipantId,
 )
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS
 from minijax.compiler.codegen.cpu.team import TeamEmitter, piece_range
@@ -118,7 +119,7 @@ class CollectiveCall:
     index: int
     ins: list
     outs: list
-    native: NativeAllReduce | None = None    # run in native code when the run allows
+    native: NativeAllReduce | ParticipantId | None = None   # natively, when the run allows
 
 
 @dataclass
@@ -579,6 +580,9 @@ class _EntryEmitter(_LoopEmitter):
 
     def _collective(self, op: CollectiveCall) -> None:
         b = self.b
+        if isinstance(op.native, ParticipantId):
+            self.native_collectives.participant_id(b, self.ctx, op.native, self._ptr(op.outs[0]))
+            return
         refs = op.ins + op.outs
         ptrs = b.alloca(_I8P, ir.Constant(I64, max(len(refs), 1)), name="collective_args")
         for k, ref in enumerate(refs):
