@@ -220,6 +220,10 @@ class NativeEntry:
         self.native_all_reduces = [
             op.native.participants for op in plan.ops if isinstance(op, CollectiveCall)
             and isinstance(op.native, native_collectives.NativeAllReduce)]
+        # Every collective runs natively (within a process): a device's call then needs no
+        # Python, and one thread can prepare every device's call (device_threads.py).
+        self.all_native = bool(plan.collectives) and all(
+            op.native is not None for op in plan.ops if isinstance(op, CollectiveCall))
         self._entry_fn = None
         self._entry_address = 0
         self._rank_blocks: dict = {}
@@ -291,13 +295,6 @@ class NativeEntry:
             _data(self._statics), _data(device))
 
     # ------------------------------------------------ every device's call made on one thread
-    @property
-    def all_native(self) -> bool:
-        """Whether every collective of the entry runs natively (within a process): then a
-        device's call needs no Python, and one thread can prepare every device's call
-        (device_threads.py)."""
-        return bool(self.plan.collectives) and all(
-            op.native is not None for op in self.plan.ops if isinstance(op, CollectiveCall))
 
     def prepare(self, args: list, rank: int, shared):
         """(entry function address, buffer table, outputs, device context) of `rank`'s
