@@ -41,24 +41,37 @@ from minijax.compiler.hlo.ir import Shape
 class SpmdHaloRules:
     """The halo exchange of a spatially split convolution, mixed into SpmdOpRules."""
 
-    def _halo_plan(self, instr, lhs_dim: int, out_dim: int, spatial: int, axes):
+    def _halo_plan(self, instr, lhs_dim: int, out_dim: int, spatial: int, axes,
+                   contracted: bool = False):
         """(L, R, offsets, length) for lhs dimension `lhs_dim` (spatial dim `spatial` of
         the window) split over `axes`, or None when it must be gathered (docstring).
-        `offsets[j]`: where block j's rows start in its [L halo, slab, R halo]."""
+        `offsets[j]`: where block j's rows start in its [L halo, slab, R halo].
+        `contracted`: the kernel is split alike along that dimension (a kernel gradient):
+        block j convolves its rows of the kernel, the output dimension stays whole."""
         window = instr.attrs["window"]
+        ones = (1,) * (spatial + 1)
         k = self._parts(axes)
         big_n = instr.operands[0].shape.dims[lhs_dim]
         big_m = instr.shape.dims[out_dim]
-        lhs_dilate = (window.get("lhs_dilate") or (1,) * (spatial + 1))[spatial]
-        if lhs_dilate != 1 or big_n % k or big_m % k or big_m == 0:
+        if (window.get("lhs_dilate") or ones)[spatial] != 1 or big_n % k or big_m == 0:
             return None
-        n, m = big_n // k, big_m // k
-        s = (window.get("stride") or (1,) * (spatial + 1))[spatial]
-        r = (window.get("rhs_dilate") or (1,) * (spatial + 1))[spatial]
+        n = big_n // k
+        s = (window.get("stride") or ones)[spatial]
+        r = (window.get("rhs_dilate") or ones)[spatial]
         lo = tuple((window.get("pad") or ((0, 0),) * (spatial + 1))[spatial])[0]
-        span = (window["size"][spatial] - 1) * r + 1
-        length = (m - 1) * s + span
-        starts = [j * m * s - lo for j in range(k)]
+        size = window["size"][spatial]
+        if contracted:
+            if size % k:
+                return None
+            t = size // k   # the kernel rows of each block
+            starts = [j * t * r - lo for j in range(k)]
+            length = (big_m - 1) * s + (t - 1) * r + 1
+        else:
+            if big_m % k:
+                return None
+            m = big_m // k
+            starts = [j * m * s - lo for j in range(k)]
+            length = (m - 1) * s + (size - 1) * r + 1
         left = max(0, max(j * n - starts[j] for j in range(k)))
         right = max(0, max(starts[j] + length - (j + 1) * n for j in range(k)))
         if left > n or right > n:
@@ -116,18 +129,22 @@ class SpmdHaloRules:
                                tuple(sizes))
 
     def _halo_convolution(self, b, instr, get, want_l, want_r, out, halos):
-        """The convolution on blocks with the halo dims (lhs dim -> (axes, plan, spatial))
-        exchanged and their padding dropped; `out` is the output's dims spec."""
+        """The convolution on blocks with the halo dims (lhs dim -> (axes, plan, spatial,
+        contracted)) exchanged and their padding dropped (a contracted one's window is
+        the kernel's block); `out` is the output's dims spec."""
         lhs, rhs = instr.operands
         x = get(lhs, tuple(want_l))
-        for d, (axes, plan, _) in halos.items():
+        for d, (axes, plan, _, _) in halos.items():
             x = self._exchange_halo(b, x, d, axes, plan)
         window = dict(instr.attrs["window"])
         nsp = lhs.shape.rank - 2
         pad = [tuple(p) for p in (window.get("pad") or ((0, 0),) * nsp)]
-        for _, _, spatial in halos.values():
+        size = list(window["size"])
+        for axes, _, spatial, contracted in halos.values():
             pad[spatial] = (0, 0)
-        window["pad"] = tuple(pad)
+            if contracted:
+                size[spatial] //= self._parts(axes)
+        window["pad"], window["size"] = tuple(pad), tuple(size)
         local = self._local(instr.shape, out)
         return b.add_instruction("convolution", [x, get(rhs, tuple(want_r))],
                                  {**instr.attrs, "window": window}, dict(instr.called),

@@ -14,6 +14,8 @@ its operands are resharded to and its result's split, and emits the op on blocks
   split on both operands alike (a kernel's gradient over a split batch) are summed by an
   `all-reduce`; a spatial split of the input stays split through a halo exchange
   with the neighbouring devices (compiler/spmd_halo.py says when), else is gathered;
+  split alike on the kernel too (a kernel's gradient), the blocks' partial sums are
+  all-reduced;
 - dot keeps the lhs's batch and contracting split, reshards the rhs to match, keeps both
   operands' free-dim splits (an axis used twice is gathered on the rhs), and adds an
   `all-reduce` over the contracting axes: data-parallel (batch rows split), model-parallel
@@ -138,18 +140,25 @@ class SpmdOpRules(SpmdHaloRules):
             want_r[ro] = rs[ro]
         out = [()] * instr.shape.rank
         out[ol.index("b")], out[ol.index("f")] = want_l[lb], want_r[ro]
-        # Spatial splits of the input: a halo exchange keeps them (compiler/spmd_halo.py).
-        halos = {}
+        # Spatial splits of the input: a halo exchange keeps them (compiler/spmd_halo.py);
+        # split alike on the kernel (a kernel gradient), each block gives a partial sum.
+        halos, summed = {}, tuple(want_l[lf])
         used = {a for axes in want_l + want_r for a in axes}
         for i in range(lhs.shape.rank - 2):
-            d, e = ll.index(str(i)), ol.index(str(i))
+            d, e, rd = ll.index(str(i)), ol.index(str(i)), rl.index(str(i))
             axes = ls[d]
             if not axes or set(axes) & used:
                 continue
-            plan = self._halo_plan(instr, d, e, i, axes)
+            contracted = rs[rd] == axes
+            plan = self._halo_plan(instr, d, e, i, axes, contracted)
             if plan is not None:
-                halos[d] = (axes, plan, i)
-                want_l[d] = out[e] = axes
+                halos[d] = (axes, plan, i, contracted)
+                want_l[d] = axes
+                if contracted:
+                    want_r[rd] = axes
+                    summed += axes
+                else:
+                    out[e] = axes
                 used |= set(axes)
         s = tuple(out)
         if halos:
@@ -157,9 +166,9 @@ class SpmdOpRules(SpmdHaloRules):
         else:
             local = self._clone(b, instr, [get(lhs, tuple(want_l)), get(rhs, tuple(want_r))],
                                 self._local(instr.shape, s))
-        if want_l[lf]:
+        if summed:
             add = self._add_computation(b, instr.shape.element_type)
-            local = self._all_reduce(b, local, want_l[lf], add)
+            local = self._all_reduce(b, local, summed, add)
         return local, s
 
     def _dot(self, b, instr, get, spec):
