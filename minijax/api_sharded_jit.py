@@ -174,7 +174,7 @@ def _run(program, leaves, in_sh, donated=None) -> list:
         results = [o for dev in outs for o in dev]
         for j, k in enumerate(program.reuse):
             if k is not None and donated[k]:
-                buf = _exclusive_buffer(leaves[k], program.backend)
+                buf = _exclusive_buffer(leaves[k])
                 if buf is not None and not any(np.may_share_memory(o, buf) for o in results):
                     into[j] = buf
     return [global_arrays.output_array(outs, devices, k, aval.shape, sh, aval, "jit",
@@ -209,11 +209,11 @@ def _baselines() -> tuple[int, int]:
 _ALONE, _BASE_ALONE = _baselines()
 
 
-def _exclusive_buffer(x, backend):
+def _exclusive_buffer(x):
     """The host buffer of Array `x` when nothing else refers to its memory (no other
-    Array, no other NumPy view: writing it can change no other value), else None. A
-    buffer from the backend's host allocator counts the allocator's own references as
-    none."""
+    Array, no other NumPy view: writing it can change no other value), else None: its
+    own NumPy array, or a view of an array only that view holds (device_put's copy).
+    Memory of a backend's host allocator is never taken (the allocator holds it too)."""
     if type(x) is not Array or type(x._buf) is not np.ndarray:
         return None
     buf = x._buf
@@ -221,15 +221,13 @@ def _exclusive_buffer(x, backend):
         return None
     base = buf.base
     del buf
-    if base is None:
-        cached = 0
-    elif type(base) is np.ndarray and base.base is None and base.dtype != np.uint8:
+    if base is not None:
+        if not (type(base) is np.ndarray and base.base is None and base.flags.owndata):
+            return None
         del base
-        cached = 0 if _base_refs(x) <= _BASE_ALONE else None   # only x's view holds it
-    else:
-        del base
-        cached = backend.cached_host_refs(x._buf)
-    if cached is None or _refs(x) > _ALONE + cached:
+        if _base_refs(x) > _BASE_ALONE:   # another view of it
+            return None
+    if _refs(x) > _ALONE:
         return None
     buf = x._buf
     if not buf.flags.writeable:   # Arrays hand out read-only views of memory they own

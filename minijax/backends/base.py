@@ -187,12 +187,6 @@ class Backend:
         devices at once (pmap, shard_map, sharded jit)."""
         return {}
 
-    def cached_host_refs(self, array) -> int | None:
-        """For a host array whose memory comes from this backend's host allocator: the
-        references the allocator holds to it when no other array shares its memory, else
-        None (see cpu/memory.py `cache_refs`; None: not the allocator's)."""
-        return None
-
     def copy_buffer(self, buffer, device: Device):
         """`buffer` (of this backend) copied onto another `device` of this backend."""
         return buffer if self.host_memory else self.buffer_from_host(

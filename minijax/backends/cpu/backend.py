@@ -588,9 +588,6 @@ class CpuBackend(Backend):
         whose kernels split over the device's threads."""
         return {"native_device_program": default_num_threads() // max(count, 1) <= 1}
 
-    def cached_host_refs(self, array) -> int | None:
-        return host_memory().cache_refs(array)
-
     def run_on_device(self, device: Device, count: int, fn):
         """Call `fn()` as device `device` of `count` devices running at once: its kernels
         use that device's share of the thread pool (see thread_pool.device_share)."""

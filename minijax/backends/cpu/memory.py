@@ -246,29 +246,6 @@ class HostMemory:
                 self.stats["blocks_released"] += 1
             return released
 
-    def cache_refs(self, array) -> int | None:
-        """For an array this cache handed out (its base a block's owner) whose memory no
-        other array uses: how many references the cache itself holds to `array` (1 when
-        it is the block's kept view, else 0). None when another array (a view) shares the
-        memory, or when `array` is not the cache's. The caller counts the references to
-        `array` itself (jit donation: may an output overwrite it?)."""
-        idle = self._idle_refs
-        with self._lock:
-            for blocks in self._classes.values():
-                for block in blocks:
-                    if block[_OWNER] is None or block[_OWNER] is not array.base:
-                        continue
-                    if block[_VIEW] is array:   # the owner: the block and array.base
-                        return 1 if _getrefcount(block[_OWNER]) == idle + 1 else None
-                    if block[_VIEW] is None:
-                        return 0 if _getrefcount(block[_OWNER]) == idle + 1 else None
-                    # The kept view is another array: only the block may hold it.
-                    if (_getrefcount(block[_VIEW]) == idle
-                            and _getrefcount(block[_OWNER]) == idle + 2):
-                        return 0
-                    return None
-        return None
-
     def usage(self) -> dict:
         """Bytes of blocks in use (held by arrays) and idle (cached), and block counts."""
         with self._lock:
