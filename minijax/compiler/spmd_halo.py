@@ -23,12 +23,17 @@ kernel, or VALID over N + w - 1 = multiple of k), window dilation, and strides >
 the output divides evenly. Several split spatial dimensions exchange halos one after the
 other (the corners come with the second exchange).
 
+Kernel gradients: when the kernel is split alike along that spatial dimension (the
+gradient of a kernel is a convolution of the input with the split output gradient as
+its "kernel"), block j convolves its rows [j t r - lo, ...) of the input (a halo as above,
+t = the kernel rows per block) with its t kernel rows, and the partial sums are
+all-reduced: the output dimension (the kernel's size) stays whole.
+
 All-gather (the old rule, the output whole along that dimension): base dilation (the
 input gradient of a strided convolution), an output size the devices do not divide
 (VALID with w > 1 over an evenly split input, typically), a halo wider than a device's
-slab (a big kernel or padding on small shards), or a kernel split along that spatial
-dimension (the kernel is resharded whole first otherwise; a kernel-gradient convolution,
-whose "kernel" is the split output gradient, gathers both).
+slab (a big kernel or padding on small shards). A kernel split along a spatial dimension
+the input is not split alike is gathered whole.
 """
 
 from __future__ import annotations
