@@ -172,11 +172,13 @@ def _run(program, leaves, in_sh, donated=None) -> list:
     into = [None] * len(program.reuse)
     if donated is not None and any(k is not None for k in program.reuse):
         results = [o for dev in outs for o in dev]
+        taken: set = set()   # one Array passed for two donated arguments: one output
         for j, k in enumerate(program.reuse):
-            if k is not None and donated[k]:
+            if k is not None and donated[k] and id(leaves[k]) not in taken:
                 buf = _exclusive_buffer(leaves[k])
                 if buf is not None and not any(np.may_share_memory(o, buf) for o in results):
                     into[j] = buf
+                    taken.add(id(leaves[k]))
     return [global_arrays.output_array(outs, devices, k, aval.shape, sh, aval, "jit",
                                        into[k])
             for k, (aval, sh) in enumerate(zip(program.jaxpr.out_avals,

@@ -197,3 +197,16 @@ def test_an_eager_array_sharing_the_memory_keeps_its_value():
     out = f(p, g)
     assert _ptr(out) == where
     np.testing.assert_allclose(np.asarray(out), want - np.float32(0.1), rtol=1e-6)
+
+
+def test_one_array_donated_twice_holds_one_output():
+    x0 = np.arange(64, dtype=np.float32).reshape(16, 4)
+    f = minijax.jit(lambda a, b: (a + b, a * b), in_shardings=ROWS, out_shardings=ROWS,
+                    donate_argnums=(0, 1))
+    x = minijax.device_put(x0, ROWS)
+    where = _ptr(x)
+    s, m = f(x, x)
+    _deleted(x)
+    assert _ptr(s) == where != _ptr(m)
+    np.testing.assert_array_equal(np.asarray(s), x0 + x0)
+    np.testing.assert_array_equal(np.asarray(m), x0 * x0)
