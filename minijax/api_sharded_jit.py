@@ -21,11 +21,21 @@ traced inline (the constraints are identities there), as jit is. Static argument
 number or name) and, without in_shardings, keyword arguments work as in plain jit;
 donated arguments an output can use are deleted after the call (`delete_donated`, shared
 with plain jit).
+
+Donation. The per-device module gets `donated_params` (the parameters whose shards an
+output can use, paired by per-device shape as JAX pairs them), as plain jit's module does,
+for buffer assignment. The outputs of a partitioned program are assembled from the
+devices' results into one host buffer per output; an output paired with a donated
+argument of its global shape and dtype (`api_util.donation_pairs`) is assembled into that
+argument's host buffer instead of a new one, when the argument alone holds it (no other
+Array or NumPy view shares its memory) and no device's result reads from it: its shards
+are then the donated shards' memory, as XLA aliases a donated input to an output.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 
 import numpy as np
@@ -33,6 +43,7 @@ import numpy as np
 from minijax import core, global_arrays, placement, tree_util
 from minijax.api_util import (
     donated_flags,
+    donation_pairs,
     flatten_fun,
     positional_name,
     prefix_leaves,
@@ -101,7 +112,7 @@ class _Program:
     `jaxpr` is the traced program over global shapes; `out_sh_for(out_avals)` gives the
     pinned output shardings (None: what propagation chooses)."""
 
-    def __init__(self, jaxpr, avals, in_sh, out_sh_for, mesh, name):
+    def __init__(self, jaxpr, avals, in_sh, out_sh_for, mesh, name, donated=None):
         self.mesh = mesh
         self.jaxpr = jaxpr
         self.module, self.hoisted = lower_jaxpr_to_module(self.jaxpr, name, name)
@@ -119,19 +130,35 @@ class _Program:
         self.result_specs = partition_module(self.module, mesh.axis_names, mesh.axis_sizes,
                                              out_specs)
         AllReduceCombiner().run(self.module)
+        self.out_shardings = [NamedSharding(mesh, _to_spec(s)) for s in self.result_specs]
+        self.reuse = self._donate(avals, in_sh, donated or [False] * len(avals))
         self.backend = placement.backend_of(mesh.flat_devices()[0])
         local = len(global_arrays.local_part(mesh.flat_devices()))
         self.executable, self.optimized = driver.compile_module(
             self.module, self.backend, CompileOptions(
                 backend=self.backend.name, **self.backend.device_program_options(local)))
-        self.out_shardings = [NamedSharding(mesh, _to_spec(s)) for s in self.result_specs]
+
+    def _donate(self, avals, in_sh, donated) -> list:
+        """Mark the donated parameters an output can use in the per-device module (as
+        plain jit does) and return, per output, the donated argument whose host buffer
+        may hold it (same global shape and dtype), or None."""
+        out_avals = self.jaxpr.out_avals
+        ins = [(sh.shard_shape(a.shape), np.dtype(a.dtype)) if d else None
+               for a, sh, d in zip(avals, in_sh, donated, strict=True)]
+        outs = [(sh.shard_shape(a.shape), np.dtype(a.dtype))
+                for a, sh in zip(out_avals, self.out_shardings, strict=True)]
+        self.module.donated_params = {k for k, u in enumerate(usable_donations(ins, outs))
+                                      if u}
+        return [k if k is not None and tuple(avals[k].shape) == tuple(a.shape) else None
+                for k, a in zip(donation_pairs(ins, outs), out_avals, strict=True)]
 
 
-def _run(program, leaves, in_sh) -> list:
+def _run(program, leaves, in_sh, donated=None) -> list:
     """Run a partitioned program on its mesh: each of this process's devices gets its
     block of every argument (a view of the argument's host value, or its own shard of a
     global Array: nothing is copied when the argument is already laid out as `in_sh`
-    says); returns the flat output Arrays."""
+    says); returns the flat output Arrays (held in donated arguments' buffers where the
+    module docstring says)."""
     mesh = program.mesh
     # This process's devices of the mesh (all of them but in a multi-process run).
     devices = global_arrays.local_part(mesh.flat_devices())
@@ -141,9 +168,76 @@ def _run(program, leaves, in_sh) -> list:
     per_device = [[b[i] for b in blocks] + hoisted for i in range(len(devices))]
     outs = global_arrays.run_on_mesh(program.backend, program.executable,
                                      mesh.flat_devices(), per_device)
-    return [global_arrays.output_array(outs, devices, k, aval.shape, sh, aval, "jit")
+    del blocks, per_device   # the arguments' views: a donated buffer must be free of them
+    into = [None] * len(program.reuse)
+    if donated is not None and any(k is not None for k in program.reuse):
+        results = [o for dev in outs for o in dev]
+        taken: set = set()   # one Array passed for two donated arguments: one output
+        for j, k in enumerate(program.reuse):
+            if k is not None and donated[k] and id(leaves[k]) not in taken:
+                buf = _exclusive_buffer(leaves[k])
+                if buf is not None and not any(np.may_share_memory(o, buf) for o in results):
+                    into[j] = buf
+                    taken.add(id(leaves[k]))
+    return [global_arrays.output_array(outs, devices, k, aval.shape, sh, aval, "jit",
+                                       into[k])
             for k, (aval, sh) in enumerate(zip(program.jaxpr.out_avals,
                                                program.out_shardings, strict=True))]
+
+
+def _refs(holder) -> int:
+    buf = holder._buf
+    return sys.getrefcount(buf)
+
+
+def _base_refs(holder) -> int:
+    return sys.getrefcount(holder._buf.base)
+
+
+class _Probe:
+    __slots__ = ("_buf",)
+
+
+def _baselines() -> tuple[int, int]:
+    probe = _Probe()
+    probe._buf = np.empty(2)
+    alone = _refs(probe)
+    probe._buf = np.empty(2)[:]
+    return alone, _base_refs(probe)
+
+
+# The references to a buffer that one Array alone holds, and to the array a view that one
+# Array alone holds is a view of.
+_ALONE, _BASE_ALONE = _baselines()
+
+
+def _exclusive_buffer(x):
+    """The host buffer of Array `x` when nothing else refers to its memory (no other
+    Array, no other NumPy view: writing it can change no other value), else None: its
+    own NumPy array, or a view of an array only that view holds (device_put's copy).
+    Memory of a backend's host allocator is never taken (the allocator holds it too)."""
+    if type(x) is not Array or type(x._buf) is not np.ndarray:
+        return None
+    buf = x._buf
+    if not buf.flags.c_contiguous or (not buf.flags.writeable and buf.base is None):
+        return None
+    base = buf.base
+    del buf
+    if base is not None:
+        if not (type(base) is np.ndarray and base.base is None and base.flags.owndata):
+            return None
+        del base
+        if _base_refs(x) > _BASE_ALONE:   # another view of it
+            return None
+    if _refs(x) > _ALONE:
+        return None
+    buf = x._buf
+    if not buf.flags.writeable:   # Arrays hand out read-only views of memory they own
+        try:
+            buf.flags.writeable = True
+        except ValueError:
+            return None
+    return buf
 
 
 class ShardedJit:
@@ -204,10 +298,11 @@ class ShardedJit:
         rep = NamedSharding(mesh, PartitionSpec())
         return mesh, [s if isinstance(s, NamedSharding) else rep for s in chosen]
 
-    def _program(self, call, dyn, statics, leaves, in_tree, mesh, in_sh):
+    def _program(self, call, dyn, statics, leaves, in_tree, mesh, in_sh, donated=None):
         avals = [get_aval(x) for x in leaves]
+        donated = tuple(donated) if donated is not None else None
         key = (in_tree, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
-               tuple(in_sh), statics)
+               tuple(in_sh), statics, donated)
         program = self._cache.get(key)
         if program is None:
             flat_fun, store = flatten_fun(call, in_tree)
@@ -219,7 +314,7 @@ class ShardedJit:
                 return _leaf_shardings(self._out, tree, "out_shardings")
             name = getattr(self._fun, "__name__", "fun")
             jaxpr, _ = trace_to_jaxpr(flat_fun, avals, fun_name=name, purpose="jit")
-            program = _Program(jaxpr, avals, in_sh, out_sh_for, mesh, name)
+            program = _Program(jaxpr, avals, in_sh, out_sh_for, mesh, name, donated)
             program.out_tree = store["out_tree"]
             self._cache[key] = program
         return program, avals
@@ -232,11 +327,13 @@ class ShardedJit:
             # No mesh named, or traced inline by a transformation (also when only a value
             # the function closes over is traced).
             return call(*dyn)
-        program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh)
-        outs = _run(program, leaves, in_sh)
-        if any(self._donate):
-            delete_donated(leaves, donated_flags(self._fun, args, dyn[1], *self._donate,
-                                                 static=statics[2]),
+        flags = donated_flags(self._fun, args, dyn[1], *self._donate, static=statics[2]) \
+            if any(self._donate) else None
+        program, avals = self._program(call, dyn, statics, leaves, in_tree, mesh, in_sh,
+                                       flags)
+        outs = _run(program, leaves, in_sh, flags)
+        if flags is not None:
+            delete_donated(leaves, flags,
                            [sh.shard_shape(a.shape) for sh, a in zip(in_sh, avals)],
                            [(o.sharding.shard_shape(o.shape), o.dtype) for o in outs])
         return tree_util.tree_unflatten(program.out_tree, outs)

@@ -184,18 +184,32 @@ def donated_flags(fun, args, kwargs, argnums, argnames, static=()) -> list[bool]
     return flags
 
 
+def donation_pairs(ins, outs) -> list:
+    """Per output, the donated input whose buffer it can take (JAX's first pairing pass:
+    the first donated input left of its shape and dtype), or None. `ins`, `outs` as in
+    `usable_donations`."""
+    taken: set = set()
+    pairs = []
+    for shape, dtype in outs:
+        k = next((i for i, a in enumerate(ins) if a is not None and i not in taken
+                  and tuple(a[0]) == tuple(shape) and a[1] == dtype), None)
+        if k is not None:
+            taken.add(k)
+        pairs.append(k)
+    return pairs
+
+
 def usable_donations(ins, outs) -> list[bool]:
     """Which donated inputs a jit call really donates (JAX deletes only those; it warns
     that the others "were not usable" and leaves them valid). `ins`: per flat input,
     its (shape, dtype) when donated, else None; `outs`: the outputs' (shape, dtype) (the
     per-device ones when partitioned). As JAX pairs them: each output, in order, takes
-    the first donated input of its shape and dtype; then each donated input left takes
-    an output left with as many elements."""
+    the first donated input of its shape and dtype (`donation_pairs`); then each donated
+    input left takes an output left with as many elements."""
+    pairs = donation_pairs(ins, outs)
     used = [False] * len(ins)
     left = []
-    for shape, dtype in outs:
-        k = next((i for i, a in enumerate(ins) if a is not None and not used[i]
-                  and tuple(a[0]) == tuple(shape) and a[1] == dtype), None)
+    for (shape, _), k in zip(outs, pairs, strict=True):
         if k is None:
             left.append(math.prod(shape))
         else:

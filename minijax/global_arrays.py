@@ -52,9 +52,11 @@ def _check_piece(piece, index, shape, device, what) -> None:
 
 
 def shards_to_array(shape, sharding, piece_for, dtype=None, weak_type: bool = False,
-                    what: str = "make_array_from_callback") -> Array:
+                    what: str = "make_array_from_callback", into=None) -> Array:
     """An Array of global `shape` laid out by `sharding`, where `piece_for(device, index)`
-    gives the host data of this process's devices' shards (called once per device)."""
+    gives the host data of this process's devices' shards (called once per device).
+    `into`: a host buffer of that shape and dtype to hold the value in one process (a
+    donated argument's), used when no piece reads from it."""
     shape = tuple(int(n) for n in shape)
     indices = sharding.devices_indices_map(shape)  # checks divisibility (JAX's ValueError)
     me = transport.process_index()
@@ -70,7 +72,11 @@ def shards_to_array(shape, sharding, piece_for, dtype=None, weak_type: bool = Fa
         dtype = next(iter(pieces.values())).dtype
     dtype = dtypes.canonicalize_dtype(dtype)
     if len(local) == len(indices):  # one process: the global value in one host buffer
-        value = np.empty(shape, dtype)
+        if (into is not None and into.shape == shape and into.dtype == dtype
+                and not any(np.may_share_memory(p, into) for p in pieces.values())):
+            value = into
+        else:
+            value = np.empty(shape, dtype)
         for device, index in reversed(local.items()):  # replicas: the first device's
             value[index] = pieces[device]
         if isinstance(sharding, NamedSharding):
@@ -302,13 +308,15 @@ def run_on_mesh(backend, executable, devices: list, local_args: list) -> list:
     return run_spmd(backend, executable, local, local_args, link, ids, len(devices))
 
 
-def output_array(outs: list, devices: list, k: int, shape, sharding, aval, what: str):
+def output_array(outs: list, devices: list, k: int, shape, sharding, aval, what: str,
+                 into=None):
     """Output `k` of run_on_mesh's results (`outs`, one list per device of `devices`) as
-    an Array of global `shape` laid out by `sharding`."""
+    an Array of global `shape` laid out by `sharding` (held in the host buffer `into`
+    when given: a donated argument's, see shards_to_array)."""
     where = {d: i for i, d in enumerate(devices)}
     return shards_to_array(shape, sharding,
                            lambda device, index: placement.to_host(outs[where[device]][k]),
-                           aval.dtype, aval.weak_type, what)
+                           aval.dtype, aval.weak_type, what, into)
 
 
 def mesh_local_to_global_shape(mesh, spec, shape) -> tuple:

@@ -166,7 +166,12 @@ class _Worker:
     def _loop(self):
         while True:
             job = self.jobs.get()
-            job()
+            done = job()
+            # Dropped before signalling: holding the finished job would keep its program's
+            # arguments and results alive until the next one (their memory; a donated
+            # argument's buffer the caller reuses for an output once every part is done).
+            del job
+            done()
 
 
 _workers: dict[int, _Worker] = {}
@@ -219,11 +224,12 @@ def run_spmd(backend, executable, devices: list, per_device_args: list,
             _local.context = None
 
     def job(i):
-        def run():
+        def run():   # returns what signals the caller, called once the job is dropped
             try:
                 part(i)
-            finally:
-                finished.release()
+            except BaseException as exc:  # noqa: BLE001 - part's own failures are recorded
+                errors[i] = errors[i] or exc
+            return finished.release
         return run
 
     with _run_lock:

@@ -12,7 +12,10 @@ its operands are resharded to and its result's split, and emits the op on blocks
   dynamic-update-slice those of dimensions its update covers whole (scan's xs and ys);
 - convolution keeps a split batch and a kernel's split output features; input features
   split on both operands alike (a kernel's gradient over a split batch) are summed by an
-  `all-reduce`; spatial dimensions are gathered;
+  `all-reduce`; a spatial split of the input stays split through a halo exchange
+  with the neighbouring devices (compiler/spmd_halo.py says when), else is gathered;
+  split alike on the kernel too (a kernel's gradient), the blocks' partial sums are
+  all-reduced;
 - dot keeps the lhs's batch and contracting split, reshards the rhs to match, keeps both
   operands' free-dim splits (an axis used twice is gathered on the rhs), and adds an
   `all-reduce` over the contracting axes: data-parallel (batch rows split), model-parallel
@@ -31,9 +34,10 @@ from __future__ import annotations
 import math
 
 from minijax.compiler.hlo.shape_inference import parse_dim_labels
+from minijax.compiler.spmd_halo import SpmdHaloRules
 
 
-class SpmdOpRules:
+class SpmdOpRules(SpmdHaloRules):
     """Per-opcode partitioning rules, mixed into SpmdPartitioner."""
 
     def _reshape(self, b, instr, get, spec):
@@ -118,8 +122,9 @@ class SpmdOpRules:
     def _convolution(self, b, instr, get, spec):
         """A split batch stays split (each device convolves its images); a kernel's split
         output features stay split; input features split on both operands alike (the
-        kernel's gradient over a split batch) give partial sums, all-reduced. Spatial
-        dimensions and grouped convolutions' features are gathered first."""
+        kernel's gradient over a split batch) give partial sums, all-reduced. A spatially
+        split input keeps its split through a halo exchange where `_halo_plan` allows;
+        other spatial splits and grouped convolutions' features are gathered first."""
         lhs, rhs = instr.operands
         ll, rl, ol = parse_dim_labels(instr.attrs["dim_labels"])
         batch_groups = (instr.attrs.get("batch_group_count") or 1) > 1
@@ -135,12 +140,35 @@ class SpmdOpRules:
             want_r[ro] = rs[ro]
         out = [()] * instr.shape.rank
         out[ol.index("b")], out[ol.index("f")] = want_l[lb], want_r[ro]
+        # Spatial splits of the input: a halo exchange keeps them (compiler/spmd_halo.py);
+        # split alike on the kernel (a kernel gradient), each block gives a partial sum.
+        halos, summed = {}, tuple(want_l[lf])
+        used = {a for axes in want_l + want_r for a in axes}
+        for i in range(lhs.shape.rank - 2):
+            d, e, rd = ll.index(str(i)), ol.index(str(i)), rl.index(str(i))
+            axes = ls[d]
+            if not axes or set(axes) & used:
+                continue
+            contracted = rs[rd] == axes
+            plan = self._halo_plan(instr, d, e, i, axes, contracted)
+            if plan is not None:
+                halos[d] = (axes, plan, i, contracted)
+                want_l[d] = axes
+                if contracted:
+                    want_r[rd] = axes
+                    summed += axes
+                else:
+                    out[e] = axes
+                used |= set(axes)
         s = tuple(out)
-        local = self._clone(b, instr, [get(lhs, tuple(want_l)), get(rhs, tuple(want_r))],
-                            self._local(instr.shape, s))
-        if want_l[lf]:
+        if halos:
+            local = self._halo_convolution(b, instr, get, want_l, want_r, s, halos)
+        else:
+            local = self._clone(b, instr, [get(lhs, tuple(want_l)), get(rhs, tuple(want_r))],
+                                self._local(instr.shape, s))
+        if summed:
             add = self._add_computation(b, instr.shape.element_type)
-            local = self._all_reduce(b, local, want_l[lf], add)
+            local = self._all_reduce(b, local, summed, add)
         return local, s
 
     def _dot(self, b, instr, get, spec):
