@@ -10,8 +10,8 @@ maximum, minimum) of a float or integer type instead runs here, without the GIL:
 
 1. each device publishes its operands' addresses in the run's *shared block*;
 2. a barrier: it counts itself in and spins until every participant has (the CPU's pause
-   hint; after _SPINS_BEFORE_YIELD rounds it yields its core and from then on checks the
-   wait limit);
+   hint; every _SPINS_BEFORE_YIELD rounds it yields its core, so that a participant the
+   OS has not scheduled can run on a busy machine, and checks the wait limit);
 3. it reduces its group's contributions into its outputs, in group order (out = v0, then
    out = out op v1, ...: the evaluator's order, so the bits equal the callback's);
 4. a second barrier, so no contribution is overwritten while another device reads it.
@@ -44,7 +44,7 @@ MAX_OPERANDS = 64
 CTX_RANK, CTX_SHARED, CTX_ERROR = range(3)
 CTX_SLOTS = 4
 ERROR_TIMEOUT, ERROR_ABORTED, ERROR_CALLBACK = 1, 2, 3
-_SPINS_BEFORE_YIELD = 1 << 14
+_SPINS_BEFORE_YIELD = 1 << 8
 _CLOCK_MONOTONIC = 1
 
 _I8P = I8.as_pointer()
@@ -192,7 +192,7 @@ class CollectiveEmitter:
         now = self._now(b, shared, spec)
         limit = b.select(b.icmp_unsigned("==", deadline, ir.Constant(I64, 0)),
                          b.add(now, b.load(self._slot(b, shared, SHARED_TIMEOUT))), deadline)
-        spins.add_incoming(more, yield_)
+        spins.add_incoming(ir.Constant(I64, 0), yield_)
         deadline.add_incoming(limit, yield_)
         b.cbranch(b.icmp_signed(">", now, limit), timed_out, top)
 
