@@ -81,9 +81,10 @@ def _reduce_lowering(opcode, identity_fn):
 
 
 def max_identity(dtype):
-    """The identity of max for `dtype`: -inf, the integer minimum, or False."""
+    """The identity of max for `dtype`: -inf (-inf+0j for complex, as JAX's), the integer
+    minimum, or False."""
     dtype = np.dtype(dtype)
-    if dtypes.kind(dtype) == "f":
+    if dtypes.kind(dtype) in "fc":
         return np.array(-np.inf, dtype)
     if dtype.kind in "iu":
         return np.array(np.iinfo(dtype).min, dtype)
@@ -91,9 +92,10 @@ def max_identity(dtype):
 
 
 def min_identity(dtype):
-    """The identity of min for `dtype`: inf, the integer maximum, or True."""
+    """The identity of min for `dtype`: inf (inf+0j for complex), the integer maximum, or
+    True."""
     dtype = np.dtype(dtype)
-    if dtypes.kind(dtype) == "f":
+    if dtypes.kind(dtype) in "fc":
         return np.array(np.inf, dtype)
     if dtype.kind in "iu":
         return np.array(np.iinfo(dtype).max, dtype)
@@ -204,11 +206,12 @@ def _minmax_impl(np_fn, identity_fn):
     return impl
 
 
+# Complex numbers compare lexicographically (real part, then imaginary), as in JAX and XLA.
 reduce_max_p = standard_primitive(
-    "reduce_max", _reduce_abstract_eval("reduce_max", "iufb"),
+    "reduce_max", _reduce_abstract_eval("reduce_max", "iufbc"),
     _minmax_impl(np.max, max_identity))
 reduce_min_p = standard_primitive(
-    "reduce_min", _reduce_abstract_eval("reduce_min", "iufb"),
+    "reduce_min", _reduce_abstract_eval("reduce_min", "iufbc"),
     _minmax_impl(np.min, min_identity))
 
 

@@ -62,11 +62,11 @@ def _identity_for(name, dtype):
     if name == "max":
         if dtypes.kind(dtype) == "b":
             return False
-        return -np.inf if dtypes.kind(dtype) == "f" else np.iinfo(dtype).min
+        return -np.inf if dtypes.kind(dtype) in "fc" else np.iinfo(dtype).min
     if name == "min":
         if dtypes.kind(dtype) == "b":
             return True
-        return np.inf if dtypes.kind(dtype) == "f" else np.iinfo(dtype).max
+        return np.inf if dtypes.kind(dtype) in "fc" else np.iinfo(dtype).max
     raise ValueError(name)
 
 
