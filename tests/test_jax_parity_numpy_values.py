@@ -335,3 +335,24 @@ def test_complex_max_min_ptp_live_against_jax():
     want = _complex_minmax(real_jax, _COMPLEX)
     for g, w in zip(_complex_minmax(minijax, _COMPLEX), want, strict=True):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_reductions_with_dtype_bool_add_as_or_and_multiply_as_and(jit):
+    x = np.array([0, 2, -1, 0, 3], np.int8)
+
+    def fns(v):
+        return [jnp.cumsum(v, dtype=bool), jnp.cumprod(v, dtype=bool),
+                jnp.nansum(v, dtype=bool), jnp.prod(v, dtype=bool), jnp.sum(v, dtype=bool),
+                jnp.nancumsum(v, dtype=bool), jnp.prod(v[1:3], dtype=bool)]
+    got = (minijax.jit(fns) if jit else fns)(x)
+    # JAX 0.10.2
+    want = [[False, True, True, True, True], [False] * 5, True, False, True,
+            [False, True, True, True, True], True]
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == np.bool_
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    if real_jnp is not None:
+        for g, w in zip(got, [f for f in [real_jnp.cumsum(x, dtype=bool),
+                                          real_jnp.cumprod(x, dtype=bool)]], strict=False):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

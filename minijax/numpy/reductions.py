@@ -72,10 +72,11 @@ def _identity_for(name, dtype):
 
 def _lax_reducer(name, dtype):
     kind = dtypes.kind(np.dtype(dtype))
+    # Booleans (dtype=bool asked for) add as `or` and multiply as `and`, as in JAX.
     if name == "sum":
-        return lax.reduce_sum
+        return lax.reduce_or if kind == "b" else lax.reduce_sum
     if name == "prod":
-        return lax.reduce_prod
+        return lax.reduce_and if kind == "b" else lax.reduce_prod
     if name == "max":
         return lax.reduce_or if kind == "b" else lax.reduce_max
     if name == "min":
@@ -363,6 +364,8 @@ def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False
     a = util.convert(a, dt, False)
     if get_aval(a).shape[ax] == 0:
         return a
+    if dtypes.kind(dt) == "b":      # dtype=bool: a running `or` / `and`, as in JAX
+        lax_name = {"cumsum": "cummax", "cumprod": "cummin"}.get(lax_name, lax_name)
     if dtypes.is_16bit_float(dt) and lax_name in ("cumsum", "cumprod"):
         # Accumulate 16-bit floats in float32; each prefix is rounded once.
         weak = get_aval(a).weak_type
