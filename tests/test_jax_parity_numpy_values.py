@@ -356,3 +356,25 @@ def test_reductions_with_dtype_bool_add_as_or_and_multiply_as_and(jit):
         for g, w in zip(got, [f for f in [real_jnp.cumsum(x, dtype=bool),
                                           real_jnp.cumprod(x, dtype=bool)]], strict=False):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_mean_with_an_integer_dtype_divides_the_wrapped_sum_as_jax(jit):
+    x = np.arange(300, dtype=np.uint32).reshape(2, 150) * 7
+    b = np.array([[True, False, True]])
+
+    def fns(v, w):
+        return [jnp.mean(v, dtype=np.uint8), jnp.mean(v, axis=1, dtype=np.int8),
+                jnp.mean(v[:, :3], axis=0, dtype=np.int32, keepdims=True),
+                jnp.mean(w, axis=0, dtype=np.int8, where=np.array([[False, False, True]])),
+                jnp.mean(w, dtype=np.uint8, where=np.zeros((1, 3), bool)),
+                jnp.mean(v, axis=1, dtype=np.int16, keepdims=True, where=v > 100)]
+    got = (minijax.jit(fns) if jit else fns)(x, b)
+    # JAX 0.10.2: the sum wraps in the dtype; x / 0 is -1 (all ones unsigned)
+    want = [(np.uint8, 2), (np.int8, [1, 0]), (np.int32, [[525, 532, 539]]),
+            (np.int8, [-1, -1, 1]), (np.uint8, 255), (np.int16, [[88], [-176]])]
+    for g, (dt, w) in zip(got, want, strict=True):
+        assert np.asarray(g).dtype == dt
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w, dt))
+    with pytest.raises(TypeError, match="bool"):
+        jnp.mean(x, dtype=bool)

@@ -221,6 +221,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
     req = _user_dtype(dtype)
+    if req is not None and dtypes.kind(req) in "iub":
+        return _integer_mean(a, aval, axes, req, keepdims, where)
     comp = dtypes.to_inexact(req if req is not None else aval.dtype)
     comp = dtypes.canonicalize_dtype(comp)
     # 16-bit floats are summed and divided in float32, rounded once at the end (as JAX's).
@@ -237,6 +239,20 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if out_dt is not None:
         out = util.convert(out, out_dt, get_aval(out).weak_type)
     return util.convert(out, req, False) if req is not None else out
+
+
+def _integer_mean(a, aval, axes, dtype, keepdims, where):
+    """mean(dtype=an integer type), as JAX computes it: the sum in that type (wrapping),
+    divided by the count converted to it, with XLA's integer division (x / 0 is -1, or
+    all ones unsigned)."""
+    if dtypes.kind(dtype) == "b":
+        raise TypeError("mean: dtype bool is not supported: the mean divides, and division "
+                        "does not accept booleans; ask for an integer or float dtype")
+    total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
+    count = _count(aval, axes, where, dtype)
+    if keepdims and where is not None:
+        count = _keepdims(count, axes, aval.ndim)
+    return lax.div(*util.broadcast_arrays_for_op(total, count))
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
