@@ -21,6 +21,7 @@ from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError, concretization_message
 from minijax.numpy import base as jnp
 from minijax.numpy import util
+from minijax.numpy.unique_axis import unique_along_axis
 from minijax.numpy.util import check_arraylike, to_array
 from minijax.source_info import user_frame_info
 
@@ -238,10 +239,20 @@ def _pad(values, size, fill):
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, size=None, fill_value=None, sorted=True):
     """Sorted unique elements (NumPy's unique). Under jit pass size= (and fill_value=,
-    default: the smallest unique value) for a static output shape (axis=None only)."""
+    default: the smallest unique value) for a static output shape. With axis=, the unique
+    slices along that axis (NaNs at the same places compare equal when equal_nan)."""
     check_arraylike("unique", ar)
     ar = to_array(ar)
     value = _concrete(ar)
+    if size is not None and fill_value is None and get_aval(ar).size == 0 and size:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+    if axis is not None:
+        if value is None:
+            size = _require_size("unique", ar, size)
+        outs = unique_along_axis(ar, axis, size, fill_value, return_index, return_inverse,
+                                 return_counts, equal_nan, _index_dtype())
+        return outs[0] if len(outs) == 1 else tuple(outs)
     if value is not None:
         if value.dtype.kind == "V":
             # bfloat16 / 8-bit floats: NumPy's sort misplaces their NaNs; float32 holds them
@@ -256,7 +267,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         k = 1
         idx_dt = _index_dtype()
         if return_index:
-            outs.append(_pad(res[k], size, 0).astype(idx_dt))
+            # JAX pads the indices with the first unique value's index
+            outs.append(_pad(res[k], size, res[k][0] if res[k].size else 0).astype(idx_dt))
             k += 1
         if return_inverse:
             outs.append(np.asarray(res[k]).astype(idx_dt))
@@ -267,9 +279,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                 else util.convert(o.astype(idx_dt), idx_dt) for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
     size = _require_size("unique", ar, size)
-    if axis is not None:
-        raise NotImplementedError("jnp.unique with axis= is only supported on concrete "
-                                  "(non-traced) inputs")
     return _unique_traced(ar, size, fill_value, return_index, return_inverse, return_counts,
                           equal_nan)
 
@@ -296,8 +305,9 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
     vals = jnp.where(valid, jnp.take(s, jnp.clip(pos, 0, builtins.max(n - 1, 0))), fill)
     outs = [vals]
     if return_index:
+        first = perm[0] if n else jnp.zeros((), idx_dt)
         outs.append(jnp.where(valid, jnp.take(perm, jnp.clip(pos, 0, builtins.max(n - 1, 0))),
-                              0).astype(idx_dt))
+                              first).astype(idx_dt))
     if return_inverse:
         group = jnp.cumsum(starts.astype(idx_dt)) - 1
         inverse = jnp.zeros((n,), idx_dt).at[perm].set(group)

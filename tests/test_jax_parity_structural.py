@@ -1,0 +1,146 @@
+"""Structural jnp functions (unique, nonzero, pad, partition, ...) that gave values or
+shapes different from JAX's (a differential campaign against JAX 0.10.2 on CPU), eagerly
+and under jit.
+
+JAX's values are hard-coded; where real JAX is importable the same programs also run on it.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minijax
+import minijax.numpy as jnp
+
+try:
+    import jax as real_jax
+    import jax.numpy as real_jnp
+except Exception:  # pragma: no cover - CI has no JAX
+    real_jax = real_jnp = None
+
+needs_jax = pytest.mark.skipif(real_jax is None, reason="real JAX is not installed")
+
+
+def _modes(fn):
+    """fn eagerly and under jit."""
+    return [fn, minijax.jit(fn)]
+
+
+def _assert_same(got, want):
+    got, want = minijax.tree_util.tree_leaves(got), list(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g, w)
+        np.testing.assert_array_equal(g, w)
+
+
+# --- unique -----------------------------------------------------------------------------------
+
+_M2 = np.array([[3, 1, 3], [1, 2, 0], [3, 1, 3], [0, 0, 0]], np.int32)
+
+
+@pytest.mark.parametrize("fn", _modes(lambda x: jnp.unique(
+    x, axis=1, size=5, fill_value=-1, return_index=True, return_inverse=True,
+    return_counts=True)))
+def test_unique_axis_1_with_size_pads_along_that_axis(fn):
+    # JAX 0.10.2 gives the unique columns padded to 5 columns (minijax padded rows)
+    want_vals = np.array([[1, 3, 3, -1, -1], [2, 0, 1, -1, -1], [1, 3, 3, -1, -1],
+                          [0, 0, 0, -1, -1]], np.int32)
+    _assert_same(fn(_M2), [want_vals, np.array([1, 2, 0, 1, 1], np.int32),
+                           np.array([2, 0, 1], np.int32), np.array([1, 1, 1, 0, 0], np.int32)])
+
+
+@pytest.mark.parametrize("fn", _modes(lambda x: jnp.unique(
+    x, size=5, fill_value=-1, return_index=True, return_inverse=True, return_counts=True)))
+def test_unique_pads_indices_with_the_first_unique_index(fn):
+    # JAX 0.10.2 gives indices [3, 1, 0, 3, 3]: padding repeats the smallest value's index
+    x = np.array([5, 3, 5, 1], np.int32)
+    _assert_same(fn(x), [np.array([1, 3, 5, -1, -1], np.int32), np.array([3, 1, 0, 3, 3],
+                                                                          np.int32),
+                         np.array([2, 1, 2, 0], np.int32), np.array([1, 1, 2, 0, 0], np.int32)])
+
+
+def test_unique_axis_merges_rows_with_nans_at_the_same_places():
+    # JAX 0.10.2 gives [[1, nan], [nan, 0]] (NumPy keeps the two [1, nan] rows apart)
+    x = np.array([[1.0, np.nan], [1.0, np.nan], [np.nan, 0.0]], np.float32)
+    for fn in _modes(lambda x: jnp.unique(x, axis=0, size=2, return_counts=True)):
+        vals, counts = fn(x)
+        np.testing.assert_array_equal(vals, np.array([[1, np.nan], [np.nan, 0]], np.float32))
+        np.testing.assert_array_equal(counts, [2, 1])
+    assert jnp.unique(x, axis=0, equal_nan=False).shape == (3, 2)
+
+
+def test_unique_of_empty_input_with_size_needs_fill_value():
+    with pytest.raises(ValueError, match="fill_value"):
+        jnp.unique(jnp.zeros((0,)), size=3)
+    np.testing.assert_array_equal(jnp.unique(jnp.zeros((0,)), size=2, fill_value=7.0), [7, 7])
+
+
+def _unique_rows_reference(x, axis, equal_nan):
+    """unique slices with JAX's semantics, by a Python loop over the slices."""
+    rows = np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+    keyed = []
+    for i, r in enumerate(rows):
+        key = tuple((1, 0.0) if np.isnan(v) else (0, float(v) + 0.0) for v in r.astype(float))
+        keyed.append((key, i))
+    keyed.sort()
+    groups = []
+    for key, i in keyed:
+        same = groups and groups[-1][0] == key
+        if same and not equal_nan and any(k[0] for k in key):
+            same = False
+        if same:
+            groups[-1][2] += 1
+        else:
+            groups.append([key, i, 1])
+    first = [g[1] for g in groups]
+    vals = np.moveaxis(rows[first].reshape((len(first),) + np.moveaxis(x, axis, 0).shape[1:]),
+                       0, axis)
+    return vals, np.array(first), np.array([g[2] for g in groups])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_unique_axis_matches_a_python_loop(data):
+    ndim = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
+    elems = st.sampled_from([0.0, -0.0, 1.0, np.nan])
+    x = np.array(data.draw(st.lists(elems, min_size=int(np.prod(shape)),
+                                    max_size=int(np.prod(shape)))), np.float32).reshape(shape)
+    axis = data.draw(st.integers(0, ndim - 1))
+    equal_nan = data.draw(st.booleans())
+    vals, idx, counts = jnp.unique(x, axis=axis, return_index=True, return_counts=True,
+                                   equal_nan=equal_nan)
+    want_vals, want_idx, want_counts = _unique_rows_reference(x, axis, equal_nan)
+    np.testing.assert_array_equal(vals, want_vals)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(counts, want_counts)
+
+
+@needs_jax
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("size", [1, 3, 6])
+def test_unique_axis_against_jax(axis, size):
+    rng = np.random.default_rng(axis + 10 * size)
+    x = rng.integers(0, 2, (4, 3, 2)).astype(np.float32)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    kw = dict(axis=axis, size=size, return_index=True, return_inverse=True,
+              return_counts=True)
+    want = real_jnp.unique(x, **kw)
+    for fn in _modes(lambda x: jnp.unique(x, **kw)):
+        _assert_same(fn(x), [np.asarray(w) for w in want])
+
+
+# --- nonzero ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", _modes(lambda x: (
+    jnp.nonzero(x, size=3, fill_value=(7, 8)), jnp.argwhere(x, size=2, fill_value=5),
+    jnp.flatnonzero(x, size=2, fill_value=9))))
+def test_nonzero_of_an_empty_array_gives_zeros(fn):
+    # JAX 0.10.2 gives zeros for a zero-size input, whatever fill_value says
+    z = np.zeros(3, np.int32)
+    _assert_same(fn(np.zeros((2, 0), np.float32)), [z, z, np.zeros((2, 2), np.int32),
+                                                    np.zeros(2, np.int32)])
