@@ -144,3 +144,62 @@ def test_nonzero_of_an_empty_array_gives_zeros(fn):
     z = np.zeros(3, np.int32)
     _assert_same(fn(np.zeros((2, 0), np.float32)), [z, z, np.zeros((2, 2), np.int32),
                                                     np.zeros(2, np.int32)])
+
+
+# --- top_k total order, partition -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("jit", [False, True])
+def test_top_k_puts_negative_nan_last(dtype, jit):
+    # JAX 0.10.2 (XLA's total order): +NaN largest, -NaN smallest, -0.0 below 0.0
+    x = np.array([np.nan, -np.nan, 1.0, -0.0, 0.0, -2.0, -np.inf], dtype)
+    def fn(x):
+        return minijax.lax.top_k(x, 7)
+
+    vals, idx = (minijax.jit(fn) if jit else fn)(x)
+    np.testing.assert_array_equal(idx, [0, 2, 4, 3, 5, 6, 1])
+    assert np.signbit(np.asarray(vals)[[3, 6]]).all()
+
+
+_PX = np.array([[3.0, 1.0, np.nan, 2.0, -0.0], [1.0, -np.nan, 0.0, np.inf, -1.0]], np.float32)
+
+
+@pytest.mark.parametrize("fn", _modes(lambda x: (jnp.partition(x, 1), jnp.argpartition(x, 1),
+                                                 jnp.partition(x, -2, axis=0))))
+def test_partition_order_as_jax(fn):
+    # JAX 0.10.2 builds partition from two top_k calls: the part after kth is descending
+    part, arg, part0 = fn(_PX)
+    np.testing.assert_array_equal(part, np.array([[-0.0, 1, np.nan, 3, 2],
+                                                  [np.nan, -1, np.inf, 1, 0]], np.float32))
+    np.testing.assert_array_equal(arg, np.array([[4, 1, 0, 2, 3], [1, 4, 0, 2, 3]], np.int32))
+    np.testing.assert_array_equal(part0, np.array([[1, np.nan, 0, 2, -1],
+                                                   [3, 1, np.nan, np.inf, -0.0]], np.float32))
+
+
+@pytest.mark.parametrize("fn", _modes(lambda u, i: (jnp.partition(u, 2), jnp.argpartition(u, 2),
+                                                    jnp.argpartition(i, 1))))
+def test_partition_of_unsigned_and_ties_as_jax(fn):
+    u = np.array([3, 0, 255, 1, 0], np.uint8)
+    i = np.array([2, 1, 2, 1, 2], np.int32)
+    _assert_same(fn(u, i), [np.array([0, 0, 1, 255, 3], np.uint8),
+                            np.array([1, 4, 3, 0, 2], np.int32),
+                            np.array([1, 3, 0, 2, 4], np.int32)])
+
+
+@needs_jax
+@pytest.mark.parametrize("seed", range(6))
+def test_partition_against_jax(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, (3, 6)).astype(np.float32)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    x[rng.random(x.shape) < 0.1] = -np.nan
+    x[rng.random(x.shape) < 0.2] = -0.0
+    k = int(rng.integers(-6, 6))
+    for fn in _modes(lambda x: (jnp.partition(x, k), jnp.argpartition(x, k))):
+        got = fn(x)
+        want = (real_jnp.partition(x, k), real_jnp.argpartition(x, k))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g).view(np.int32) if g.dtype == np.float32
+                                          else g, np.asarray(w).view(np.int32)
+                                          if w.dtype == np.float32 else w)

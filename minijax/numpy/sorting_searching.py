@@ -135,19 +135,42 @@ def lexsort(keys, axis=-1):
 
 def partition(a, kth, axis=-1):
     """Rearranged copy with the kth element in sorted position, smaller ones before and
-    larger ones after (minijax returns the fully sorted order, which satisfies this)."""
+    larger ones after. As JAX: two lax.top_k calls, so the larger ones come out in
+    descending order and NaNs with the sign bit set count as smallest."""
     a = to_array(a)
-    n = get_aval(a).shape[util.canonicalize_axis(axis, get_aval(a).ndim)]
+    axis = util.canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[axis]
     _check_kth("partition", kth, n)
-    return sort(a, axis=axis)
+    if np.ndim(kth) or dtypes.kind(get_aval(a).dtype) in "bc":
+        return sort(a, axis=axis)
+    k = operator.index(kth) % n
+    arr = jnp.swapaxes(a, axis, -1)
+    if dtypes.kind(arr.dtype) == "u":
+        bottom = -lax.top_k(-(arr + 1), k + 1)[0] - 1
+    else:
+        bottom = -lax.top_k(-arr, k + 1)[0]
+    top = lax.top_k(arr, n - k - 1)[0]
+    return jnp.swapaxes(jnp.concatenate([bottom, top], axis=-1), -1, axis)
 
 
 def argpartition(a, kth, axis=-1):
-    """Indices that partition `a` around kth (a full stable argsort here)."""
+    """Indices that partition `a` around kth, as JAX's: the kth+1 smallest by lax.top_k,
+    then the remaining indices in increasing order."""
     a = to_array(a)
-    n = get_aval(a).shape[util.canonicalize_axis(axis, get_aval(a).ndim)]
+    axis = util.canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[axis]
     _check_kth("argpartition", kth, n)
-    return argsort(a, axis=axis)
+    if np.ndim(kth) or dtypes.kind(get_aval(a).dtype) in "bc":
+        return argsort(a, axis=axis)
+    k = operator.index(kth) % n
+    arr = jnp.swapaxes(a, axis, -1)
+    neg = -(arr + 1) if dtypes.kind(arr.dtype) == "u" else -arr
+    bottom = lax.top_k(neg, k + 1)[1]
+    # the rest: top_k of a 0/1 mask (ties come out in increasing index order)
+    picked = jnp.any(bottom[..., :, None] == util.iota(bottom.dtype, (n,)), axis=-2)
+    top = lax.top_k(jnp.where(picked, 0.0, 1.0), n - k - 1)[1]
+    out = jnp.concatenate([bottom, top.astype(bottom.dtype)], axis=-1)
+    return jnp.swapaxes(out, -1, axis)
 
 
 def _check_kth(name, kth, n):
