@@ -203,3 +203,83 @@ def test_partition_against_jax(seed):
             np.testing.assert_array_equal(np.asarray(g).view(np.int32) if g.dtype == np.float32
                                           else g, np.asarray(w).view(np.int32)
                                           if w.dtype == np.float32 else w)
+
+
+# --- pad: linear_ramp, statistic modes, odd reflections; linspace -------------------------------
+
+_A = np.arange(12, dtype=np.float32).reshape(3, 4) * 1.5 - 4
+_I = np.arange(6, dtype=np.int32).reshape(2, 3) - 2
+
+# JAX 0.10.2 gives these (each axis padded from the array padded so far)
+_PAD_CASES = [
+    (lambda x, i: jnp.pad(x[:2, :3], ((1, 2), (2, 1)), mode="linear_ramp",
+                          end_values=((7, 8), (9, -10))),
+     np.array([[9, 8, 7, 7, 7, -10], [9, 2.5, -4, -2.5, -1, -10], [9, 5.5, 2, 3.5, 5, -10],
+               [9, 7, 5, 5.75, 6.5, -10], [9, 8.5, 8, 8, 8, -10]], np.float32)),
+    (lambda x, i: jnp.pad(i, ((2, 1), (1, 2)), mode="mean"),
+     np.array([[1, 0, 0, 2, 1, 1], [1, 0, 0, 2, 1, 1], [-1, -2, -1, 0, -1, -1],
+               [2, 1, 2, 3, 2, 2], [1, 0, 0, 2, 1, 1]], np.int32)),
+    (lambda x, i: jnp.pad(i, ((2, 1), (1, 2)), mode="median", stat_length=((1, 2), (2, 1))),
+     np.array([[-2, -2, -1, 0, 0, 0], [-2, -2, -1, 0, 0, 0], [-2, -2, -1, 0, 0, 0],
+               [2, 1, 2, 3, 3, 3], [0, 0, 0, 2, 2, 2]], np.int32)),
+    (lambda x, i: jnp.pad(x[:2, :3], ((1, 2), (2, 1)), mode="maximum", stat_length=2),
+     np.array([[3.5, 3.5, 2, 3.5, 5, 5], [-2.5, -2.5, -4, -2.5, -1, -1],
+               [3.5, 3.5, 2, 3.5, 5, 5], [3.5, 3.5, 2, 3.5, 5, 5],
+               [3.5, 3.5, 2, 3.5, 5, 5]], np.float32)),
+    (lambda x, i: jnp.pad(x[0, :3] * 0 + jnp.array([1.0, 2.0, 4.0]), (7, 5), mode="reflect",
+                          reflect_type="odd"),
+     np.array([-10, -8, -6, -5, -4, -2, 0, 1, 2, 4, 6, 7, 8, 10, 12], np.float32)),
+    (lambda x, i: jnp.pad(jnp.array([1, 2, 4], jnp.int32), (7, 5), mode="symmetric",
+                          reflect_type="odd"),
+     np.array([-5, -5, -4, -2, -2, 0, 1, 1, 2, 4, 4, 6, 7, 7, 8], np.int32)),
+    (lambda x, i: jnp.pad(jnp.array([200, 10], jnp.uint8), 3, mode="linear_ramp",
+                          end_values=0),
+     np.array([0, 66, 133, 200, 10, 6, 3, 0], np.uint8)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_PAD_CASES)))
+@pytest.mark.parametrize("jit", [False, True])
+def test_pad_modes_as_jax(case, jit):
+    fn, want = _PAD_CASES[case]
+    got = (minijax.jit(fn) if jit else fn)(_A, _I)
+    _assert_same([got], [want])
+
+
+@needs_jax
+@pytest.mark.parametrize("mode", ["linear_ramp", "maximum", "minimum", "mean", "median",
+                                  "reflect", "symmetric"])
+@pytest.mark.parametrize("x", [_A, _I, np.array([[7]], np.uint8)], ids=["f32", "i32", "u8"])
+def test_pad_modes_against_jax(mode, x):
+    widths = ((5, 7), (9, 2))
+    kw = {"reflect_type": "odd"} if mode in ("reflect", "symmetric") else {}
+    if mode == "linear_ramp":
+        kw = {"end_values": ((1, 2), (3, 4))}
+    want = real_jnp.pad(x, widths, mode=mode, **kw)
+    for fn in _modes(lambda x: jnp.pad(x, widths, mode=mode, **kw)):
+        got = fn(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
+                                   rtol=1e-6)
+
+
+def test_pad_statistic_modes_refuse_empty_axes():
+    with pytest.raises(ValueError, match="empty axis"):
+        jnp.pad(jnp.zeros((0, 3)), 1, mode="mean")
+    with pytest.raises(ValueError, match="stat_length of 0"):
+        jnp.pad(jnp.ones(3), 1, mode="maximum", stat_length=0)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_linspace_integer_and_float_samples_as_jax(jit):
+    # JAX 0.10.2 computes start * (1 - t) + stop * t, t = i / div, then floors integers
+    # (XLA:CPU's arithmetic still rounds some samples differently by an ulp)
+    def fn():
+        return (jnp.linspace(0, 1, 7), jnp.linspace(5.0, -2.0, 7, endpoint=False, dtype=int),
+                jnp.linspace(0.0, 3.0, 4, retstep=True)[1])
+    t, ints, step = (minijax.jit(fn) if jit else fn)()
+    np.testing.assert_array_equal(np.asarray(t).view(np.int32), np.array(
+        [0.0, 0.16666667, 0.33333334, 0.5, 0.6666667, 0.8333334, 1.0], np.float32).view(np.int32))
+    # JAX 0.10.2 gives [5, 4, 3, 1, 0, -1, -2]; the old start + i * step gave [.., 3, 2, 1, 0, -1]
+    np.testing.assert_array_equal(np.asarray(ints)[2:], [3, 1, 0, -1, -2])
+    assert step == 1.0 and not step.weak_type
