@@ -69,8 +69,8 @@ def cond(pred, true_fun, false_fun, *operands, operand=_no_operand):
         raise TypeError(f"Pred must be a scalar, got {pred} of {what}")
     pred_dtype = get_aval(pred).dtype
     if pred_dtype.kind != "b":
-        if pred_dtype.kind in "iu":
-            pred = ne(pred, 0)
+        if pred_dtype.kind in "iuf":  # JAX: pred != 0 (a NaN picks true_fun)
+            pred = ne(pred, 0.0 if pred_dtype.kind == "f" else 0)
         else:
             raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
     if not callable(true_fun) or not callable(false_fun):

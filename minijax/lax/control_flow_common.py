@@ -83,13 +83,14 @@ def check_tree_and_avals(what: str, tree1, avals1, tree2, avals2) -> None:
 
 
 def promote_weak_inputs(values, in_avals, out_avals):
-    """A weakly typed loop input whose body output has another dtype takes that dtype (as
-    JAX does for carries initialised with Python scalars). Returns (values, avals, changed)."""
+    """A weakly typed loop input whose body output has another dtype takes that dtype and
+    becomes strongly typed (as JAX does for carries initialised with Python scalars: a
+    convert_element_type to the result type). Returns (values, avals, changed)."""
     new_vals, new_avals, changed = [], [], False
     for x, a, o in zip(values, in_avals, out_avals, strict=True):
         if a.weak_type and a.shape == o.shape and a.dtype != o.dtype:
-            x = convert_element_type(x, o.dtype, weak_type=o.weak_type)
-            a = a.update(dtype=o.dtype, weak_type=o.weak_type)
+            x = convert_element_type(x, o.dtype, weak_type=False)
+            a = a.update(dtype=o.dtype, weak_type=False)
             changed = True
         new_vals.append(x)
         new_avals.append(a)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijax import core, dtypes, tree_util
+from minijax import core, tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ClosedJaxpr, Jaxpr, Primitive, Tracer, get_aval, set_current_trace
 from minijax.interpreters import ad, batching
@@ -113,6 +113,17 @@ def _concrete_int(x):
         return None
 
 
+def _bounds_dtype(lo, hi):
+    """The loop index dtype: the bounds' common dtype; of two signed int dtypes a weakly
+    typed one (a Python int) takes the other's, and other mixes raise, as in JAX."""
+    if lo.dtype == hi.dtype:
+        return lo.dtype
+    if lo.dtype.kind == "i" and hi.dtype.kind == "i" and lo.weak_type != hi.weak_type:
+        return hi.dtype if lo.weak_type else lo.dtype
+    raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                    f"{lo.dtype.name} and {hi.dtype.name}")
+
+
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """`val = body_fun(i, val)` for i in range(lower, upper); returns the final val.
 
@@ -123,20 +134,24 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     lo_aval, hi_aval = get_aval(lower), get_aval(upper)
     for name, aval in (("lower", lo_aval), ("upper", hi_aval)):
-        if aval.shape != () or aval.dtype.kind not in "iu":
+        if aval.shape != () or aval.dtype.kind not in "iuf":
             raise TypeError(f"fori_loop {name} bound must be an integer scalar, got "
                             f"{aval.str_short()}.")
-    dtype = dtypes.result_type(lower, upper)
+    dtype = _bounds_dtype(lo_aval, hi_aval)
     lo_c, hi_c = _concrete_int(lower), _concrete_int(upper)
     if lo_c is not None and hi_c is not None:
-        start = convert_element_type(np.asarray(lo_c, dtype), dtype)
-
+        # As JAX: the index starts as the Python int lower, so the body sees a weakly typed
+        # int32 whatever the bounds' dtypes.
         def step(carry, _):
             i, val = carry
-            return (add(i, np.asarray(1, dtype)), body_fun(i, val)), None
-        (_, result), _ = scan(step, (start, init_val), None, length=max(hi_c - lo_c, 0),
+            return (add(i, 1), body_fun(i, val)), None
+        (_, result), _ = scan(step, (lo_c, init_val), None, length=max(hi_c - lo_c, 0),
                               unroll=1 if unroll is None else unroll)
         return result
+    for name, aval in (("lower", lo_aval), ("upper", hi_aval)):
+        if aval.dtype.kind not in "iu":
+            raise TypeError(f"fori_loop {name} bound must be an integer scalar, got "
+                            f"{aval.str_short()}.")
     lower = convert_element_type(lower, dtype)
     upper = convert_element_type(upper, dtype)
 

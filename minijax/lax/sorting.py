@@ -1,7 +1,9 @@
 """Sorting: sort (one or several operands, lexicographic on the first num_keys), sort_key_val
 and top_k. Sort keys follow JAX: floats are canonicalized (-0.0 becomes 0.0, every NaN one
 positive NaN) and then compared in total order, so -0.0 and 0.0 tie (a stable sort keeps
-their input order) and NaNs go last, all equal. top_k orders -0.0 below 0.0.
+their input order) and NaNs go last, all equal. top_k compares in XLA's total order as
+JAX's does: -0.0 below 0.0, a NaN with the sign bit set below everything (it comes last) and
+a positive NaN above everything.
 
 JVPs gather the tangents by the sorting permutation with `lax.gather` (one index per
 element, the other axes as batching dimensions), so reverse mode is gather's transpose,
@@ -25,7 +27,8 @@ from minijax.lax.utils import canonical_axis, standard_primitive
 
 def order_key(x, tie_zeros: bool = True) -> list[np.ndarray]:
     """uint64 arrays whose lexicographic order is JAX's sort order of x (two for complex:
-    real part, then imaginary part); `tie_zeros=False` orders -0.0 below 0.0 (top_k)."""
+    real part, then imaginary part); `tie_zeros=False` is XLA's plain total order (top_k):
+    -0.0 below 0.0 and NaNs kept apart by their sign bit."""
     x = np.asarray(x)
     if x.dtype.kind == "c":
         return order_key(x.real, tie_zeros) + order_key(x.imag, tie_zeros)
@@ -33,7 +36,10 @@ def order_key(x, tie_zeros: bool = True) -> list[np.ndarray]:
         f = x.astype(np.float64)
         if tie_zeros:
             f = np.where(f == 0, 0.0, f)
-        f = np.where(np.isnan(f), np.nan, f)  # one positive NaN
+        if tie_zeros:
+            f = np.where(np.isnan(f), np.nan, f)  # one positive NaN
+        else:  # total order: only the NaN's sign counts (float64 keeps it)
+            f = np.where(np.isnan(f), np.copysign(np.nan, f), f)
         bits = f.view(np.uint64)
         sign = np.uint64(1 << 63)
         return [np.where(bits & sign, ~bits, bits | sign)]
@@ -186,8 +192,9 @@ register_lowering(sort_p, _sort_lower)
 
 
 def top_k(operand, k: int):
-    """The `k` largest entries along the last axis (descending; NaN counts as largest) and
-    their int32 indices; ties keep the lower index first."""
+    """The `k` largest entries along the last axis (descending, in XLA's total order as JAX:
+    a positive NaN is largest, a negative NaN smallest, -0.0 below 0.0) and their int32
+    indices; ties keep the lower index first."""
     return tuple(top_k_p.bind(operand, k=int(k)))
 
 

@@ -251,40 +251,48 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
-    """`num` evenly spaced samples over [start, stop] (start/stop may be arrays)."""
+    """`num` evenly spaced samples over [start, stop] (start/stop may be arrays).
+
+    As JAX: computed in the inexact version of the requested dtype as
+    start * (1 - t) + stop * t with t = i / div (so the ends are exact), floored before a
+    conversion to an integer dtype; the step (retstep) is (stop - start) / div."""
     num = util.concrete_int(num, "linspace: num")
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike("linspace", start, stop)
     req = _user_dtype(dtype)
     start, stop = util.promote_dtypes_inexact(start, stop)
-    comp = get_aval(start).dtype
+    if req is None:
+        req = get_aval(start).dtype
+    comp = dtypes.canonicalize_dtype(dtypes.to_inexact(req))
+    start, stop = util.convert(start, comp), util.convert(stop, comp)
     bshape = util.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape)
     start, stop = util.broadcast_to(start, bshape), util.broadcast_to(stop, bshape)
-    out_shape = (num,) + bshape
     div = (num - 1) if endpoint else num
-    bdims = tuple(range(1, len(out_shape)))
-    s = lax.broadcast_in_dim(start, out_shape, bdims)
-    delta = lax.sub(stop, start)
-    if num > 1 or not endpoint:
-        step = lax.div(delta, util.full_like_scalar(max(div, 1), delta)) if div > 0 else \
-            lax.mul(delta, util.full_like_scalar(np.nan, delta))
-        t = util.iota(comp, out_shape, 0)
-        out = lax.add(s, lax.mul(t, lax.broadcast_in_dim(step, out_shape, bdims)))
-        if endpoint and num > 1:
-            head = lax.slice(out, (0,) * len(out_shape), (num - 1,) + bshape)
-            tail = lax.reshape(stop, (1,) + bshape)
-            out = lax.concatenate([head, tail], 0)
+    if num > 1:
+        step = lax.div(lax.sub(stop, start), util.full_like_scalar(div, start))
+        shape = (div,) + bshape
+        bdims = tuple(range(1, len(shape)))
+        real = np.dtype(dtypes.finfo(comp).dtype)
+        # i * (1 / div), as XLA rewrites JAX's division by the constant div
+        t = lax.mul(util.iota(real, shape, 0), util.full(shape, real.type(1) / real.type(div),
+                                                         real))
+        t = util.convert(t, comp)
+        one = util.full(shape, 1, comp)
+        out = lax.add(lax.mul(lax.broadcast_in_dim(start, shape, bdims), lax.sub(one, t)),
+                      lax.mul(lax.broadcast_in_dim(stop, shape, bdims), t))
+        if endpoint:
+            out = lax.concatenate([out, lax.reshape(stop, (1,) + bshape)], 0)
+    elif num == 1:
+        step = util.full((), np.nan, comp) if endpoint else lax.sub(stop, start)
+        out = lax.reshape(start, (1,) + bshape)
     else:
-        step = lax.mul(delta, util.full_like_scalar(np.nan, delta))
-        out = s
+        step = util.full((), np.nan, comp)
+        out = util.full((0,) + bshape, 0, comp)
     out = _move_first_axis(out, axis)
-    if req is not None:
-        if req.kind in "iu":
-            out = lax.floor(out)
-        out = util.convert(out, req)
-    else:
-        out = util.convert(out, comp)
+    if req.kind in "iu":
+        out = lax.floor(out)
+    out = util.convert(out, req)
     return (out, step) if retstep else out
 
 

@@ -552,6 +552,10 @@ def nonzero(a, *, size=None, fill_value=None):
                          "jnp.atleast_1d(scalar).nonzero() instead.")
     concrete = util.concrete_or_none(a)
     idx_dt = _index_dtype()
+    if aval.size == 0 and size is not None:
+        # JAX gives zeros here whatever fill_value says
+        size = util.concrete_int(size, "nonzero: size")
+        return tuple(util.full((size,), 0, idx_dt) for _ in aval.shape)
     if concrete is not None:
         found = np.nonzero(concrete)
         if size is None:

@@ -1,17 +1,24 @@
-"""jnp.pad: constant, edge, reflect, symmetric, wrap (and empty) modes.
+"""jnp.pad: constant, edge, reflect, symmetric, wrap, empty, linear_ramp and the statistic
+modes (maximum, minimum, mean, median).
 
-The non-constant modes only rearrange existing elements; their source indices depend on
-shapes alone, so they are computed statically and emitted as slices, reversals and one
-concatenation per axis (no gathers).
+edge, wrap and the even reflect/symmetric modes only rearrange existing elements; their
+source indices depend on shapes alone, so they are computed statically and emitted as
+slices, reversals and one concatenation per axis (no gathers). The odd reflections, the
+ramps and the statistics are computed axis by axis from the array padded so far, as JAX
+does (so corners come from the already padded axes).
 """
 
 from __future__ import annotations
+
+import builtins
 
 import numpy as np
 
 from minijax import lax
 from minijax.core import get_aval
-from minijax.numpy import util
+from minijax.numpy import reductions, statistics, ufuncs, util
+from minijax.numpy.creation import linspace
+from minijax.numpy.manipulation import concatenate, flip, repeat
 from minijax.numpy.util import check_arraylike, to_array
 
 _INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
@@ -90,8 +97,9 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if mode in _INDEX_MODES:
         reflect_type = kwargs.pop("reflect_type", "even")
         _no_kwargs(mode, kwargs)
-        if reflect_type != "even":
-            raise NotImplementedError("jnp.pad: reflect_type='odd' is not supported")
+        if reflect_type not in ("even", "odd"):
+            raise ValueError(f"jnp.pad: reflect_type must be 'even' or 'odd', got "
+                             f"{reflect_type!r}")
         for axis, (lo, hi) in enumerate(widths):
             if lo == 0 and hi == 0:
                 continue
@@ -99,12 +107,103 @@ def pad(array, pad_width, mode="constant", **kwargs):
             if n == 0:
                 raise ValueError(f"can't extend empty axis {axis} using modes other than "
                                  "'constant' or 'empty'")
+            if reflect_type == "odd" and mode in ("reflect", "symmetric"):
+                x = _reflect_odd(x, axis, lo, hi, mode)
+                continue
             idx = np.pad(np.arange(n), (lo, hi), mode=mode)
             x = take_static(x, idx, axis)
         return x
-    if mode in ("linear_ramp", "maximum", "mean", "median", "minimum"):
-        raise NotImplementedError(f"jnp.pad: mode={mode!r} is not supported yet")
+    if mode in ("linear_ramp",) + tuple(_STAT_FUNCS):
+        for axis, (lo, hi) in enumerate(widths):
+            if aval.shape[axis] == 0 and (lo or hi):
+                raise ValueError(f"can't extend empty axis {axis} using modes other than "
+                                 "'constant' or 'empty'")
+    if mode == "linear_ramp":
+        end_values = kwargs.pop("end_values", 0)
+        _no_kwargs(mode, kwargs)
+        return _pad_linear_ramp(x, widths, _pairs(end_values, aval.ndim, "end_values"))
+    if mode in _STAT_FUNCS:
+        stat_length = kwargs.pop("stat_length", None)
+        _no_kwargs(mode, kwargs)
+        if stat_length is not None:
+            stat_length = _pairs(stat_length, aval.ndim, "stat_length")
+        return _pad_stats(x, widths, stat_length, _STAT_FUNCS[mode])
     raise ValueError(f"mode {mode!r} is not supported")
+
+
+def _reflect_odd(x, axis, lo, hi, mode):
+    """One axis of reflect/symmetric padding with reflect_type='odd': each reflected block
+    is 2 * edge - block, and a block longer than the axis reflects again from its end."""
+    n = get_aval(x).shape[axis]
+    offset = 1 if (mode == "reflect" and n > 1) else 0
+    step = builtins.max(n - offset, 1)
+
+    def one_side(x, width, before):
+        edge = lax.slice_in_dim(x, 0, 1, axis=axis) if before else \
+            lax.slice_in_dim(x, get_aval(x).shape[axis] - 1, None, axis=axis)
+        while width > 0:
+            cur = builtins.min(width, step)
+            width -= cur
+            size = get_aval(x).shape[axis]
+            if before:
+                block = lax.slice_in_dim(x, offset, offset + cur, axis=axis)
+            else:
+                stop = size if (mode == "symmetric" or n == 1) else size - 1
+                block = lax.slice_in_dim(x, stop - cur, stop, axis=axis)
+            block = ufuncs.subtract(ufuncs.multiply(2, edge), flip(block, axis))
+            if n > 1:
+                edge = lax.slice_in_dim(block, 0, 1, axis=axis) if before else \
+                    lax.slice_in_dim(block, cur - 1, cur, axis=axis)
+            x = concatenate([block, x] if before else [x, block], axis=axis)
+        return x
+
+    return one_side(one_side(x, lo, True), hi, False)
+
+
+def _pad_linear_ramp(x, widths, end_values):
+    """Ramps from end_values[axis] towards the edge values (edge excluded), per axis."""
+    dtype = get_aval(x).dtype
+    for axis, (lo, hi) in enumerate(widths):
+        if lo == 0 and hi == 0:
+            continue
+        size = get_aval(x).shape[axis]
+        first = lax.squeeze(lax.slice_in_dim(x, 0, 1, axis=axis), (axis,))
+        last = lax.squeeze(lax.slice_in_dim(x, size - 1, size, axis=axis), (axis,))
+        before = linspace(end_values[axis][0].item(), first, lo, endpoint=False, dtype=dtype,
+                          axis=axis)
+        after = linspace(end_values[axis][1].item(), last, hi, endpoint=False, dtype=dtype,
+                         axis=axis)
+        x = concatenate([before, x, flip(after, axis)], axis=axis)
+    return x
+
+
+_STAT_FUNCS = {"maximum": reductions.max, "minimum": reductions.min,
+               "mean": reductions.mean, "median": statistics.median}
+
+
+def _pad_stats(x, widths, stat_length, func):
+    """Pad each axis with a statistic of (the first / last stat_length entries of) the
+    array padded so far; integer statistics are rounded half to even."""
+    aval = get_aval(x)
+    for axis, (lo, hi) in enumerate(widths):
+        size = get_aval(x).shape[axis]
+        if stat_length is None:
+            stat_lo = stat_hi = func(x, axis=axis, keepdims=True)
+        else:
+            len_lo, len_hi = (int(v) for v in stat_length[axis])
+            if len_lo == 0 or len_hi == 0:
+                raise ValueError("stat_length of 0 yields no value for padding")
+            len_lo, len_hi = builtins.min(len_lo, size), builtins.min(len_hi, size)
+            stat_lo = func(lax.slice_in_dim(x, 0, len_lo, axis=axis), axis=axis, keepdims=True)
+            stat_hi = func(lax.slice_in_dim(x, size - len_hi, size, axis=axis), axis=axis,
+                           keepdims=True)
+        if aval.dtype.kind in "iu":
+            stat_lo, stat_hi = ufuncs.round(stat_lo), ufuncs.round(stat_hi)
+        stat_lo = util.convert(stat_lo, aval.dtype, aval.weak_type)
+        stat_hi = util.convert(stat_hi, aval.dtype, aval.weak_type)
+        x = concatenate([repeat(stat_lo, lo, axis=axis), x, repeat(stat_hi, hi, axis=axis)],
+                        axis=axis)
+    return x
 
 
 def _no_kwargs(mode, kwargs):

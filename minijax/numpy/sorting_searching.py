@@ -21,6 +21,7 @@ from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError, concretization_message
 from minijax.numpy import base as jnp
 from minijax.numpy import util
+from minijax.numpy.unique_axis import unique_along_axis
 from minijax.numpy.util import check_arraylike, to_array
 from minijax.source_info import user_frame_info
 
@@ -134,19 +135,42 @@ def lexsort(keys, axis=-1):
 
 def partition(a, kth, axis=-1):
     """Rearranged copy with the kth element in sorted position, smaller ones before and
-    larger ones after (minijax returns the fully sorted order, which satisfies this)."""
+    larger ones after. As JAX: two lax.top_k calls, so the larger ones come out in
+    descending order and NaNs with the sign bit set count as smallest."""
     a = to_array(a)
-    n = get_aval(a).shape[util.canonicalize_axis(axis, get_aval(a).ndim)]
+    axis = util.canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[axis]
     _check_kth("partition", kth, n)
-    return sort(a, axis=axis)
+    if np.ndim(kth) or dtypes.kind(get_aval(a).dtype) in "bc":
+        return sort(a, axis=axis)
+    k = operator.index(kth) % n
+    arr = jnp.swapaxes(a, axis, -1)
+    if dtypes.kind(arr.dtype) == "u":
+        bottom = -lax.top_k(-(arr + 1), k + 1)[0] - 1
+    else:
+        bottom = -lax.top_k(-arr, k + 1)[0]
+    top = lax.top_k(arr, n - k - 1)[0]
+    return jnp.swapaxes(jnp.concatenate([bottom, top], axis=-1), -1, axis)
 
 
 def argpartition(a, kth, axis=-1):
-    """Indices that partition `a` around kth (a full stable argsort here)."""
+    """Indices that partition `a` around kth, as JAX's: the kth+1 smallest by lax.top_k,
+    then the remaining indices in increasing order."""
     a = to_array(a)
-    n = get_aval(a).shape[util.canonicalize_axis(axis, get_aval(a).ndim)]
+    axis = util.canonicalize_axis(axis, get_aval(a).ndim)
+    n = get_aval(a).shape[axis]
     _check_kth("argpartition", kth, n)
-    return argsort(a, axis=axis)
+    if np.ndim(kth) or dtypes.kind(get_aval(a).dtype) in "bc":
+        return argsort(a, axis=axis)
+    k = operator.index(kth) % n
+    arr = jnp.swapaxes(a, axis, -1)
+    neg = -(arr + 1) if dtypes.kind(arr.dtype) == "u" else -arr
+    bottom = lax.top_k(neg, k + 1)[1]
+    # the rest: top_k of a 0/1 mask (ties come out in increasing index order)
+    picked = jnp.any(bottom[..., :, None] == util.iota(bottom.dtype, (n,)), axis=-2)
+    top = lax.top_k(jnp.where(picked, 0.0, 1.0), n - k - 1)[1]
+    out = jnp.concatenate([bottom, top.astype(bottom.dtype)], axis=-1)
+    return jnp.swapaxes(out, -1, axis)
 
 
 def _check_kth(name, kth, n):
@@ -238,10 +262,20 @@ def _pad(values, size, fill):
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, size=None, fill_value=None, sorted=True):
     """Sorted unique elements (NumPy's unique). Under jit pass size= (and fill_value=,
-    default: the smallest unique value) for a static output shape (axis=None only)."""
+    default: the smallest unique value) for a static output shape. With axis=, the unique
+    slices along that axis (NaNs at the same places compare equal when equal_nan)."""
     check_arraylike("unique", ar)
     ar = to_array(ar)
     value = _concrete(ar)
+    if size is not None and fill_value is None and get_aval(ar).size == 0 and size:
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+    if axis is not None:
+        if value is None:
+            size = _require_size("unique", ar, size)
+        outs = unique_along_axis(ar, axis, size, fill_value, return_index, return_inverse,
+                                 return_counts, equal_nan, _index_dtype())
+        return outs[0] if len(outs) == 1 else tuple(outs)
     if value is not None:
         if value.dtype.kind == "V":
             # bfloat16 / 8-bit floats: NumPy's sort misplaces their NaNs; float32 holds them
@@ -256,7 +290,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         k = 1
         idx_dt = _index_dtype()
         if return_index:
-            outs.append(_pad(res[k], size, 0).astype(idx_dt))
+            # JAX pads the indices with the first unique value's index
+            outs.append(_pad(res[k], size, res[k][0] if res[k].size else 0).astype(idx_dt))
             k += 1
         if return_inverse:
             outs.append(np.asarray(res[k]).astype(idx_dt))
@@ -267,9 +302,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                 else util.convert(o.astype(idx_dt), idx_dt) for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
     size = _require_size("unique", ar, size)
-    if axis is not None:
-        raise NotImplementedError("jnp.unique with axis= is only supported on concrete "
-                                  "(non-traced) inputs")
     return _unique_traced(ar, size, fill_value, return_index, return_inverse, return_counts,
                           equal_nan)
 
@@ -296,8 +328,9 @@ def _unique_traced(ar, size, fill_value, return_index, return_inverse, return_co
     vals = jnp.where(valid, jnp.take(s, jnp.clip(pos, 0, builtins.max(n - 1, 0))), fill)
     outs = [vals]
     if return_index:
+        first = perm[0] if n else jnp.zeros((), idx_dt)
         outs.append(jnp.where(valid, jnp.take(perm, jnp.clip(pos, 0, builtins.max(n - 1, 0))),
-                              0).astype(idx_dt))
+                              first).astype(idx_dt))
     if return_inverse:
         group = jnp.cumsum(starts.astype(idx_dt)) - 1
         inverse = jnp.zeros((n,), idx_dt).at[perm].set(group)

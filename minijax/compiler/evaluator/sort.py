@@ -304,8 +304,9 @@ def sort_opcode(instr, ops, ctx):
 
 def top_k_rows(x: np.ndarray, k: int, largest: bool = True):
     """(values, int32 indices) of the k largest (or smallest) entries along the last axis,
-    ordered as a stable sort in that direction (ties: lower index first; NaNs, any sign,
-    count as larger than everything and as equal to each other; -0 is smaller than +0)."""
+    ordered as a stable sort in that direction (ties: lower index first) in XLA's total
+    order, as JAX's: a positive NaN is above everything, a negative NaN below everything
+    (NaNs of one sign equal to each other), -0 is smaller than +0."""
     x = np.asarray(x)
     n = x.shape[-1]
     lead = x.shape[:-1]
@@ -318,7 +319,7 @@ def top_k_rows(x: np.ndarray, k: int, largest: bool = True):
     if x.dtype.kind == "f":
         nans = np.isnan(flat)
         if nans.any():
-            key = np.where(nans, np.array(np.nan, x.dtype), flat)
+            key = np.where(nans, np.copysign(np.array(np.nan, x.dtype), flat), flat)
     ukey = unsigned_key(key, largest, "TOTALORDER", "topk")
     if ukey is None:
         raise ValueError(f"top_k does not support element type {x.dtype}")

@@ -11,9 +11,10 @@ broken by the original position, so the order is the stable one on every run (a 
 sort is also a valid answer where the HLO does not ask for stability, and it is the one
 the evaluator gives).
 
-topk compares the total-order keys of its one operand (NaNs of any sign equal to each other
-and above everything, -0 below +0; larger first unless largest=false) and writes the first
-k values and their int32 positions.
+topk compares the total-order keys of its one operand (as XLA: a positive NaN above
+everything, a negative NaN below everything, NaNs of one sign equal to each other, -0 below
++0; larger first unless largest=false) and writes the first k values and their int32
+positions.
 """
 
 from __future__ import annotations
@@ -174,8 +175,8 @@ _FLOAT_BITS = {"f16": (16, 0x7C00), "bf16": (16, 0x7F80), "f32": (32, 0x7F800000
 
 
 def _total_order_key(b, stored, et: str):
-    """An integer whose signed order is the total order of a stored float (NaNs made one
-    value above +inf), or the stored integer itself."""
+    """An integer whose signed order is the total order of a stored float (each NaN made
+    the one NaN of its sign: above +inf, or below -inf), or the stored integer itself."""
     if et not in FLOAT_TYPES:
         return stored
     width, exp = _FLOAT_BITS[et]
@@ -183,7 +184,8 @@ def _total_order_key(b, stored, et: str):
     bits = stored if isinstance(stored.type, ir.IntType) else b.bitcast(stored, ity)
     magnitude = b.and_(bits, const(ity, (1 << (width - 1)) - 1))
     nan = b.icmp_unsigned(">", magnitude, const(ity, exp))
-    bits = b.select(nan, const(ity, exp + 1), bits)
+    sign_bit = b.and_(bits, const(ity, 1 << (width - 1)))
+    bits = b.select(nan, b.or_(sign_bit, const(ity, exp + 1)), bits)
     sign = b.ashr(bits, const(ity, width - 1))
     return b.xor(bits, b.and_(sign, const(ity, (1 << (width - 1)) - 1)))
 
