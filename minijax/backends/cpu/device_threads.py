@@ -27,7 +27,7 @@ from minijax.backends.cpu.native_entry import _CLOCK_GETTIME, _SCHED_YIELD, _dat
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.spmd import CollectiveAbortedError, InProcessTransport
 from minijax.compiler.codegen.cpu import mailbox as M
-from minijax.compiler.codegen.cpu.team import spin_hint_for
+from minijax.compiler.codegen.cpu.spin import spin_hint_for
 
 #: How long a device thread waits for its next call in native code before it sleeps.
 IDLE_NS = 2_000_000

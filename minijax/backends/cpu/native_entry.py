@@ -50,7 +50,7 @@ from minijax.compiler.codegen.cpu.native_loop import (
     LoopPlan,
     emit_entry,
 )
-from minijax.compiler.codegen.cpu.team import spin_hint_for
+from minijax.compiler.codegen.cpu.spin import spin_hint_for
 from minijax.compiler.evaluator import evaluate_instruction
 from minijax.compiler.evaluator.collectives import binary_reduction_opcode, parse_groups
 

@@ -47,7 +47,8 @@ from minijax.compiler.codegen.cpu.native_loop import (
     UpdateSlice,
     emit_loop,
 )
-from minijax.compiler.codegen.cpu.team import TEAM_SIZE, TEAM_SLOTS, TEAM_YIELD, spin_hint_for
+from minijax.compiler.codegen.cpu.spin import spin_hint_for
+from minijax.compiler.codegen.cpu.team import TEAM_SIZE, TEAM_SLOTS, TEAM_YIELD
 from minijax.compiler.codegen.kernel_plan import wrap_instruction
 from minijax.config import config
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
+from minijax.compiler.codegen.cpu import spin
 from minijax.compiler.codegen.llvm_types import F32, F64, I8, I32, I64
 
 SHARED_COUNTER, SHARED_ABORT, SHARED_TIMEOUT, SHARED_CLOCK, SHARED_YIELD, SHARED_SIZE = range(6)
@@ -45,7 +46,6 @@ CTX_RANK, CTX_SHARED, CTX_ERROR = range(3)
 CTX_SLOTS = 4
 ERROR_TIMEOUT, ERROR_ABORTED, ERROR_CALLBACK = 1, 2, 3
 _SPINS_BEFORE_YIELD = 1 << 8
-_CLOCK_MONOTONIC = 1
 
 _I8P = I8.as_pointer()
 _I64P = I64.as_pointer()
@@ -99,34 +99,7 @@ class CollectiveEmitter:
         self._count = 0
         self.barrier = self._emit_barrier()
 
-    # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _slot(b, block, k):
-        return b.gep(block, [k if isinstance(k, ir.Value) else ir.Constant(I64, k)],
-                     inbounds=True)
-
-    def _declare(self, name: str, fnty: ir.FunctionType) -> ir.Function:
-        existing = self.module.globals.get(name)
-        return existing if existing is not None else ir.Function(self.module, fnty, name)
-
-    def _pause(self, b) -> None:
-        if self.spin_hint == "pause":
-            b.call(self._declare("llvm.x86.sse2.pause", ir.FunctionType(ir.VoidType(), [])), [])
-        elif self.spin_hint == "yield":
-            hint = self._declare("llvm.aarch64.hint",
-                                 ir.FunctionType(ir.VoidType(), [ir.IntType(32)]))
-            b.call(hint, [ir.Constant(ir.IntType(32), 1)])
-
-    def _now(self, b, shared, spec):
-        """clock_gettime(CLOCK_MONOTONIC) in ns, through the shared block's pointer; `spec`
-        is two i64 allocated in the entry block (not in the loop: each round would grow
-        the stack)."""
-        fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), _I64P])
-        clock = b.inttoptr(b.load(self._slot(b, shared, SHARED_CLOCK)), fnty.as_pointer())
-        b.call(clock, [ir.Constant(ir.IntType(32), _CLOCK_MONOTONIC), spec])
-        seconds = b.load(self._slot(b, spec, 0))
-        return b.add(b.mul(seconds, ir.Constant(I64, 1_000_000_000)),
-                     b.load(self._slot(b, spec, 1)))
+    _slot = staticmethod(spin.slot)
 
     # ------------------------------------------------------------------ barrier
     def _emit_barrier(self) -> ir.Function:
@@ -138,7 +111,7 @@ class CollectiveEmitter:
         fn.linkage = "internal"
         ctx, shared = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        spec = b.alloca(I64, ir.Constant(I64, 2), name="timespec")
+        spec = spin.timespec(b)
         n = b.load(self._slot(b, shared, SHARED_SIZE))
         rank = b.load(self._slot(b, ctx, CTX_RANK))
         mine = self._slot(b, shared, b.add(rank, ir.Constant(I64, SHARED_ARRIVED)))
@@ -153,7 +126,7 @@ class CollectiveEmitter:
         arrived = fn.append_basic_block("arrived")
         check_abort = fn.append_basic_block("check_abort")
         aborted = fn.append_basic_block("aborted")
-        spin = fn.append_basic_block("spin")
+        spinning = fn.append_basic_block("spin")
         yield_ = fn.append_basic_block("yield")
         timed_out = fn.append_basic_block("timed_out")
         b.branch(top)
@@ -171,29 +144,27 @@ class CollectiveEmitter:
 
         b.position_at_end(check_abort)
         failed = b.load_atomic(abort_word, "monotonic", 8)
-        b.cbranch(b.icmp_unsigned("!=", failed, ir.Constant(I64, 0)), aborted, spin)
+        b.cbranch(b.icmp_unsigned("!=", failed, ir.Constant(I64, 0)), aborted, spinning)
 
         b.position_at_end(aborted)
         b.store(ir.Constant(I64, ERROR_ABORTED), self._slot(b, ctx, CTX_ERROR))
         b.ret(ir.Constant(ir.IntType(1), 0))
 
-        b.position_at_end(spin)
-        self._pause(b)
+        b.position_at_end(spinning)
+        spin.pause(b, self.spin_hint)
         more = b.add(spins, ir.Constant(I64, 1))
-        spins.add_incoming(more, spin)
-        deadline.add_incoming(deadline, spin)
+        spins.add_incoming(more, spinning)
+        deadline.add_incoming(deadline, spinning)
         b.cbranch(b.icmp_unsigned("<", more, ir.Constant(I64, _SPINS_BEFORE_YIELD)), top,
                   yield_)
 
         b.position_at_end(yield_)
-        yield_fn = b.inttoptr(b.load(self._slot(b, shared, SHARED_YIELD)),
-                              ir.FunctionType(ir.IntType(32), []).as_pointer())
-        b.call(yield_fn, [])
-        now = self._now(b, shared, spec)
+        spin.yield_core(b, b.load(self._slot(b, shared, SHARED_YIELD)))
+        now = spin.monotonic_ns(b, b.load(self._slot(b, shared, SHARED_CLOCK)), spec)
         limit = b.select(b.icmp_unsigned("==", deadline, ir.Constant(I64, 0)),
                          b.add(now, b.load(self._slot(b, shared, SHARED_TIMEOUT))), deadline)
-        spins.add_incoming(ir.Constant(I64, 0), yield_)
-        deadline.add_incoming(limit, yield_)
+        spins.add_incoming(ir.Constant(I64, 0), b.block)
+        deadline.add_incoming(limit, b.block)
         b.cbranch(b.icmp_signed(">", now, limit), timed_out, top)
 
         b.position_at_end(timed_out)

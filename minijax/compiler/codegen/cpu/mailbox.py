@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from minijax.compiler.codegen.llvm_types import I8, I32, I64
+from minijax.compiler.codegen.cpu import spin
+from minijax.compiler.codegen.llvm_types import I8, I64
 
 BOX_STATE, BOX_GO, BOX_DONE = 0, 8, 16
 BOX_FN, BOX_BUFS, BOX_IDLE_NS, BOX_CLOCK, BOX_YIELD = 24, 25, 26, 27, 28
 BOX_WORDS = 32
 AWAY, SERVING, CLAIMED = 0, 1, 2
 _SPINS_PER_CHECK = 1 << 8
-_CLOCK_MONOTONIC = 1
 
 _I8P = I8.as_pointer()
 _I64P = I64.as_pointer()
@@ -51,35 +51,10 @@ class MailboxEmitter:
         self.serve = self._emit_serve()
         self.wait = self._emit_wait()
 
-    @staticmethod
-    def _slot(b, box, k):
-        return b.gep(box, [ir.Constant(I64, k)], inbounds=True)
-
-    def _pause(self, b) -> None:
-        if self.spin_hint == "pause":
-            fnty = ir.FunctionType(ir.VoidType(), [])
-            name = "llvm.x86.sse2.pause"
-        elif self.spin_hint == "yield":
-            fnty = ir.FunctionType(ir.VoidType(), [I32])
-            name = "llvm.aarch64.hint"
-        else:
-            return
-        fn = self.module.globals.get(name) or ir.Function(self.module, fnty, name)
-        b.call(fn, [] if self.spin_hint == "pause" else [ir.Constant(I32, 1)])
+    _slot = staticmethod(spin.slot)
 
     def _yield(self, b, box) -> None:
-        fn = b.inttoptr(b.load(self._slot(b, box, BOX_YIELD)),
-                        ir.FunctionType(I32, []).as_pointer())
-        b.call(fn, [])
-
-    def _now(self, b, box, spec):
-        """clock_gettime(CLOCK_MONOTONIC) in ns; `spec` is two i64 allocated in the
-        function's entry block (an alloca in a loop would grow the stack each round)."""
-        fnty = ir.FunctionType(I32, [I32, _I64P])
-        clock = b.inttoptr(b.load(self._slot(b, box, BOX_CLOCK)), fnty.as_pointer())
-        b.call(clock, [ir.Constant(I32, _CLOCK_MONOTONIC), spec])
-        return b.add(b.mul(b.load(self._slot(b, spec, 0)), ir.Constant(I64, 1_000_000_000)),
-                     b.load(self._slot(b, spec, 1)))
+        spin.yield_core(b, b.load(self._slot(b, box, BOX_YIELD)))
 
     def _function(self, name, ret, args):
         fn = ir.Function(self.module, ir.FunctionType(ret, args), f"{self.prefix}.{name}")
@@ -113,7 +88,7 @@ class MailboxEmitter:
         fn, b = self._function("serve", ir.VoidType(), [_I64P])
         box = fn.args[0]
         entry = b.block
-        spec = b.alloca(I64, ir.Constant(I64, 2), name="timespec")
+        spec = spin.timespec(b)
         first_seen = b.load_atomic(self._slot(b, box, BOX_DONE), "seq_cst", 8)
         top = fn.append_basic_block("top")
         run = fn.append_basic_block("run")
@@ -145,7 +120,7 @@ class MailboxEmitter:
         b.branch(top)
 
         b.position_at_end(idle)
-        self._pause(b)
+        spin.pause(b, self.spin_hint)
         more = b.add(spins, ir.Constant(I64, 1))
         seen.add_incoming(seen, idle)
         spins.add_incoming(more, idle)
@@ -154,12 +129,12 @@ class MailboxEmitter:
 
         b.position_at_end(check)
         self._yield(b, box)
-        now = self._now(b, box, spec)
+        now = spin.monotonic_ns(b, b.load(self._slot(b, box, BOX_CLOCK)), spec)
         limit = b.select(b.icmp_unsigned("==", deadline, ir.Constant(I64, 0)),
                          b.add(now, b.load(self._slot(b, box, BOX_IDLE_NS))), deadline)
-        seen.add_incoming(seen, check)
-        spins.add_incoming(ir.Constant(I64, 0), check)
-        deadline.add_incoming(limit, check)
+        seen.add_incoming(seen, b.block)
+        spins.add_incoming(ir.Constant(I64, 0), b.block)
+        deadline.add_incoming(limit, b.block)
         b.cbranch(b.icmp_signed(">", now, limit), leave, top)
 
         b.position_at_end(leave)
@@ -191,7 +166,7 @@ class MailboxEmitter:
         box, ticket = fn.args
         entry = b.block
         top = fn.append_basic_block("top")
-        spin = fn.append_basic_block("spin")
+        spinning = fn.append_basic_block("spin")
         rest = fn.append_basic_block("rest")
         done = fn.append_basic_block("done")
         b.branch(top)
@@ -199,15 +174,15 @@ class MailboxEmitter:
         spins = b.phi(I64, name="spins")
         spins.add_incoming(ir.Constant(I64, 0), entry)
         finished = b.load_atomic(self._slot(b, box, BOX_DONE), "seq_cst", 8)
-        b.cbranch(b.icmp_unsigned(">=", finished, ticket), done, spin)
-        b.position_at_end(spin)
-        self._pause(b)
+        b.cbranch(b.icmp_unsigned(">=", finished, ticket), done, spinning)
+        b.position_at_end(spinning)
+        spin.pause(b, self.spin_hint)
         more = b.add(spins, ir.Constant(I64, 1))
-        spins.add_incoming(more, spin)
+        spins.add_incoming(more, spinning)
         b.cbranch(b.icmp_unsigned("<", more, ir.Constant(I64, _SPINS_PER_CHECK)), top, rest)
         b.position_at_end(rest)
         self._yield(b, box)
-        spins.add_incoming(ir.Constant(I64, 0), rest)
+        spins.add_incoming(ir.Constant(I64, 0), b.block)
         b.branch(top)
         b.position_at_end(done)
         b.ret_void()

@@ -606,7 +606,7 @@ def emit_entry(module: ir.Module, name: str, ops: list, n_in: int, n_out: int,
                num_consts: int, uses_gemm: bool, blas_int_bits: int,
                spin_hint: str = "") -> None:
     """Emit straight-line `ops` (no loops) as kernel-ABI function `name` (_EntryEmitter);
-    native collectives wait with the `spin_hint` instruction (team.spin_hint_for)."""
+    native collectives wait with the `spin_hint` instruction (spin.spin_hint_for)."""
     _EntryEmitter(module, name, ops, n_in, n_out, num_consts, uses_gemm,
                   blas_int_bits, spin_hint).emit()
 

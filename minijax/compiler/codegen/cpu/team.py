@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from minijax.compiler.codegen.cpu import spin
 from minijax.compiler.codegen.llvm_types import I8, I64
 
 TEAM_WORD, TEAM_DONE, TEAM_OP, TEAM_ARGS, TEAM_SIZE, TEAM_YIELD, TEAM_EXPECT = (
@@ -37,18 +38,6 @@ _SPINS_BEFORE_YIELD = 4096
 _I8P = I8.as_pointer()
 _I64P = I64.as_pointer()
 ITEM_FN = ir.FunctionType(ir.VoidType(), [_I8P.as_pointer(), I64, I64])
-_YIELD_FN = ir.FunctionType(ir.IntType(32), [])
-
-
-def spin_hint_for(machine: str) -> str:
-    """The spin-wait hint of a CPU (`platform.machine()`): "pause" (x86), "yield" (AArch64),
-    or "" for none."""
-    machine = machine.lower()
-    if machine in ("x86_64", "amd64", "i386", "i686"):
-        return "pause"
-    if machine in ("aarch64", "arm64"):
-        return "yield"
-    return ""
 
 
 def piece_range(b: ir.IRBuilder, total, piece, pieces):
@@ -75,34 +64,16 @@ class TeamEmitter:
         return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
     # ------------------------------------------------------------------ pieces
-    @staticmethod
-    def _slot(b, team, k):
-        return b.gep(team, [ir.Constant(I64, k)], inbounds=True)
-
-    def _pause(self, b: ir.IRBuilder) -> None:
-        # The hint as an intrinsic (the JIT has no inline-assembly parser).
-        if self.spin_hint == "pause":
-            b.call(self._intrinsic("llvm.x86.sse2.pause", []), [])
-        elif self.spin_hint == "yield":
-            b.call(self._intrinsic("llvm.aarch64.hint", [ir.IntType(32)]),
-                   [ir.Constant(ir.IntType(32), 1)])
-
-    def _intrinsic(self, name: str, args: list) -> ir.Function:
-        existing = self.module.globals.get(name)
-        if existing is not None:
-            return existing
-        return ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name)
+    _slot = staticmethod(spin.slot)
 
     def _spin(self, b: ir.IRBuilder, team, spins):
         """One spin-wait round: pause, and yield the core every _SPINS_BEFORE_YIELD rounds;
         returns the next value of the `spins` counter."""
-        self._pause(b)
+        spin.pause(b, self.spin_hint)
         spins = b.add(spins, ir.Constant(I64, 1))
         due = b.icmp_unsigned(">=", spins, ir.Constant(I64, _SPINS_BEFORE_YIELD))
         with b.if_then(due):
-            address = b.load(self._slot(b, team, TEAM_YIELD))
-            with b.if_then(b.icmp_unsigned("!=", address, ir.Constant(I64, 0))):
-                b.call(b.inttoptr(address, _YIELD_FN.as_pointer()), [])
+            spin.yield_core(b, b.load(self._slot(b, team, TEAM_YIELD)))
         return b.select(due, ir.Constant(I64, 0), spins)
 
     def _try_claim(self, b: ir.IRBuilder, team, word, on_ran, on_none, on_lost):
@@ -162,15 +133,15 @@ class TeamEmitter:
         # The caller's own claims failed: every piece is taken; wait for the others'.
         b.position_at_end(wait)
         check = fn.append_basic_block("check")
-        spin = fn.append_basic_block("spin")
+        spinning = fn.append_basic_block("spin")
         done = fn.append_basic_block("done")
         b.branch(check)
         b.position_at_end(check)
         spins = b.phi(I64)
         spins.add_incoming(ir.Constant(I64, 0), wait)
         finished = b.load_atomic(self._slot(b, team, TEAM_DONE), "seq_cst", 8)
-        b.cbranch(b.icmp_unsigned(">=", finished, expect), done, spin)
-        b.position_at_end(spin)
+        b.cbranch(b.icmp_unsigned(">=", finished, expect), done, spinning)
+        b.position_at_end(spinning)
         spins.add_incoming(self._spin(b, team, spins), b.block)
         b.branch(check)
         b.position_at_end(done)
@@ -215,5 +186,4 @@ class TeamEmitter:
                        "seq_cst", 8)
 
 
-__all__ = ["ITEM_FN", "TEAM_SIZE", "TEAM_SLOTS", "TEAM_YIELD", "TeamEmitter", "piece_range",
-           "spin_hint_for"]
+__all__ = ["ITEM_FN", "TEAM_SIZE", "TEAM_SLOTS", "TEAM_YIELD", "TeamEmitter", "piece_range"]
