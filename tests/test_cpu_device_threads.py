@@ -29,7 +29,7 @@ def prepared(monkeypatch):
     machine's core count; returns the list of runs that went through run_prepared."""
     monkeypatch.setattr(CpuBackend, "device_program_options",
                         lambda self, count: {"native_device_program": True})
-    monkeypatch.setattr(native_entry, "_usable_cores", lambda: 64)
+    monkeypatch.setattr(native_entry, "usable_cores", lambda: 64)
     runs = []
     original = device_threads.run_prepared
 

@@ -273,7 +273,7 @@ def _all_reduce_module(op, types, groups, size):
 def _run_all_reduce(monkeypatch, text, args, cores):
     """Run the module natively compiled over len(args) devices; `cores` is what the native
     entry believes it has (all-reduces meet natively only when every device has one)."""
-    monkeypatch.setattr(native_entry, "_usable_cores", lambda: cores)
+    monkeypatch.setattr(native_entry, "usable_cores", lambda: cores)
     backend = get_backend("cpu")
     exe, _ = compile_module(parse_module(text), backend,
                             CompileOptions(backend="cpu", native_device_program=True))
@@ -334,7 +334,7 @@ def test_data_parallel_gradients_meet_natively_and_equal_the_callback(monkeypatc
     monkeypatch.setattr(InProcessTransport, "__init__", recording_init)
     outs = {}
     for cores in (64, 1):
-        monkeypatch.setattr(native_entry, "_usable_cores", lambda cores=cores: cores)
+        monkeypatch.setattr(native_entry, "usable_cores", lambda cores=cores: cores)
         outs[cores] = [np.asarray(v) for v in minijax.tree_util.tree_leaves(
             dp.pmap_step(2)(params, x, y))]
         assert hasattr(transports[-1], "_native_collectives") == (cores == 64)
@@ -343,7 +343,7 @@ def test_data_parallel_gradients_meet_natively_and_equal_the_callback(monkeypatc
 
 
 def test_a_missing_participant_times_out_at_a_native_all_reduce(monkeypatch):
-    monkeypatch.setattr(native_entry, "_usable_cores", lambda: 64)
+    monkeypatch.setattr(native_entry, "usable_cores", lambda: 64)
     backend, exe = _native_executable()
     transport = InProcessTransport(2, timeout=0.3)
     with pytest.raises(CollectiveTimeoutError, match=r"native.*participants \[1\].*did not"):

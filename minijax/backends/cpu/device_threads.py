@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import queue
 import threading
 
@@ -23,11 +22,11 @@ import llvmlite.ir as ir
 import numpy as np
 
 from minijax.backends.cpu.blas import hold_one_blas_thread, release_blas_threads
-from minijax.backends.cpu.native_entry import _CLOCK_GETTIME, _SCHED_YIELD, _data
+from minijax.backends.cpu.native_entry import _data
+from minijax.backends.cpu.native_loops import CLOCK_GETTIME, SCHED_YIELD, SPIN_HINT
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER, get_jit
 from minijax.backends.spmd import CollectiveAbortedError, InProcessTransport
 from minijax.compiler.codegen.cpu import mailbox as M
-from minijax.compiler.codegen.cpu.spin import spin_hint_for
 
 #: How long a device thread waits for its next call in native code before it sleeps.
 IDLE_NS = 2_000_000
@@ -39,7 +38,7 @@ class _Functions:
 
     def __init__(self):
         module = ir.Module("minijax_mailbox")
-        M.MailboxEmitter(module, _PREFIX, spin_hint_for(platform.machine()))
+        M.MailboxEmitter(module, _PREFIX, SPIN_HINT)
         names = [f"{_PREFIX}.{n}" for n in ("post", "serve", "wait")]
         addrs = get_jit().compile(str(module), names)
         self.post = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
@@ -55,7 +54,7 @@ class _DeviceThread:
         self.functions = functions
         self.box = np.zeros(M.BOX_WORDS, np.int64)
         self.box[M.BOX_IDLE_NS] = IDLE_NS
-        self.box[M.BOX_CLOCK], self.box[M.BOX_YIELD] = _CLOCK_GETTIME, _SCHED_YIELD
+        self.box[M.BOX_CLOCK], self.box[M.BOX_YIELD] = CLOCK_GETTIME, SCHED_YIELD
         self.address = _data(self.box)
         self.wakeups: queue.SimpleQueue = queue.SimpleQueue()
         threading.Thread(target=self._loop, daemon=True,

@@ -27,8 +27,6 @@ the call skips its collectives, and the call raises it.
 from __future__ import annotations
 
 import ctypes
-import os
-import platform
 import threading
 from dataclasses import dataclass, field
 
@@ -38,8 +36,17 @@ from minijax.backends.cpu import blas as cpu_blas
 from minijax.backends.cpu import fastcall
 from minijax.backends.cpu.kernel import _DATA_OFFSET, _row_major
 from minijax.backends.cpu.memory import host_memory
-from minijax.backends.cpu.native_loops import ALIGN, Ref, _Planner, _Unsupported
+from minijax.backends.cpu.native_loops import (
+    ALIGN,
+    CLOCK_GETTIME,
+    SCHED_YIELD,
+    SPIN_HINT,
+    Ref,
+    _Planner,
+    _Unsupported,
+)
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
+from minijax.backends.cpu.thread_pool import usable_cores
 from minijax.backends.spmd import InProcessTransport, current_context
 from minijax.compiler.codegen.cpu import collectives as native_collectives
 from minijax.compiler.codegen.cpu.native_loop import (
@@ -50,7 +57,6 @@ from minijax.compiler.codegen.cpu.native_loop import (
     LoopPlan,
     emit_entry,
 )
-from minijax.compiler.codegen.cpu.spin import spin_hint_for
 from minijax.compiler.evaluator import evaluate_instruction
 from minijax.compiler.evaluator.collectives import binary_reduction_opcode, parse_groups
 
@@ -158,17 +164,6 @@ def plan_native_entry(compiler, comp, device_program: bool = False):
 _CollectiveFn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
 #: void entry(i8 **buffers, i64, i64): the kernel ABI, called with the GIL released.
 _EntryFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-_SPIN_HINT = spin_hint_for(platform.machine())
-_LIBC = ctypes.CDLL(None)
-_CLOCK_GETTIME = ctypes.cast(_LIBC.clock_gettime, ctypes.c_void_p).value
-_SCHED_YIELD = ctypes.cast(_LIBC.sched_yield, ctypes.c_void_p).value
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _shared_block(transport: InProcessTransport, n: int) -> np.ndarray:
@@ -180,7 +175,7 @@ def _shared_block(transport: InProcessTransport, n: int) -> np.ndarray:
         fresh = np.zeros(C.SHARED_ARRIVED + n + n * C.MAX_OPERANDS, np.int64)
         fresh[C.SHARED_ABORT] = ctypes.addressof(transport.abort_flag)
         fresh[C.SHARED_TIMEOUT] = int(transport.timeout * 1e9)
-        fresh[C.SHARED_CLOCK], fresh[C.SHARED_YIELD] = _CLOCK_GETTIME, _SCHED_YIELD
+        fresh[C.SHARED_CLOCK], fresh[C.SHARED_YIELD] = CLOCK_GETTIME, SCHED_YIELD
         fresh[C.SHARED_SIZE] = n
         block = transport.__dict__.setdefault("_native_collectives", fresh)
     return block
@@ -318,11 +313,12 @@ class NativeEntry:
     def shared_block(self, transport, n: int):
         """The shared block when this run's all-reduces may meet in native code: every
         participant in this process, each with a core of its own (spinning devices that
-        share cores would only slow each other down), groups that fit the run."""
-        if not self.native_all_reduces:
+        share cores would only slow each other down), groups that fit the run, and a
+        clock for the wait limit."""
+        if not self.native_all_reduces or not CLOCK_GETTIME:
             return None
         if (not isinstance(transport, InProcessTransport) or transport.size != n
-                or n > _usable_cores()
+                or n > usable_cores()
                 or any(p not in (None, n) for p in self.native_all_reduces)):
             return None
         return _shared_block(transport, n)
@@ -337,11 +333,9 @@ class NativeEntry:
         if code == C.ERROR_TIMEOUT:
             n = int(shared[C.SHARED_SIZE])
             arrived = shared[C.SHARED_ARRIVED:C.SHARED_ARRIVED + n]
-            error = transport.timeout_error(rank, range(n),
-                                            [r for r in range(n) if arrived[r] >= arrived[rank]],
-                                            "all-reduce (native)")
-            transport.abort(error, rank)
-            return error
+            return transport.timeout_error(
+                rank, range(n), [r for r in range(n) if arrived[r] >= arrived[rank]],
+                "all-reduce (native)")
         return transport.aborted_error("all-reduce (native)")
 
     def _collective(self, index: int, pointers) -> None:
@@ -387,7 +381,7 @@ def native_entry_for(compiler, device_program: bool = False) -> NativeEntry | No
         bits = cpu_blas.find_blas().int_bits if plan.uses_gemm else 64
         n_out = len(plan.outs)
         emit_entry(compiler.ir, entry.symbol, plan.ops, plan.n_in, n_out, len(plan.consts),
-                   plan.uses_gemm, bits, _SPIN_HINT)
+                   plan.uses_gemm, bits, SPIN_HINT)
         if not plan.collectives:
             fastcall.emit_fastcall_entry(compiler.ir, entry.symbol, plan.n_in + n_out + 2, 1,
                                          _DATA_OFFSET)

@@ -427,17 +427,21 @@ def state_shapes(instr) -> tuple[list, bool]:
 
 
 _LoopFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_SPIN_HINT = spin_hint_for(platform.machine())
+#: The CPU's spin-wait hint, for the native code that waits (teams, collectives, mailboxes).
+SPIN_HINT = spin_hint_for(platform.machine())
 
 
-def _sched_yield_address() -> int:
+def _libc_address(name: str) -> int:
+    """The address of C function `name` in this process, or 0 where there is none."""
     try:
-        return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value or 0
+        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value or 0
     except (AttributeError, OSError):
         return 0
 
 
-_SCHED_YIELD = _sched_yield_address()
+#: What native waits call through addresses (0: not available here).
+SCHED_YIELD = _libc_address("sched_yield")
+CLOCK_GETTIME = _libc_address("clock_gettime")
 
 
 class NativeWhile:
@@ -489,7 +493,7 @@ class NativeWhile:
         skip = (-raw.ctypes.data % ALIGN) // 8           # the word on its own cache line
         team = raw[skip:skip + TEAM_SLOTS]
         team[TEAM_SIZE] = pool.num_threads
-        team[TEAM_YIELD] = _SCHED_YIELD
+        team[TEAM_YIELD] = SCHED_YIELD
         address = team.ctypes.data
         table[self.layout.team] = address
         if pool.num_threads > 1:
@@ -549,7 +553,7 @@ def native_while_step(compiler, prog, instr, src: int, s: int) -> NativeWhile | 
     elems, tuple_state = state_shapes(instr)
     if compiler.replay is None:
         emit_loop(compiler.ir, symbol, plan, bits, _DATA_OFFSET, [e.nbytes for e in elems],
-                  _SPIN_HINT)
+                  SPIN_HINT)
     step = NativeWhile(plan, info, elems, tuple_state, src, s, symbol)
     prog.kernel_count += len(kernels)
     calls = list(_ops_of(plan))

@@ -18,15 +18,20 @@ from minijax.config import config
 PIECES_PER_THREAD = 4
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def default_num_threads() -> int:
     """MINIJAX_NUM_THREADS if set, else the number of usable cores."""
     requested = config._values["minijax_num_threads"]
     if requested:
         return max(1, int(requested))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return usable_cores()
 
 
 class ThreadPool:

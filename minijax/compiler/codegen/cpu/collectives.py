@@ -97,7 +97,15 @@ class CollectiveEmitter:
     def __init__(self, module: ir.Module, prefix: str, spin_hint: str):
         self.module, self.prefix, self.spin_hint = module, prefix, spin_hint
         self._count = 0
-        self.barrier = self._emit_barrier()
+        self._barrier = None
+
+    @property
+    def barrier(self) -> ir.Function:
+        """The barrier, emitted with the first all-reduce (an entry whose collectives are
+        only participant ids or callbacks needs none)."""
+        if self._barrier is None:
+            self._barrier = self._emit_barrier()
+        return self._barrier
 
     _slot = staticmethod(spin.slot)
 
