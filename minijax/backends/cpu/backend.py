@@ -76,6 +76,7 @@ from minijax.compiler.codegen.cpu.loops import (
     kernel_unsupported_reason,
     output_shapes,
 )
+from minijax.compiler.codegen.cpu.small_gemm import emit_small_gemm
 from minijax.compiler.codegen.elemental import (
     ELEMENTWISE,
     INDEXING,
@@ -119,6 +120,7 @@ class _Compiler(ProgramPlanner):
         self.ir_key = None
         self._bodies: dict[tuple, int] = {}
         self._texts: dict[str, str] = {}
+        self._small_gemms: dict[tuple, str] = {}
         self.ba = module.buffer_assignment
         self.pool_sizes: dict[int, int] = {}
         self.users: dict[int, list] = {}
@@ -158,6 +160,17 @@ class _Compiler(ProgramPlanner):
                                                                   spec.outer, _DATA_OFFSET)
         self.kernels.append(kernel)
         return kernel
+
+    def small_gemm(self, dtype: str, m: int, n: int, k: int, a_transposed: bool) -> str:
+        """The symbol of a generated gemm of this shape (codegen/cpu/small_gemm.py), emitted
+        once per module, for native loops and entries to call."""
+        key = (dtype, m, n, k, a_transposed)
+        name = self._small_gemms.get(key)
+        if name is None:
+            name = self._small_gemms[key] = f"{SYMBOL_PLACEHOLDER}gemm{len(self._small_gemms)}"
+            self._texts[name] = str(emit_small_gemm(self.ir, name, dtype, m, n, k,
+                                                    a_transposed))
+        return name
 
     def _twin(self, name: str, spec, before: set):
         """An earlier kernel whose body IR is identical to kernel `name`'s (then `name`'s
@@ -503,8 +516,10 @@ class CpuExecutable(Executable):
         if native is not None:
             count = len(native.plan.collectives)
             meeting = len(native.native_all_reduces)
+            generated = sum(getattr(op, "kernel", None) is not None for op in native.plan.ops)
             notes.append("entry: one native call (native_entry.py)" + (
                 f", {count} collective(s) called back" if count else "") + (
+                f", {generated} dot(s) as generated small gemms" if generated else "") + (
                 f" ({meeting} all-reduce(s) meet natively within a process)"
                 if meeting else ""))
         return module_to_text(self.module) + "\n// CPU execution plan:\n" + "\n".join(

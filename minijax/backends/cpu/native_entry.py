@@ -44,6 +44,7 @@ from minijax.backends.cpu.native_loops import (
     Ref,
     _Planner,
     _Unsupported,
+    calls_blas,
 )
 from minijax.backends.cpu.runtime import SYMBOL_PLACEHOLDER
 from minijax.backends.cpu.thread_pool import usable_cores
@@ -53,7 +54,6 @@ from minijax.compiler.codegen.cpu.native_loop import (
     CollectiveCall,
     CopyCall,
     EntryLayout,
-    GemmCall,
     LoopPlan,
     emit_entry,
 )
@@ -130,7 +130,7 @@ class _EntryPlanner(_Planner):
         if self.plan.temp_bytes > limit:
             raise _Unsupported("large temporaries")
         return EntryPlan(len(comp.parameters), shapes, ops, self.plan.temp_bytes,
-                         self.consts, any(isinstance(op, GemmCall) for op in ops),
+                         self.consts, calls_blas(ops),
                          self.collectives)
 
 

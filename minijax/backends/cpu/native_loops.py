@@ -60,8 +60,19 @@ ALIGN = 64
 TEAM_MIN_WORK = 1 << 14
 TEAM_MIN_GEMM_MNK = 1 << 17
 TEAM_MIN_GEMM_ROWS = 8
+#: Gemms whose pieces (the rows one thread computes) have at most this many rows and whose
+#: B (k x n, not transposed) has at most SMALL_GEMM_MAX_B elements run as generated
+#: register-tiled loops (codegen/cpu/small_gemm.py) instead of BLAS calls, which pack both
+#: operands first: see use_small_gemm for the measurements.
+SMALL_GEMM_MAX_ROWS = 32
+SMALL_GEMM_MAX_B = 128 * 256
 #: Counters of how while loops were planned (tests and diagnostics).
 STATS = {"native": 0, "fallback": 0}
+
+
+def use_small_gemm(rows: int, n: int, k: int, b_transposed: bool) -> bool:
+    """Whether a gemm piece of `rows` x `n` over `k` runs as a generated loop, not BLAS."""
+    return not b_transposed and rows <= SMALL_GEMM_MAX_ROWS and k * n <= SMALL_GEMM_MAX_B
 
 
 class _Unsupported(Exception):
@@ -170,7 +181,7 @@ class _Planner:
                 raise _Unsupported("a tuple-shaped loop state element")
             plan.body.append(CopyCall(i, ref[0], self.elems[i].nbytes))
         plan.num_consts = len(self.consts)
-        plan.uses_gemm = _uses_gemm(plan)
+        plan.uses_gemm = calls_blas(plan.cond + plan.body)
         plan.uses_team = _uses_team(plan)
         return plan
 
@@ -374,18 +385,24 @@ class _Planner:
         if not all(_row_major(s) for s in [instr.shape] + [o.shape for o in instr.operands]):
             raise _Unsupported(f"{instr.name}: dot of a non-row-major layout")
         form = cpu_blas.gemm_form(instr)
-        if form is None or cpu_blas.find_blas() is None:
-            raise _Unsupported(f"{instr.name}: dot is not one BLAS gemm")
-        batch, m, n, k = form[:4]
+        if form is None:
+            raise _Unsupported(f"{instr.name}: dot is not one gemm")
+        batch, m, n, k, ta, tb = form
         if batch * m * n == 0 or k == 0:
             raise _Unsupported(f"{instr.name}: empty dot")
         if batch * m * n * k >= cpu_blas.SMALL_GEMM_MNK and not (self.team or self.one_thread):
             raise _Unsupported(f"{instr.name}: gemm large enough for the thread pool")
-        out = self._outputs(instr, direct)
         parallel = self.team and (batch > 1 or m >= 2 * TEAM_MIN_GEMM_ROWS) and (
             batch * m * n * k >= TEAM_MIN_GEMM_MNK)
-        ops.append(GemmCall("f32" if dtype == np.float32 else "f64", form, operands[0][0],
-                            operands[1][0], out[0], parallel))
+        et = "f32" if dtype == np.float32 else "f64"
+        kernel = None
+        rows = -(-m // get_pool().num_threads) if parallel and batch == 1 else m
+        if use_small_gemm(rows, n, k, tb):
+            kernel = self.compiler.small_gemm(et, m, n, k, ta)
+        elif cpu_blas.find_blas() is None:
+            raise _Unsupported(f"{instr.name}: no BLAS for a gemm of this size")
+        out = self._outputs(instr, direct)
+        ops.append(GemmCall(et, form, operands[0][0], operands[1][0], out[0], parallel, kernel))
         return out
 
 
@@ -400,8 +417,11 @@ def _ops_of(plan: LoopPlan):
                 yield from _ops_of(LoopPlan(n=0, carried=[], body=ops))
 
 
-def _uses_gemm(plan: LoopPlan) -> bool:
-    return any(isinstance(op, GemmCall) for op in _ops_of(plan))
+def calls_blas(ops: list) -> bool:
+    """Whether `ops` (nested loops and branches included) call BLAS: generated small gemms
+    do not."""
+    return any(isinstance(op, GemmCall) and op.kernel is None
+               for op in _ops_of(LoopPlan(n=0, carried=[], body=ops)))
 
 
 def _uses_team(plan: LoopPlan) -> bool:
@@ -560,6 +580,8 @@ def native_while_step(compiler, prog, instr, src: int, s: int) -> NativeWhile | 
     counts = [(sum(isinstance(c, KernelCall) for c in calls), "kernel calls"),
               (sum(isinstance(c, GemmCall) for c in calls), "gemms"),
               (sum(getattr(c, "parallel", False) for c in calls), "split over the thread team"),
+              (sum(getattr(c, "kernel", None) is not None for c in calls),
+               "generated small gemms"),
               (sum(isinstance(c, Branch) for c in calls), "conditionals"),
               (sum(isinstance(c, NestedLoop) for c in calls), "nested loops")]
     prog.notes.append(

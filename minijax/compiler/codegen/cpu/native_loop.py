@@ -44,6 +44,7 @@ from minijax.compiler.codegen.cpu.collectives import (
     ParticipantId,
 )
 from minijax.compiler.codegen.cpu.loops import FULL_CHUNKS
+from minijax.compiler.codegen.cpu.small_gemm import ROWS as SMALL_GEMM_ROWS
 from minijax.compiler.codegen.cpu.team import TeamEmitter, piece_range
 from minijax.compiler.codegen.llvm_types import (
     F32,
@@ -87,6 +88,7 @@ class GemmCall:
     b: Ref
     c: Ref
     parallel: bool = False       # rows (or batches) split over the loop's team
+    kernel: str | None = None    # a generated small gemm (small_gemm.py) instead of BLAS
 
 
 @dataclass
@@ -380,6 +382,9 @@ class _LoopEmitter:
             b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, op.outer)])
 
     def _gemm(self, op: GemmCall) -> None:
+        if op.kernel is not None:
+            self._small_gemm(op)
+            return
         b, ity = self.b, self.ity
         batch, m, n, k, ta, tb = op.form
         fty, size = (F32, 4) if op.dtype == "f32" else (F64, 8)
@@ -431,6 +436,48 @@ class _LoopEmitter:
             call(b, gemm, a, bb, c)
             return
         batches(b, gemm, a, bb, c, ir.Constant(I64, 0), ir.Constant(I64, batch))
+
+    def _small_gemm(self, op: GemmCall) -> None:
+        """A generated gemm `kernel(a, b, c, first row, end row)` per batch element; split
+        over the team by batch elements, or by rows in whole tiles of SMALL_GEMM_ROWS."""
+        b = self.b
+        batch, m, n, k = op.form[:4]
+        size = 4 if op.dtype == "f32" else 8
+        fn = self.module.get_global(op.kernel)
+        a, bb, c = (self._ptr(r) for r in (op.a, op.b, op.c))
+
+        def call(cb, pa, pb, pc, start, end):
+            cb.call(fn, [cb.bitcast(p, t) for p, t in zip((pa, pb, pc), fn.function_type.args)]
+                    + [start, end])
+
+        def batches(cb, pa, pb, pc, first, last):
+            with emit_counted_loop(cb, first, last, "batch") as e:
+                call(cb, *(cb.gep(p, [cb.mul(e, ir.Constant(I64, step))])
+                           for p, step in ((pa, m * k * size), (pb, k * n * size),
+                                           (pc, m * n * size))),
+                     ir.Constant(I64, 0), ir.Constant(I64, m))
+
+        if op.parallel and self.team is not None:
+            tiles = -(-m // SMALL_GEMM_ROWS)
+
+            def piece(ib, vals, start, end):
+                pa, pb, pc = vals
+                if batch > 1:
+                    batches(ib, pa, pb, pc, start, end)
+                    return
+                rows = ir.Constant(I64, SMALL_GEMM_ROWS)
+                last = ir.Constant(I64, m)
+                first = ib.mul(start, rows)
+                stop = ib.mul(end, rows)
+                stop = ib.select(ib.icmp_unsigned(">", stop, last), last, stop)
+                with ib.if_then(ib.icmp_unsigned("<", first, stop)):
+                    call(ib, pa, pb, pc, first, stop)
+            self._publish([a, bb, c], piece, batch if batch > 1 else tiles)
+            return
+        if batch == 1:
+            call(b, a, bb, c, ir.Constant(I64, 0), ir.Constant(I64, m))
+            return
+        batches(b, a, bb, c, ir.Constant(I64, 0), ir.Constant(I64, batch))
 
     def _publish(self, values: list, emit_piece, total: int) -> None:
         """Run an op split over the team: `emit_piece(builder, values, start, end)` emits
