@@ -38,7 +38,8 @@ from minijax.config import debug_level
 # CompileOptions (a jit call served from the persistent cache) does not load them.
 _PASS_CLASSES = {
     "AlgebraicSimplifier": "algebraic_simplifier", "BufferAssignmentPass": "buffer_assignment",
-    "CallInliner": "call_inliner", "ConstantFolding": "constant_folding",
+    "CallInliner": "call_inliner", "LayoutNormalization": "layout_normalization",
+    "ConstantFolding": "constant_folding",
     "CommonSubexpressionElimination": "cse", "DeadCodeElimination": "dce",
     "DotCanonicalization": "dot_canonicalization", "Fusion": "fusion",
     "LayoutAssignment": "layout_assignment", "LoopDotHoisting": "loop_dot_hoisting",
@@ -182,10 +183,11 @@ def default_passes(options: CompileOptions) -> list:
     from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
     from minijax.compiler.passes.fusion import Fusion
     from minijax.compiler.passes.layout_assignment import LayoutAssignment
+    from minijax.compiler.passes.layout_normalization import LayoutNormalization
     from minijax.compiler.passes.loop_dot_hoisting import LoopDotHoisting
     from minijax.compiler.passes.row_fusion import RowFusion
     from minijax.compiler.passes.transpose_folding import TransposeFolding
-    passes: list = [CallInliner(), DeadCodeElimination()]
+    passes: list = [LayoutNormalization(), CallInliner(), DeadCodeElimination()]
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
                                   ConstantFolding(), CommonSubexpressionElimination(),

@@ -233,6 +233,9 @@ def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
                              f"'{instr.opcode}' (instruction {instr.name})")
     try:
         if ctx.batched and instr.opcode in _SCALAR_IDENTITY:
+            if instr.opcode == "bitcast":
+                # XLA's bitcast may change the element type: the bits are reinterpreted.
+                return _coerce(instr.shape, numerics.bitcast_bits(operands[0], instr.shape), True)
             return _coerce(instr.shape, operands[0], True)
         with np.errstate(all="ignore"):
             if (instr.shape.element_type in NARROW_ELEMENT_TYPES

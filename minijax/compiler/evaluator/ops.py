@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.compiler.evaluator import numerics
 from minijax.compiler.evaluator.sort import sort_opcode, topk_opcode
 
 # Reducers whose computation is one binary op of its two parameters run as numpy ufuncs.
@@ -116,6 +117,7 @@ def _bitcast(instr, ops, ctx):
     physical = np.transpose(x, src_major).ravel() if x.ndim else x.ravel()
     out = instr.shape
     out_major = tuple(reversed(out.minor_to_major))
+    physical = numerics.bitcast_bits(physical, out)
     arr = physical.reshape(tuple(out.dims[d] for d in out_major))
     return np.transpose(arr, np.argsort(out_major)) if out.rank else arr.reshape(())
 
