@@ -7,7 +7,7 @@ Importing this module registers them all, once.
 
 from __future__ import annotations
 
-from minijax.compiler.evaluator import collectives, indexing, numerics, ops
+from minijax.compiler.evaluator import collectives, indexing, numerics, ops, xla_custom_calls
 from minijax.compiler.evaluator.core import (
     OPCODES,
     EvaluatorError,
@@ -26,3 +26,5 @@ __all__ = ["EvaluatorError", "OPCODES", "evaluate_module", "evaluate_computation
 
 for _family in (collectives, ops, indexing, numerics):
     register_opcodes(_family.OPCODES)
+for _target, _fn in xla_custom_calls.TARGETS.items():
+    register_custom_call(_target, _fn)

@@ -244,4 +244,77 @@ def programs(jax):  # noqa: C901, PLR0915 - one flat table of small programs
                                         2, axis=0) + x[:8], f32(256))
     add("col_reduce_layout", lambda x: jnp.sum(x.T, axis=1) + jnp.max(x, axis=0), f32(64, 33))
     add("copy_transpose_out", lambda x: (x.T, x.T * 2, jnp.swapaxes(x[None], 0, 2)), f32(5, 9))
+    # more linear algebra (LAPACK custom calls on XLA:CPU)
+    spd = f32(3, 4, 4)
+    add("cholesky_batched", lambda a: jnp.linalg.cholesky(a @ jnp.swapaxes(a, -1, -2) + 4 *
+                                                          jnp.eye(4)), spd)
+    add("cholesky_not_pd", lambda a: jnp.linalg.cholesky(a - 10 * jnp.eye(4)), f32(4, 4))
+    add("solve_tri_upper_t", lambda a, b: jax.scipy.linalg.solve_triangular(
+        jnp.triu(a) + 4 * jnp.eye(5), b, lower=False, trans=1, unit_diagonal=False),
+        f32(5, 5), f32(5, 3))
+    add("solve_tri_right", lambda a, b: lax.linalg.triangular_solve(
+        jnp.tril(a) + 4 * jnp.eye(4), b, left_side=False, lower=True, unit_diagonal=True),
+        f32(4, 4), f32(3, 4))
+    add("lu", lambda a: jax.scipy.linalg.lu_factor(a), f32(5, 5))
+    add("qr", lambda a: jnp.linalg.qr(a), f32(5, 3))
+    add("eigh", lambda a: jnp.linalg.eigh(a + a.T)[0], f32(4, 4))
+    add("svd", lambda a: jnp.linalg.svd(a, compute_uv=False), f32(5, 3))
+    add("solve", lambda a, b: jnp.linalg.solve(a + 5 * jnp.eye(4), b), f32(4, 4), f32(4, 2))
+    add("det_inv", lambda a: (jnp.linalg.det(a), jnp.linalg.inv(a + 5 * jnp.eye(4))),
+        f32(4, 4))
+
+    # more XLA rewrites
+    add("maxpool_grad", jax.grad(lambda x: jnp.sum(lax.reduce_window(
+        x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") ** 2)), f32(1, 4, 6, 2))
+    add("conv_grouped_grad_w", jax.grad(lambda w, x: jnp.sum(lax.conv_general_dilated(
+        x, w, (1,), "SAME", feature_group_count=2,
+        dimension_numbers=("NWC", "WIO", "NWC")) ** 2)), f32(3, 2, 4), f32(2, 9, 4))
+    add("dot_f16", lambda a, b: a.astype(jnp.float16) @ b.astype(jnp.float16), f32(6, 8),
+        f32(8, 5))
+    add("dot_complex", lambda a, b: lax.complex(a, b) @ lax.complex(b, a).T, f32(3, 4),
+        f32(3, 4))
+    add("fft_roundtrip", lambda x: (jnp.fft.rfft(x).real, jnp.fft.ifft(jnp.fft.fft(x)).real),
+        f32(4, 16))
+    add("int_div_zero", lambda a, b: (a // b, a % b, lax.div(a, b), lax.rem(a, b)),
+        np.array([7, -7, 5, 0, -3, 2**31 - 1], np.int32),
+        np.array([0, 2, -2, 0, 3, -1], np.int32))
+    add("shift_big", lambda a, s: (a << s, a >> s, lax.shift_right_logical(a, s)),
+        np.array([1, -8, 255, -1], np.int32), np.array([0, 31, 32, 40], np.int32))
+    add("cumsum_reverse", lambda x: (lax.cumsum(x, axis=1, reverse=True), lax.cummin(
+        x, axis=0, reverse=True)), f32(4, 7))
+    add("argsort_ties", lambda a: (jnp.argsort(a, stable=True), jnp.argsort(-a, stable=True)),
+        np.array([3, 1, 3, 1, 2, 3, 0, 1], np.int32))
+    add("top_k_ties_nan", lambda x: lax.top_k(x.at[3].set(jnp.nan).at[7].set(x[1]), 4),
+        f32(12))
+    add("empty_arrays", lambda x: (jnp.sum(x[:, :0], axis=1), x[:0] * 2, jnp.max(x[:, :0],
+                                                                             initial=-1.0,
+                                                                             axis=1)),
+        f32(3, 4))
+    add("rev_pad_neg", lambda x: (jnp.flip(x, (0, 1)), lax.pad(x, 0.0, [(-1, 2, 0),
+                                                                      (2, -1, 1)])),
+        f32(4, 5))
+    add("while_dyn_slice", lambda x: lax.fori_loop(0, 4, lambda i, c: lax.dynamic_update_slice(
+        c, lax.dynamic_slice(c, (i,), (2,)) * 2, (i + 1,)), x), f32(8))
+    add("scan_unrolled", lambda xs: lax.scan(lambda c, x: (c * 0.5 + x, c), jnp.zeros(3), xs,
+                                             unroll=3), f32(7, 3))
+    add("expm1_log1p_f16", lambda x: (jnp.expm1(x.astype(jnp.float16)), jnp.log1p(
+        jnp.abs(x).astype(jnp.float16))), f32(10))
+    add("bf16_reduce", lambda x: (jnp.sum(x.astype(jnp.bfloat16), axis=0), jnp.max(
+        x.astype(jnp.bfloat16), axis=1)), f32(40, 6))
+    add("f64_reduce_dot", lambda a, b: (jnp.sum(a * a, axis=0), a.T @ b),
+        rng.standard_normal((20, 4)), rng.standard_normal((20, 3)), x64=True)
+    add("c128", lambda x: jnp.exp(1j * x) @ jnp.cos(x).astype(jnp.complex128),
+        rng.standard_normal((3, 3)), x64=True)
+    add("u64_bits", lambda k: jax.random.bits(jax.random.wrap_key_data(k), (5,), jnp.uint64),
+        key, x64=True)
+    add("random_multi", lambda k: (jax.random.randint(jax.random.wrap_key_data(k), (6,), 0, 9),
+                                   jax.random.bernoulli(jax.random.wrap_key_data(k), 0.3,
+                                                        (8,)),
+                                   jax.random.truncated_normal(jax.random.wrap_key_data(k),
+                                                               -1.0, 1.0, (4,))), key)
+    add("vmap_matmul_grad", jax.vmap(jax.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w))),
+                                     in_axes=(None, 0)), f32(4, 3), f32(5, 2, 4))
+    add("transposes_3d", lambda x: (jnp.transpose(x, (1, 2, 0)) + 1, jnp.transpose(
+        x, (2, 1, 0)).reshape(-1, 3), jnp.einsum("ijk->kji", x) * x.transpose(2, 1, 0)),
+        f32(3, 4, 5))
     return P
