@@ -7,7 +7,12 @@
   info is 0, or the order of the first leading minor that is not positive definite.
 - `lapack_{s,d,c,z}trsm_ffi`: triangular solve with `side`, `uplo`, `trans_x` ('N', 'T' or
   'C') and `diag` ('N' or 'U': unit diagonal); op(a) x = b (side 'L') or x op(a) = b.
-Both LAPACK targets act on leading batch dimensions (`num_batch_dims`). Targets not here
+- `lapack_?getrf_ffi`: LU with partial pivoting -> (lu, s32 ipiv (1-based), s32 info).
+- `lapack_?geqrf_ffi` -> (R above Householder vectors, tau); `lapack_?orgqr_ffi`(a, tau)
+  -> Q: LAPACK's reflector conventions (beta = -sign(alpha) * norm).
+- `lapack_?syevd_ffi` (`mode`, `uplo`) -> (eigenvectors, ascending eigenvalues, info);
+  `lapack_?gesdd_ffi` (`mode` 'A', 'S' or 'N') -> (a, s, u, vt, info).
+The LAPACK targets act on leading batch dimensions (`num_batch_dims`). Targets not here
 fail with an error that names them (core._custom_call).
 """
 
@@ -108,7 +113,120 @@ def _trsm(ops, instr):
     return x.astype(b.dtype)
 
 
+def _per_matrix(a, fn):
+    """Apply fn(2-D matrix) -> tuple of arrays to every matrix of a batch; stack results."""
+    batch = a.shape[:-2]
+    results = [fn(a[idx]) for idx in np.ndindex(*batch)]
+    if not results:
+        results = [fn(np.zeros(a.shape[-2:], a.dtype))]
+        return tuple(np.zeros(batch + np.shape(r), np.asarray(r).dtype) for r in results[0])
+    return tuple(np.stack([np.asarray(r[i]) for r in results]).reshape(batch + np.shape(
+        results[0][i])) for i in range(len(results[0])))
+
+
+def _magnitude(x):
+    return np.abs(x.real) + np.abs(x.imag) if x.dtype.kind == "c" else np.abs(x)
+
+
+def _getrf_one(x):
+    x = x.copy()
+    m, n = x.shape
+    k = min(m, n)
+    piv, info = np.zeros(k, np.int32), 0
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            p = j + int(np.argmax(_magnitude(x[j:, j])))
+            piv[j] = p + 1
+            if x[p, j] != 0:
+                if p != j:
+                    x[[j, p]] = x[[p, j]]
+                x[j + 1:, j] *= np.ones((), x.dtype) / x[j, j]
+            elif info == 0:
+                info = j + 1
+            x[j + 1:, j + 1:] -= np.outer(x[j + 1:, j], x[j, j + 1:])
+    return x, piv, np.int32(info)
+
+
+def _getrf(ops, instr):
+    return _per_matrix(np.asarray(ops[0]), _getrf_one)
+
+
+def _reflector(x):
+    """LAPACK's ?larfg: (beta, tau, v) with (I - tau v v^H)^H x = beta e1, v[0] = 1."""
+    alpha, rest = x[0], x[1:]
+    xnorm = np.sqrt(np.sum(_abs2(rest)))
+    if xnorm == 0 and np.imag(alpha) == 0:
+        return alpha, np.zeros((), x.dtype), np.concatenate([[1], np.zeros_like(rest)])
+    beta = -np.copysign(np.sqrt(np.abs(alpha) ** 2 + xnorm ** 2), np.real(alpha))
+    tau = (beta - alpha) / beta
+    if x.dtype.kind == "c":
+        tau = (beta - np.real(alpha)) / beta - 1j * np.imag(alpha) / beta
+    v = np.concatenate([[1], rest / (alpha - beta)]).astype(x.dtype)
+    return beta, np.asarray(tau, x.dtype), v
+
+
+def _abs2(x):
+    return (x * np.conj(x)).real
+
+
+def _geqrf_one(x):
+    x = x.copy()
+    m, n = x.shape
+    taus = np.zeros(min(m, n), x.dtype)
+    with np.errstate(all="ignore"):
+        for j in range(min(m, n)):
+            beta, tau, v = _reflector(x[j:, j])
+            x[j, j], x[j + 1:, j], taus[j] = beta, v[1:], tau
+            block = x[j:, j + 1:]
+            block -= np.conj(tau) * np.outer(v, np.conj(v) @ block)
+    return x, taus
+
+
+def _geqrf(ops, instr):
+    return _per_matrix(np.asarray(ops[0]), _geqrf_one)
+
+
+def _orgqr(ops, instr):
+    a, tau = np.asarray(ops[0]), np.asarray(ops[1])
+    m, n = a.shape[-2:]
+    out = np.zeros(a.shape, a.dtype)
+    with np.errstate(all="ignore"):
+        for idx in np.ndindex(*a.shape[:-2]):
+            q = np.eye(m, n, dtype=a.dtype)
+            for i in reversed(range(tau.shape[-1])):
+                v = np.concatenate([[1], a[idx][i + 1:, i]]).astype(a.dtype)
+                q[i:] -= tau[idx][i] * np.outer(v, np.conj(v) @ q[i:])
+            out[idx] = q
+    return out
+
+
+def _syevd(ops, instr):
+    a = np.asarray(ops[0])
+    cfg = backend_config(instr)
+    w, v = np.linalg.eigh(a, UPLO="U" if cfg.get("uplo", "L") == "U" else "L")
+    if cfg.get("mode", "V") != "V":
+        v = a
+    info = np.zeros(a.shape[:-2], np.int32)
+    return (v.astype(a.dtype), w.astype(instr.shape.tuple_shapes[1].dtype), info)
+
+
+def _gesdd(ops, instr):
+    a = np.asarray(ops[0])
+    mode = backend_config(instr).get("mode", "A")
+    shapes = instr.shape.tuple_shapes
+    if mode == "N":
+        s = np.linalg.svd(a, compute_uv=False)
+        u, vt = (np.zeros(sh.dims, sh.dtype) for sh in (shapes[2], shapes[3]))
+    else:
+        u, s, vt = np.linalg.svd(a, full_matrices=mode == "A")
+    info = np.zeros(a.shape[:-2], np.int32)
+    return (a, s.astype(shapes[1].dtype), u.astype(shapes[2].dtype),
+            vt.astype(shapes[3].dtype), info)
+
+
 TARGETS = {"TopK": _top_k}
 for _p in "sdcz":
-    TARGETS[f"lapack_{_p}potrf_ffi"] = _potrf
-    TARGETS[f"lapack_{_p}trsm_ffi"] = _trsm
+    for _name, _fn in (("potrf", _potrf), ("trsm", _trsm), ("getrf", _getrf),
+                       ("geqrf", _geqrf), ("orgqr", _orgqr), ("ungqr", _orgqr),
+                       ("syevd", _syevd), ("heevd", _syevd), ("gesdd", _gesdd)):
+        TARGETS[f"lapack_{_p}{_name}_ffi"] = _fn
