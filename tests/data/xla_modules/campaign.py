@@ -2,6 +2,7 @@
 
     python tests/data/xla_modules/campaign.py gen DIR    # needs jax: writes DIR/NAME/...
     python tests/data/xla_modules/campaign.py run DIR [NAME...]   # minijax only
+    python tests/data/xla_modules/campaign.py fixtures DIR   # copy FIXTURES here
 
 `gen` lowers every program of programs.py and writes per program: args.npz (arg0..),
 expected.npz (JAX's out0..), lowered.hlo (`lower().as_text(dialect="hlo")`), compiled.hlo
@@ -87,6 +88,24 @@ def load_arrays(path: str, prefix: str) -> list[np.ndarray]:
     names = [str(n) for n in data["dtypes"]]
     return [data[f"{prefix}{i}"].astype(getattr(ml_dtypes, n, None) or np.dtype(n))
             for i, n in enumerate(names)]
+
+
+# Small modules that exposed bugs, checked in for tests/test_xla_modules.py: (program, kind).
+FIXTURES = (("argsort", "compiled"), ("copy_transpose_out", "compiled"),
+            ("transposes_3d", "compiled"), ("argmax_argmin", "compiled"),
+            ("conv_grad", "compiled"), ("vmap_scan", "compiled"),
+            ("rng_bit_generator", "dump_before"), ("rng_bit_generator_u8", "lowered"),
+            ("top_k", "compiled"), ("cholesky", "compiled"), ("triangular_solve", "compiled"),
+            ("lu", "compiled"), ("qr", "lowered"), ("fori_static", "compiled"))
+
+
+def _fixtures(out_dir: str) -> None:
+    for name, kind in FIXTURES:
+        src = os.path.join(out_dir, name)
+        shutil.copy(os.path.join(src, f"{kind}.hlo"), os.path.join(HERE, f"{name}.{kind}.hlo"))
+        for what in ("args", "expected"):
+            shutil.copy(os.path.join(src, f"{what}.npz"), os.path.join(HERE, f"{name}.{what}.npz"))
+    print(f"{len(FIXTURES)} fixtures written to {HERE}")
 
 
 class _Timeout(Exception):
@@ -241,9 +260,11 @@ def _run(out_dir: str, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in ("gen", "run"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("gen", "run", "fixtures"):
         sys.exit(__doc__)
     if sys.argv[1] == "gen":
         _gen(sys.argv[2])
+    elif sys.argv[1] == "fixtures":
+        _fixtures(sys.argv[2])
     else:
         _run(sys.argv[2], sys.argv[3:])
