@@ -258,3 +258,28 @@ def test_rng_bit_generator_matches_live_jax():
             got = evaluate_module(parse_module(f.lower(key).as_text(dialect="hlo")), [key])
             for g, w in zip(got, want):
                 np.testing.assert_array_equal(g, np.asarray(w), err_msg=f"{alg} {dtype} {shape}")
+
+
+@pytest.mark.parametrize("p", "sdcz")
+def test_geev_eigenpairs(p):
+    a = _rand((2, 4, 4), P[p], 7)
+    c = "c64" if p in "sc" else "c128"
+    real = _shape(a).split("[")[0]
+    values = f"{real}[2,4], {real}[2,4]" if p in "sd" else f"{c}[2,4]"
+    m = _custom_call_module(f"lapack_{p}geev_ffi", [_shape(a)],
+                            f"({values}, {c}[2,4,4], {c}[2,4,4], s32[2])",
+                            "compute_left = 86 : ui8, compute_right = 86 : ui8")
+    out = evaluate_module(m, [a])
+    w = out[0] + 1j * out[1] if p in "sd" else out[0]
+    vl, vr = out[-3], out[-2]
+    tol = 1e-4 if p in "sc" else 1e-10
+    np.testing.assert_allclose(np.sort_complex(w.ravel()),
+                               np.sort_complex(np.linalg.eigvals(a)
+                                               .ravel()), rtol=tol, atol=tol)
+    np.testing.assert_allclose(a @ vr, vr * w[:, None, :], atol=tol * 10)
+    np.testing.assert_allclose(np.conj(np.swapaxes(vl, -1, -2)) @ a,
+                               w[:, :, None] * np.conj(np.swapaxes(vl, -1, -2)), atol=tol * 10)
+    for v in (vl, vr):      # LAPACK's normalization: unit norm, largest component real
+        np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, rtol=tol)
+        big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[:, None, :], axis=-2)
+        np.testing.assert_allclose(big.imag, 0, atol=tol)

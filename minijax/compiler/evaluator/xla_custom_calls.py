@@ -12,6 +12,9 @@
   -> Q: LAPACK's reflector conventions (beta = -sign(alpha) * norm).
 - `lapack_?syevd_ffi` (`mode`, `uplo`) -> (eigenvectors, ascending eigenvalues, info);
   `lapack_?gesdd_ffi` (`mode` 'A', 'S' or 'N') -> (a, s, u, vt, info).
+- `lapack_{s,d}geev_ffi` -> (wr, wi, vl, vr, info), `lapack_{c,z}geev_ffi` -> (w, vl, vr,
+  info) with `compute_left`/`compute_right` ('V' or 'N'): unit-norm eigenvectors whose
+  largest component is real (LAPACK's normalization; left vectors' signs may differ).
 The LAPACK targets act on leading batch dimensions (`num_batch_dims`). Targets not here
 fail with an error that names them (core._custom_call).
 """
@@ -224,9 +227,34 @@ def _gesdd(ops, instr):
             vt.astype(shapes[3].dtype), info)
 
 
+def _unit_vectors(v):
+    """Columns scaled to norm 1 with their largest-modulus component real and positive."""
+    v = v / np.linalg.norm(v, axis=-2, keepdims=True)
+    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+    return v * (np.abs(big) / np.where(big == 0, 1, big))
+
+
+def _geev(ops, instr):
+    a = np.asarray(ops[0])
+    cfg = backend_config(instr)
+    shapes = instr.shape.tuple_shapes
+    w, vr = np.linalg.eig(a)
+    vl = _unit_vectors(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2)))
+    vectors = []
+    for flag, v, shape in (("compute_left", vl, shapes[-3]), ("compute_right", vr, shapes[-2])):
+        keep = cfg.get(flag, "N") == "V"
+        vectors.append(v.astype(shape.dtype) if keep else np.zeros(shape.dims, shape.dtype))
+    info = np.zeros(a.shape[:-2], np.int32)
+    if a.dtype.kind == "c":
+        return (w.astype(shapes[0].dtype), *vectors, info)
+    w = w.astype(np.complex128)
+    return (w.real.astype(shapes[0].dtype), w.imag.astype(shapes[1].dtype), *vectors, info)
+
+
 TARGETS = {"TopK": _top_k}
 for _p in "sdcz":
     for _name, _fn in (("potrf", _potrf), ("trsm", _trsm), ("getrf", _getrf),
                        ("geqrf", _geqrf), ("orgqr", _orgqr), ("ungqr", _orgqr),
-                       ("syevd", _syevd), ("heevd", _syevd), ("gesdd", _gesdd)):
+                       ("syevd", _syevd), ("heevd", _syevd), ("gesdd", _gesdd),
+                       ("geev", _geev)):
         TARGETS[f"lapack_{_p}{_name}_ffi"] = _fn

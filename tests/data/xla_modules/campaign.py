@@ -50,10 +50,11 @@ def _gen(out_dir: str) -> None:
         wrapped.__name__ = name
         try:
             with jax.enable_x64(x64):
-                jf = jax.jit(wrapped, keep_unused=True)
+                donate = (0,) if name == "donated" else ()
+                jf = jax.jit(wrapped, keep_unused=True, donate_argnums=donate)
                 lowered = jf.lower(*args)
                 compiled = lowered.compile()
-                outs = jax.tree_util.tree_leaves(jf(*args))
+                outs = jax.tree_util.tree_leaves(jax.jit(wrapped, keep_unused=True)(*args))
                 leaves = jax.tree_util.tree_leaves(args)
         except Exception as exc:  # noqa: BLE001 - the program itself is broken
             print(f"{name}: JAX failed: {exc}")

@@ -317,4 +317,81 @@ def programs(jax):  # noqa: C901, PLR0915 - one flat table of small programs
     add("transposes_3d", lambda x: (jnp.transpose(x, (1, 2, 0)) + 1, jnp.transpose(
         x, (2, 1, 0)).reshape(-1, 3), jnp.einsum("ijk->kji", x) * x.transpose(2, 1, 0)),
         f32(3, 4, 5))
+    # numpy-API long tail
+    add("take_modes", lambda x, i: (jnp.take(x, i, mode="clip"), jnp.take(x, i, mode="fill",
+                                                                        fill_value=-1.0),
+                                    jnp.take(x, i, mode="wrap")), f32(6),
+        np.array([-8, -1, 0, 5, 6, 13], np.int32))
+    add("segment_sum", lambda x, s: jax.ops.segment_sum(x, s, num_segments=4), f32(9, 2),
+        np.array([0, 0, 1, 3, 3, 3, 2, 0, 1], np.int32))
+    add("unique_size", lambda a: jnp.unique(a, size=6, fill_value=-1), i32(5, 10))
+    add("nonzero_size", lambda a: jnp.nonzero(a > 2, size=5, fill_value=0)[0], i32(5, 9))
+    add("searchsorted", lambda s, v: (jnp.searchsorted(s, v), jnp.searchsorted(
+        s, v, side="right", method="compare_all"), jnp.searchsorted(s, v, method="sort")),
+        np.sort(f32(10)), f32(7))
+    add("histogram_interp", lambda x: (jnp.histogram(x, bins=5, range=(-2, 2))[0],
+                                       jnp.interp(x, jnp.linspace(-2, 2, 5),
+                                                  jnp.arange(5.0) ** 2)), f32(30))
+    add("diag_trace_einsum", lambda x: (jnp.einsum("ii->i", x), jnp.trace(x), jnp.einsum(
+        "ij,ij->", x, x), jnp.diag(jnp.diag(x)), jnp.tril(x, -1)), f32(5, 5))
+    add("roll_tile_repeat", lambda x, s: (jnp.roll(x, s, axis=1), jnp.tile(x, (2, 1)),
+                                          jnp.repeat(x, 2, axis=0),
+                                          jnp.repeat(x[0], jnp.array([1, 0, 2, 1]),
+                                                     total_repeat_length=6)),
+        f32(3, 4), np.int32(3))
+    add("special_fns", lambda x: (jax.scipy.special.gammaln(jnp.abs(x) + 0.1), jnp.cbrt(x),
+                                  jax.scipy.special.ndtri(jax.nn.sigmoid(x)),
+                                  jax.scipy.special.i0e(x), lax.igamma(2.0, jnp.abs(x))),
+        f32(8))
+    add("sort_complex_bool", lambda z, b: (jnp.sort(z), jnp.sort(b), jnp.argmax(b)),
+        (f32(6) + 1j * f32(6)).astype(np.complex64), np.array([1, 0, 1, 1, 0], bool))
+    add("sort_two_keys", lambda a, b, v: lax.sort((a, b, v), num_keys=2), i32(3, 12),
+        i32(3, 12), f32(12))
+    add("int8_dot", lambda a, b: lax.dot(a, b, preferred_element_type=jnp.int32),
+        i32(7, 4, 6).astype(np.int8) - 3, i32(7, 6, 5).astype(np.int8) - 3)
+    add("bf16_dot_f32_acc", lambda a, b: lax.dot(a.astype(jnp.bfloat16), b.astype(
+        jnp.bfloat16), preferred_element_type=jnp.float32), f32(8, 32), f32(32, 4))
+    add("conv_transpose", lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME",
+                                                           dimension_numbers=("NHWC", "HWIO",
+                                                                              "NHWC")),
+        f32(1, 4, 4, 2), f32(3, 3, 2, 3))
+    add("conv3d", lambda x, w: lax.conv_general_dilated(x, w, (1, 1, 1), "SAME"),
+        f32(1, 2, 4, 4, 4), f32(3, 2, 2, 2, 2))
+    add("conv_f16", lambda x, w: lax.conv_general_dilated(x.astype(jnp.float16), w.astype(
+        jnp.float16), (1, 1), "VALID"), f32(1, 2, 6, 6), f32(2, 2, 3, 3))
+    add("reduce_window_dilated", lambda x: lax.reduce_window(
+        x, 0.0, lax.add, (2, 3), (1, 2), [(1, 1), (2, 0)], base_dilation=(1, 2),
+        window_dilation=(2, 1)), f32(6, 7))
+    add("variadic_reduce", lambda x, y: lax.reduce((x, y), (0.0, 1.0), lambda a, b: (
+        a[0] + b[0], a[1] * b[1]), (1,)), f32(4, 5), f32(4, 5))
+    add("fft3d", lambda x: jnp.abs(jnp.fft.fftn(x)), f32(3, 4, 5))
+    add("nested_scan", lambda xs: lax.scan(lambda c, row: (c + lax.scan(
+        lambda d, v: (d * v + 1, d), 0.0, row)[0], c), 0.0, xs), f32(4, 5))
+    add("grad_fori_static", jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * x,
+                                                            x).sum()), f32(4))
+    add("jacfwd_jacrev", lambda x: (jax.jacfwd(jnp.tanh)(x), jax.jacrev(lambda v: v ** 3 @ v)(
+        x)), f32(4))
+    add("while_mixed_state", lambda n, x: lax.while_loop(
+        lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.5, c[2] | (c[1] > 3).any()),
+        (0, x, False)), np.int32(5), f32(3))
+    add("cond_multi_out", lambda p, x, y: lax.cond(p, lambda a, b: (a + b, a * 2),
+                                                   lambda a, b: (a - b, b * 3), x, y),
+        np.bool_(True), f32(3), f32(3))
+    add("checkpoint_grad", jax.grad(jax.checkpoint(lambda x: jnp.sum(jnp.sin(jnp.sin(x))))),
+        f32(6))
+    add("slogdet_pinv", lambda a: (jnp.linalg.slogdet(a), jnp.linalg.pinv(a)), f32(4, 4))
+    add("eig", lambda a: jnp.abs(jnp.linalg.eigvals(a)), f32(3, 3))
+    add("donated", lambda x, y: x * 2 + y, f32(4, 4), f32(4, 4))
+    add("random_gamma_choice", lambda k: (jax.random.gamma(jax.random.wrap_key_data(k), 2.0,
+                                                           (4,)),
+                                          jax.random.choice(jax.random.wrap_key_data(k), 10,
+                                                            (3,), replace=False)), key)
+    add("clamp_select_n", lambda x, i: (lax.clamp(-0.5, x, 0.5), lax.select_n(i, x, -x, x * 2)),
+        f32(6), np.array([0, 1, 2, 0, 1, 2], np.int32))
+    add("cumsum_bool_dtype", lambda b: (jnp.cumsum(b), jnp.cumsum(b, dtype=jnp.float32)),
+        np.array([1, 0, 1, 1, 0, 1], bool))
+    add("norms", lambda x: (jnp.linalg.norm(x), jnp.linalg.norm(x, axis=0, ord=1),
+                            jnp.linalg.norm(x, ord="fro")), f32(4, 3))
+    add("polyval_cross", lambda p, a, b: (jnp.polyval(p, a), jnp.cross(a[:3], b[:3])),
+        f32(4), f32(5), f32(5))
     return P
