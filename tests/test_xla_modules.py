@@ -33,7 +33,8 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "xla_mod
 sys.path.insert(0, HERE)
 import campaign  # noqa: E402
 
-FIXTURES = sorted(glob.glob(os.path.join(HERE, "*.hlo")))
+FIXTURES = sorted(p for p in glob.glob(os.path.join(HERE, "*.hlo"))
+                  if not p.endswith(".synthetic.hlo"))
 
 
 def _fixture_id(path):
@@ -215,6 +216,50 @@ def test_called_computations_round_trip():
     printed = module_to_text(module)
     assert "called_computations={" in printed
     assert module_to_text(parse_module(printed)) == printed
+
+
+def test_scheduled_module_with_async_pairs(tmp_path):
+    # XLA's text for a scheduled module: is_scheduled, input_output_alias, buffer_donor,
+    # tiled / memory-space layouts, shardings, all-reduce-start/-done with a JSON
+    # backend_config, compare type=TOTALORDER, a while with known_trip_count,
+    # reduce-precision, get-dimension-size and copy-start/-done.
+    path = os.path.join(HERE, "scheduled_async.synthetic.hlo")
+    rng = np.random.default_rng(0)
+    a, b = (np.where(rng.random((2, 8, 128)) < 0.5, -1, 1) * (0.5 + rng.random((2, 8, 128)))
+            ).astype(np.float32)
+    v = np.where(a < b, a, b)
+    for _ in range(5):
+        v = v.astype(np.float16).astype(np.float32) * np.float32(0.5)
+    assert campaign.run_one(path, [a, b], [v, np.int32(128)], str(tmp_path)) == []
+
+
+def test_async_start_done_and_async_wrapped_computation(tmp_path):
+    text = """HloModule m, is_scheduled=true
+wrapped {
+  p = f32[4] parameter(0)
+  ROOT e = f32[4] exponential(p)
+}
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY main {
+  a = f32[4] parameter(0)
+  st = ((f32[4]), f32[4], s32[]) async-start(a), calls=wrapped
+  up = ((f32[4]), f32[4], s32[]) async-update(st)
+  d = f32[4] async-done(up)
+  ag = (f32[4], f32[4]) all-gather-start(d), replica_groups={}, dimensions={0}
+  agd = f32[4] all-gather-done(ag)
+  cp = (f32[4], f32[4], u32[], u32[]) collective-permute-start(agd), source_target_pairs={{0,0}}
+  cpd = f32[4] collective-permute-done(cp)
+  ROOT ar = f32[4] all-reduce(cpd), replica_groups={}, to_apply=sum
+}
+"""
+    path = tmp_path / "m.hlo"
+    path.write_text(text)
+    x = np.array([0.0, 1.0, -1.0, 2.0], np.float32)
+    assert campaign.run_one(str(path), [x], [np.exp(x)], str(tmp_path)) == []
 
 
 # ------------------------------------------------------------- live JAX (skipped without)

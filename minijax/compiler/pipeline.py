@@ -37,7 +37,8 @@ from minijax.config import debug_level
 # The passes are imported when a pipeline is built (default_passes), so that importing
 # CompileOptions (a jit call served from the persistent cache) does not load them.
 _PASS_CLASSES = {
-    "AlgebraicSimplifier": "algebraic_simplifier", "BufferAssignmentPass": "buffer_assignment",
+    "AlgebraicSimplifier": "algebraic_simplifier", "AsyncToSync": "async_to_sync",
+    "BufferAssignmentPass": "buffer_assignment",
     "CallInliner": "call_inliner", "LayoutNormalization": "layout_normalization",
     "ConstantFolding": "constant_folding",
     "CommonSubexpressionElimination": "cse", "DeadCodeElimination": "dce",
@@ -175,6 +176,7 @@ def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
     # Lazy: importing this module (CompileOptions, a cache hit) must not load the passes.
     from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
+    from minijax.compiler.passes.async_to_sync import AsyncToSync
     from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
     from minijax.compiler.passes.call_inliner import CallInliner
     from minijax.compiler.passes.constant_folding import ConstantFolding
@@ -187,7 +189,7 @@ def default_passes(options: CompileOptions) -> list:
     from minijax.compiler.passes.loop_dot_hoisting import LoopDotHoisting
     from minijax.compiler.passes.row_fusion import RowFusion
     from minijax.compiler.passes.transpose_folding import TransposeFolding
-    passes: list = [LayoutNormalization(), CallInliner(), DeadCodeElimination()]
+    passes: list = [LayoutNormalization(), AsyncToSync(), CallInliner(), DeadCodeElimination()]
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
                                   ConstantFolding(), CommonSubexpressionElimination(),
