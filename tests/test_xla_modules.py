@@ -290,3 +290,18 @@ def test_live_jax_modules(live_programs, name, tmp_path):
         path = tmp_path / f"{kind}.hlo"
         path.write_text(text)
         assert campaign.run_one(str(path), leaves, expected, str(tmp_path)) == [], kind
+
+
+@pytest.mark.parametrize("name", ["copy_transpose_out.compiled", "argmax_argmin.compiled"])
+def test_run_hlo_without_optimization_still_normalizes(name, tmp_path):
+    from minijax.tools import run_hlo
+    base = name.split(".")[0]
+    args = campaign.load_arrays(os.path.join(HERE, f"{base}.args.npz"), "arg")
+    expected = campaign.load_arrays(os.path.join(HERE, f"{base}.expected.npz"), "out")
+    np.savez(tmp_path / "a.npz", **{f"arg{i}": a for i, a in enumerate(args)})
+    status = run_hlo.run([os.path.join(HERE, f"{name}.hlo"), "--args", str(tmp_path / "a.npz"),
+                          "--out", str(tmp_path / "o.npz"), "--backend", "cpu", "--no-opt"])
+    assert status == 0
+    got = np.load(tmp_path / "o.npz")
+    for i, want in enumerate(expected):
+        assert campaign.compare(got[f"out{i}"], want, f"out{i}") is None

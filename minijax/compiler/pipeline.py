@@ -172,24 +172,32 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
     return hook
 
 
+def import_passes() -> list:
+    """The passes that give a module read from XLA's text (layouts, async pairs, XLA's
+    fusions) the meaning minijax's backends assume; they start every pipeline, and
+    `run_hlo --no-opt` runs only these."""
+    from minijax.compiler.passes.async_to_sync import AsyncToSync
+    from minijax.compiler.passes.call_inliner import CallInliner
+    from minijax.compiler.passes.dce import DeadCodeElimination
+    from minijax.compiler.passes.layout_normalization import LayoutNormalization
+    return [LayoutNormalization(), AsyncToSync(), CallInliner(), DeadCodeElimination()]
+
+
 def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
     # Lazy: importing this module (CompileOptions, a cache hit) must not load the passes.
     from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
-    from minijax.compiler.passes.async_to_sync import AsyncToSync
     from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
-    from minijax.compiler.passes.call_inliner import CallInliner
     from minijax.compiler.passes.constant_folding import ConstantFolding
     from minijax.compiler.passes.cse import CommonSubexpressionElimination
     from minijax.compiler.passes.dce import DeadCodeElimination
     from minijax.compiler.passes.dot_canonicalization import DotCanonicalization
     from minijax.compiler.passes.fusion import Fusion
     from minijax.compiler.passes.layout_assignment import LayoutAssignment
-    from minijax.compiler.passes.layout_normalization import LayoutNormalization
     from minijax.compiler.passes.loop_dot_hoisting import LoopDotHoisting
     from minijax.compiler.passes.row_fusion import RowFusion
     from minijax.compiler.passes.transpose_folding import TransposeFolding
-    passes: list = [LayoutNormalization(), AsyncToSync(), CallInliner(), DeadCodeElimination()]
+    passes: list = import_passes()
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
                                   ConstantFolding(), CommonSubexpressionElimination(),
