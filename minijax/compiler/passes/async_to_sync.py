@@ -70,4 +70,19 @@ class AsyncToSync(Pass):
                 comp.instructions[position:position + 1] = [new]
                 comp.replace_all_uses(instr, new)
                 changed = True
+            if changed:
+                _drop_unused_starts(comp)
         return changed
+
+
+def _drop_unused_starts(comp) -> None:
+    """Remove starts and updates nothing reads any more (collective starts count as side
+    effects for DCE, so it would keep them)."""
+    starts = set(_PAIRS.values()) | {"async-update"}
+    while True:
+        used = {id(op) for i in comp.instructions for op in i.operands} | {id(comp.root)}
+        dead = [i for i in comp.instructions if i.opcode in starts and id(i) not in used]
+        if not dead:
+            return
+        gone = {id(i) for i in dead}
+        comp.instructions = [i for i in comp.instructions if id(i) not in gone]
