@@ -37,8 +37,10 @@ from minijax.config import debug_level
 # The passes are imported when a pipeline is built (default_passes), so that importing
 # CompileOptions (a jit call served from the persistent cache) does not load them.
 _PASS_CLASSES = {
-    "AlgebraicSimplifier": "algebraic_simplifier", "BufferAssignmentPass": "buffer_assignment",
-    "CallInliner": "call_inliner", "ConstantFolding": "constant_folding",
+    "AlgebraicSimplifier": "algebraic_simplifier", "AsyncToSync": "async_to_sync",
+    "BufferAssignmentPass": "buffer_assignment",
+    "CallInliner": "call_inliner", "LayoutNormalization": "layout_normalization",
+    "ConstantFolding": "constant_folding",
     "CommonSubexpressionElimination": "cse", "DeadCodeElimination": "dce",
     "DotCanonicalization": "dot_canonicalization", "Fusion": "fusion",
     "LayoutAssignment": "layout_assignment", "LoopDotHoisting": "loop_dot_hoisting",
@@ -170,12 +172,22 @@ def write_pass_dump(directory: str) -> Callable[[Module, str, int], None]:
     return hook
 
 
+def import_passes() -> list:
+    """The passes that give a module read from XLA's text (layouts, async pairs, XLA's
+    fusions) the meaning minijax's backends assume; they start every pipeline, and
+    `run_hlo --no-opt` runs only these."""
+    from minijax.compiler.passes.async_to_sync import AsyncToSync
+    from minijax.compiler.passes.call_inliner import CallInliner
+    from minijax.compiler.passes.dce import DeadCodeElimination
+    from minijax.compiler.passes.layout_normalization import LayoutNormalization
+    return [LayoutNormalization(), AsyncToSync(), CallInliner(), DeadCodeElimination()]
+
+
 def default_passes(options: CompileOptions) -> list:
     """The pass list for `options.opt_level` (see the module docstring)."""
     # Lazy: importing this module (CompileOptions, a cache hit) must not load the passes.
     from minijax.compiler.passes.algebraic_simplifier import AlgebraicSimplifier
     from minijax.compiler.passes.buffer_assignment import BufferAssignmentPass
-    from minijax.compiler.passes.call_inliner import CallInliner
     from minijax.compiler.passes.constant_folding import ConstantFolding
     from minijax.compiler.passes.cse import CommonSubexpressionElimination
     from minijax.compiler.passes.dce import DeadCodeElimination
@@ -185,7 +197,7 @@ def default_passes(options: CompileOptions) -> list:
     from minijax.compiler.passes.loop_dot_hoisting import LoopDotHoisting
     from minijax.compiler.passes.row_fusion import RowFusion
     from minijax.compiler.passes.transpose_folding import TransposeFolding
-    passes: list = [CallInliner(), DeadCodeElimination()]
+    passes: list = import_passes()
     if options.opt_level >= 1:
         passes.append(FixedPoint([AlgebraicSimplifier(), TransposeFolding(),
                                   ConstantFolding(), CommonSubexpressionElimination(),

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from minijax.backends import get_backend
-from minijax.compiler import driver
+from minijax.compiler import driver, pipeline
 from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES
 from minijax.compiler.hlo.parser import parse_module
 from minijax.compiler.options import CompileOptions
@@ -86,10 +86,11 @@ def load_args(path: str | None, module) -> list[np.ndarray]:
 
 
 def _optimize(module, backend, enabled: bool):
-    """The module after the backend's own pass pipeline (unless disabled)."""
-    if not enabled:
-        return module, "off"
+    """The module after the backend's own pass pipeline; when disabled, only the passes that
+    give XLA's text minijax's meaning (layouts, async pairs, XLA's fusions)."""
     options = CompileOptions(backend=backend.name)
+    if not enabled:
+        return pipeline.optimize(module, options, passes=pipeline.import_passes()), "off"
     return driver.optimize(module, backend, options), "on"
 
 
@@ -136,7 +137,8 @@ def run(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="runs to time (median is printed)")
     p.add_argument("--compare", metavar="BACKEND", help="also run the unoptimized module on "
                    "this backend (normally 'interpreter') and print the differences")
-    p.add_argument("--no-opt", action="store_true", help="skip the optimization pipeline")
+    p.add_argument("--no-opt", action="store_true", help="skip the optimization pipeline "
+                   "(layouts, async pairs and XLA's fusions are still normalized)")
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=1e-6)
     p.add_argument("--fail-on-mismatch", action="store_true",

@@ -7,7 +7,14 @@ Importing this module registers them all, once.
 
 from __future__ import annotations
 
-from minijax.compiler.evaluator import collectives, indexing, numerics, ops
+from minijax.compiler.evaluator import (
+    async_ops,
+    collectives,
+    indexing,
+    numerics,
+    ops,
+    xla_custom_calls,
+)
 from minijax.compiler.evaluator.core import (
     OPCODES,
     EvaluatorError,
@@ -24,5 +31,7 @@ __all__ = ["EvaluatorError", "OPCODES", "evaluate_module", "evaluate_computation
            "evaluate_instruction", "register_custom_call", "register_opcodes",
            "has_implementation", "flatten_value"]
 
-for _family in (collectives, ops, indexing, numerics):
+for _family in (collectives, ops, indexing, numerics, async_ops):
     register_opcodes(_family.OPCODES)
+for _target, _fn in xla_custom_calls.TARGETS.items():
+    register_custom_call(_target, _fn)

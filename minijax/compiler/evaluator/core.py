@@ -8,6 +8,7 @@ here, so this module never imports a family that imports it. See the package doc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -233,6 +234,9 @@ def _evaluate_one(instr: Instruction, operands: list, ctx: _Context):
                              f"'{instr.opcode}' (instruction {instr.name})")
     try:
         if ctx.batched and instr.opcode in _SCALAR_IDENTITY:
+            if instr.opcode == "bitcast":
+                # XLA's bitcast may change the element type: the bits are reinterpreted.
+                return _coerce(instr.shape, numerics.bitcast_bits(operands[0], instr.shape), True)
             return _coerce(instr.shape, operands[0], True)
         with np.errstate(all="ignore"):
             if (instr.shape.element_type in NARROW_ELEMENT_TYPES
@@ -428,7 +432,9 @@ def _custom_call(instr, ops, ctx):
     target = instr.attrs.get("custom_call_target", "")
     fn = custom_call_impl(target)
     if fn is None:
-        known = ", ".join(sorted(_CUSTOM_CALLS) + [p + "*" for p in _CUSTOM_CALL_PREFIXES])
+        # One entry per LAPACK routine: lapack_?potrf_ffi stands for the s/d/c/z variants.
+        names = {re.sub(r"^lapack_[sdcz]", "lapack_?", t) for t in _CUSTOM_CALLS}
+        known = ", ".join(sorted(names) + [p + "*" for p in _CUSTOM_CALL_PREFIXES])
         raise EvaluatorError(f"{instr.name}: custom-call target '{target}' has no evaluator "
                              f"implementation (registered targets: {known}); use "
                              f"minijax.compiler.evaluator.register_custom_call")

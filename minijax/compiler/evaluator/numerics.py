@@ -20,8 +20,8 @@ import numpy as np
 from minijax.compiler.evaluator import elementwise as ew
 from minijax.compiler.hlo.ir import NARROW_ELEMENT_TYPES, element_type_of
 
-__all__ = ["OPCODES", "NARROW_DTYPES", "involves_narrow", "widen", "narrow_bit_opcode",
-           "narrow_convert"]
+__all__ = ["OPCODES", "NARROW_DTYPES", "bitcast_bits", "involves_narrow", "widen",
+           "narrow_bit_opcode", "narrow_convert"]
 
 NARROW_DTYPES = frozenset(NARROW_ELEMENT_TYPES.values())
 _BITS = {"s2": 2, "u2": 2, "s4": 4, "u4": 4, "f4e2m1fn": 4}
@@ -227,3 +227,14 @@ OPCODES = {
     "fft": _fft,
     "stochastic-convert": _stochastic_convert,
 }
+
+
+def bitcast_bits(x, shape):
+    """`x`'s bits as `shape`'s element type (a bitcast may change it, keeping the bytes)."""
+    x = np.asarray(x)
+    dtype = shape.dtype
+    if x.dtype == dtype or shape.element_type in NARROW_ELEMENT_TYPES or x.dtype == bool:
+        return x
+    if dtype.itemsize == x.dtype.itemsize:
+        return x.view(dtype)
+    return np.ascontiguousarray(x).reshape(-1).view(dtype)

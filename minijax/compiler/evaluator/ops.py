@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.compiler.evaluator import numerics, random_bits
 from minijax.compiler.evaluator.sort import sort_opcode, topk_opcode
 
 # Reducers whose computation is one binary op of its two parameters run as numpy ufuncs.
@@ -116,6 +117,7 @@ def _bitcast(instr, ops, ctx):
     physical = np.transpose(x, src_major).ravel() if x.ndim else x.ravel()
     out = instr.shape
     out_major = tuple(reversed(out.minor_to_major))
+    physical = numerics.bitcast_bits(physical, out)
     arr = physical.reshape(tuple(out.dims[d] for d in out_major))
     return np.transpose(arr, np.argsort(out_major)) if out.rank else arr.reshape(())
 
@@ -300,20 +302,6 @@ def _select_and_scatter(instr, ops, ctx):
 # --------------------------------------------------------------------------- random bits
 
 
-def _rng_bit_generator(instr, ops, ctx):
-    """Deterministic random bits from the state (not bit-identical to XLA's Philox/ThreeFry)."""
-    state = np.asarray(ops[0])
-    seed = np.random.SeedSequence([int(v) for v in state.astype(np.uint64).ravel()])
-    gen = np.random.Generator(np.random.Philox(seed))
-    bits_shape = instr.shape.tuple_shapes[1]
-    nbytes = bits_shape.size * bits_shape.dtype.itemsize
-    bits = np.frombuffer(gen.bytes(nbytes), dtype=bits_shape.dtype).reshape(bits_shape.dims)
-    new_state = state.copy()
-    if new_state.size:
-        new_state.ravel()[-1] += np.array(1, dtype=state.dtype)
-    return (new_state, bits)
-
-
 _RNG = np.random.default_rng(0)
 
 
@@ -344,6 +332,6 @@ OPCODES = {
     "select-and-scatter": _select_and_scatter,
     "sort": sort_opcode,
     "topk": topk_opcode,
-    "rng-bit-generator": _rng_bit_generator,
+    "rng-bit-generator": random_bits.rng_bit_generator,
     "rng": _rng,
 }

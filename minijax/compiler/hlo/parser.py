@@ -83,7 +83,8 @@ def parse_module(text: str) -> Module:
         if missing:
             raise cur.error(f"unknown computation {missing[0]!r} in {key}= of {instr.name}", pos)
         comps = [by_name[n] for n in names]
-        instr.called[key] = comps if key == "branch_computations" else comps[0]
+        instr.called[key] = (comps if key in ("branch_computations", "called_computations")
+                             else comps[0])
     module = Module(name, computations, entry if entry is not None else computations[-1])
     _infer_missing_shapes(cur, module, positions)
     module_attrs.pop("entry_computation_layout", None)

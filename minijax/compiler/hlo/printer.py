@@ -52,7 +52,8 @@ TEXT_OPCODE_NAMES = {"optimization-barrier": "opt-barrier"}
 
 # Called-computation keys, in print order.
 CALLED_ORDER = ("calls", "to_apply", "condition", "body", "select", "scatter",
-                "true_computation", "false_computation", "branch_computations")
+                "true_computation", "false_computation", "branch_computations",
+                "called_computations")
 
 _INT_LISTS = frozenset((
     "dimensions", "dynamic_slice_sizes", "lhs_batch_dims", "lhs_contracting_dims",

@@ -3,6 +3,11 @@
 Nested jit lowers to `call`. Inlining exposes the callee's ops to the rest of the pipeline
 (fusion never looks through a call). The callee's parameters become the call's operands,
 and the call's users read the copy of the callee's root.
+
+A module read from text may also hold `fusion`s: another compiler's decisions (XLA's kLoop,
+kInput, kOutput and kCustom fusions, fusions calling fusions, variadic reduces as roots).
+They are inlined the same way, so the backend's own fusion pass decides afresh and sees
+only the fusion forms it makes itself.
 """
 
 from __future__ import annotations
@@ -40,10 +45,17 @@ class CallInliner(Pass):
         names = NameUniquer(module)
         changed = False
         for comp in optimizable_computations(module):
-            for instr in list(comp.instructions):
-                if instr.opcode == "call" and instr.called:
-                    inline_call(comp, instr, names)
-                    changed = True
+            pending = [i for i in comp.instructions if i.opcode in ("call", "fusion")]
+            while pending:
+                instr = pending.pop()
+                if not instr.called:
+                    continue
+                before = len(comp.instructions)
+                position = comp.instructions.index(instr)
+                inline_call(comp, instr, names)
+                added = comp.instructions[position:position + len(comp.instructions) - before + 1]
+                pending += [i for i in added if i.opcode in ("call", "fusion")]
+                changed = True
         if changed:
             drop_unreachable_computations(module)
         return changed
