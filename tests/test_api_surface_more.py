@@ -210,3 +210,233 @@ def test_custom_jvp_nondiff_argnames_joins_argnums():
     # names that are not positional-or-keyword parameters are ignored, as in JAX
     assert minijax.custom_jvp(lambda x, *a, k=1: x, nondiff_argnames=("k", "a")) \
         .nondiff_argnums == ()
+
+# --------------------------------------------------------------------------- lax additions
+
+
+def test_approx_max_min_k_are_exact_as_jax_on_cpu():
+    x = jnp.array([1., 5, 3, -0., 0., 5.])
+    v, i = minijax.lax.approx_max_k(x, 4)
+    np.testing.assert_array_equal(np.asarray(v), [5., 5., 3., 1.])   # JAX 0.10.2 (CPU)
+    np.testing.assert_array_equal(np.asarray(i), [1, 5, 2, 0])
+    v, i = minijax.lax.approx_min_k(x, 4)
+    np.testing.assert_array_equal(np.asarray(i), [3, 4, 0, 2])   # -0.0 ties with 0.0
+    assert np.signbit(np.asarray(v)[0]) and not np.signbit(np.asarray(v)[1])
+    assert v.dtype == np.float32 and i.dtype == np.int32
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 4), st.integers(1, 40), st.integers(0, 1), st.booleans())
+def test_approx_top_k_matches_numpy_sort(rows, n, dim, largest):
+    x = np.random.default_rng(rows * 100 + n).standard_normal((rows, n)).astype(np.float32)
+    if dim == 0:
+        x = x.T
+    k = max(1, x.shape[dim] // 2)
+    fn = minijax.lax.approx_max_k if largest else minijax.lax.approx_min_k
+    v, i = fn(jnp.asarray(x), k, reduction_dimension=dim)
+    order = np.argsort(-x if largest else x, axis=dim, kind="stable")
+    want_i = np.take(order, np.arange(k), axis=dim)
+    np.testing.assert_array_equal(np.asarray(i), want_i)
+    np.testing.assert_array_equal(np.asarray(v), np.take_along_axis(x, want_i, axis=dim))
+
+
+def test_approx_top_k_output_size_without_aggregation_matches_xla():
+    from minijax.lax.ann import approx_top_k_output_size
+    # (input size, rank, k, recall, override) -> XLA's ApproxTopKReductionOutputSize, from
+    # JAX 0.10.2's jaxlib
+    table = {(1024, 3, 2, 0.95, 2048): 128, (3000, 1, 100, 0.95, 6000): 2048,
+             (1024, 3, 10, 0.99, 10240): 128, (129, 2, 10, 0.95, 1290): 256,
+             (1000, 3, 100, 0.5, -1): 256, (1025, 1, 500, 0.5, 2050): 2048,
+             (1025, 2, 10, 0.95, -1): 384, (5000, 2, 100, 0.95, -1): 2560,
+             (100000, 1, 100, 0.95, -1): 4096, (100000, 2, 100, 0.95, 200000): 1664,
+             (1000, 2, 100, 0.95, -1): 1000, (50, 2, 10, 0.95, -1): 50,
+             (5000, 1, 1, 0.95, -1): 1024}
+    for (n, rank, k, recall, override), want in table.items():
+        assert approx_top_k_output_size(n, rank, k, recall, False, override) == want
+        assert approx_top_k_output_size(n, rank, k, recall, True, override) == k
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 1000)).astype(np.float32))
+    v, i = minijax.lax.approx_max_k(x, 10, aggregate_to_topk=False)
+    assert v.shape == i.shape == (2, 256)
+    np.testing.assert_array_equal(np.asarray(v), np.asarray(minijax.lax.top_k(x, 256)[0]))
+
+
+def test_approx_top_k_errors_grad_and_vmap():
+    with pytest.raises(ValueError, match="k must be smaller than the size of reduction_dim"):
+        minijax.lax.approx_max_k(jnp.ones(3), 4)
+    with pytest.raises(ValueError, match="operand must be a floating type"):
+        minijax.lax.approx_max_k(jnp.arange(3), 2)
+    with pytest.raises(ValueError, match="k must be positive"):
+        minijax.lax.approx_min_k(jnp.ones(3), 0)
+    g = minijax.grad(lambda x: minijax.lax.approx_max_k(x, 2)[0].sum())(jnp.array([1., 5., 3.]))
+    np.testing.assert_array_equal(np.asarray(g), [0., 1., 1.])
+    v, i = minijax.vmap(lambda x: minijax.lax.approx_max_k(x, 2))(jnp.arange(12.).reshape(3, 4))
+    np.testing.assert_array_equal(np.asarray(i), [[3, 2]] * 3)
+
+
+def test_top_k_axis():
+    x = jnp.array([[1., 7.], [4., 2.], [3., 9.]])
+    v, i = minijax.lax.top_k(x, 2, axis=0)
+    np.testing.assert_array_equal(np.asarray(v), [[4., 9.], [3., 7.]])   # JAX 0.10.2
+    np.testing.assert_array_equal(np.asarray(i), [[1, 2], [2, 0]])
+    v, i = minijax.lax.top_k(x, 1, axis=-1)
+    np.testing.assert_array_equal(np.asarray(v), [[7.], [4.], [9.]])
+
+
+def test_composite_traces_one_named_op_and_refuses_derivatives():
+    @functools.partial(minijax.lax.composite, name="my.tangent")
+    def tangent(x, *, scale=1.0):
+        return scale * jnp.sin(x) / jnp.cos(x)
+
+    assert tangent.__name__ == "tangent"
+    np.testing.assert_allclose(float(tangent(jnp.array(0.5), scale=2.0)), 2 * np.tan(0.5),
+                               rtol=1e-6)
+    jaxpr = minijax.make_jaxpr(lambda x: tangent(x, scale=np.float32(3)))(1.)
+    assert [e.primitive.name for e in jaxpr.jaxpr.eqns] == ["composite"]
+    assert jaxpr.jaxpr.eqns[0].params["name"] == "my.tangent"
+    out = minijax.jit(lambda x: tangent(x, scale=np.full(2, 2., np.float32)))(jnp.ones(2))
+    np.testing.assert_allclose(np.asarray(out), 2 * np.tan([1., 1.]), rtol=1e-6)
+    with pytest.raises(ValueError, match="JVP rule for composite not implemented"):
+        minijax.grad(tangent)(1.)
+    with pytest.raises(minijax.errors.UnexpectedTracerError, match="as an attribute"):
+        minijax.jit(lambda x, s: tangent(x, scale=s))(1., 2.)
+
+
+def test_dot_dimension_numbers_and_out_sharding():
+    a = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((2, 4, 5)).astype(np.float32)
+    out = minijax.lax.dot(a, b, dimension_numbers=(((2,), (1,)), ((0,), (0,))))
+    np.testing.assert_allclose(np.asarray(out), np.einsum("bij,bjk->bik", a, b), rtol=1e-5)
+    dev = minijax.devices()[0]
+    single = minijax.sharding.SingleDeviceSharding(dev)
+    np.testing.assert_allclose(np.asarray(minijax.lax.dot(a[0], b[0], out_sharding=single)),
+                               a[0] @ b[0], rtol=1e-5)
+
+
+def test_dynamic_slice_allow_negative_indices():
+    x = jnp.arange(5)
+    np.testing.assert_array_equal(np.asarray(minijax.lax.dynamic_slice(x, (-2,), (2,))), [3, 4])
+    # traced negative indices are clamped (to 0) instead of wrapped, as in JAX
+    f = minijax.jit(lambda i: minijax.lax.dynamic_slice(x, (i,), (2,),
+                                                        allow_negative_indices=False))
+    np.testing.assert_array_equal(np.asarray(f(-2)), [0, 1])
+    g = minijax.jit(lambda i: minijax.lax.dynamic_update_slice(
+        x, jnp.array([9, 9]), (i,), allow_negative_indices=[False]))
+    np.testing.assert_array_equal(np.asarray(g(-1)), [9, 9, 2, 3, 4])
+    np.testing.assert_array_equal(
+        np.asarray(minijax.lax.dynamic_index_in_dim(x, -1, keepdims=False)), 4)
+    with pytest.raises(ValueError, match="allow_negative_indices=False"):
+        minijax.lax.dynamic_slice_in_dim(x, -1, 1, allow_negative_indices=False)
+
+
+def test_unary_accuracy_argument():
+    lax = minijax.lax
+    for fn in (lax.exp, lax.exp2, lax.expm1, lax.log, lax.log1p, lax.sin, lax.cos, lax.tan,
+               lax.tanh, lax.logistic, lax.sqrt, lax.rsqrt, lax.cbrt):
+        want = fn(0.5)
+        assert float(fn(0.5, accuracy=lax.AccuracyMode.HIGHEST)) == float(want)
+        assert float(fn(0.5, accuracy=lax.Tolerance(rtol=1e-3))) == float(want)
+    with pytest.raises(NotImplementedError, match="Accuracy 3 not supported"):
+        lax.exp(1., accuracy=3)
+    with pytest.raises(ValueError, match="non-negative"):
+        lax.Tolerance(atol=-1.)
+    with pytest.raises(ValueError, match="At least one"):
+        lax.Tolerance()
+
+# --------------------------------------------------------------------------- numpy / random
+
+
+def test_out_sharding_keyword():
+    devices = minijax.devices()
+    last = minijax.sharding.SingleDeviceSharding(devices[-1])
+    z = jnp.zeros((2, 3), out_sharding=last)
+    assert z.devices() == {devices[-1]}
+    np.testing.assert_array_equal(np.asarray(jnp.arange(4, out_sharding=None)), np.arange(4))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.reshape(jnp.arange(6), (2, 3), out_sharding=last)),
+        np.arange(6).reshape(2, 3))
+    key = minijax.random.PRNGKey(0)
+    np.testing.assert_array_equal(
+        np.asarray(minijax.random.normal(key, (3,), out_sharding=last)),
+        np.asarray(minijax.random.normal(key, (3,))))
+    assert "out_sharding" in str(__import__("inspect").signature(jnp.ones))
+    np.testing.assert_array_equal(
+        np.asarray(minijax.jit(lambda: jnp.ones(2, out_sharding=last))()), [1., 1.])
+    if len(devices) > 1:
+        mesh = minijax.sharding.Mesh(np.array(devices[:2]), ("x",))
+        spread = minijax.sharding.NamedSharding(mesh, minijax.sharding.PartitionSpec("x"))
+        with pytest.raises(NotImplementedError, match="device_put"):
+            jnp.zeros(4, out_sharding=spread)
+    with pytest.raises(NotImplementedError, match="shards the result"):
+        jnp.zeros(4, out_sharding=minijax.sharding.PartitionSpec("x"))
+
+
+def test_argsort_dtype_and_prngkey_impl():
+    x = jnp.array([3., 1., 2.])
+    out = jnp.argsort(x, dtype=jnp.uint8, descending=True)
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(np.asarray(out), [0, 2, 1])
+    assert jnp.argsort(x, dtype=jnp.float32).dtype == np.float32   # JAX allows any dtype
+    np.testing.assert_array_equal(np.asarray(minijax.random.PRNGKey(3, impl="threefry2x32")),
+                                  np.asarray(minijax.random.PRNGKey(3)))
+    with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        minijax.random.PRNGKey(0, impl="unknown")
+    k = minijax.random.key(1, dtype=minijax.random.key_dtype())
+    np.testing.assert_array_equal(np.asarray(minijax.random.key_data(k)), [0, 1])
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        minijax.random.key(1, impl="threefry2x32", dtype=minijax.random.key_dtype())
+
+# --------------------------------------------------------------------------- tree_util, dtypes,
+# errors, live arrays
+
+
+def test_tree_with_path_is_leaf_takes_path():
+    tree = {"a": [1, 2], "b": [3]}
+
+    def stop_at_a(path, x):
+        return len(path) == 1 and path[0].key == "a"
+
+    leaves = minijax.tree_util.tree_leaves_with_path(tree, is_leaf=stop_at_a,
+                                                     is_leaf_takes_path=True)
+    assert [x for _, x in leaves] == [[1, 2], 3]   # JAX 0.10.2
+    out = minijax.tree_util.tree_map_with_path(lambda p, x: len(p), tree, is_leaf=stop_at_a,
+                                               is_leaf_takes_path=True)
+    assert out == {"a": 1, "b": [2]}
+    pairs, treedef = minijax.tree_util.tree_flatten_with_path(
+        tree, is_leaf=lambda x: isinstance(x, list))
+    assert treedef.num_leaves == 2 and [x for _, x in pairs] == [[1, 2], [3]]
+
+
+def test_dtypes_itemsize_bits():
+    import ml_dtypes
+    # JAX 0.10.2's jax.dtypes.itemsize_bits
+    cases = {np.bool_: 8, np.int8: 8, np.int64: 64, np.uint16: 16, np.float16: 16,
+             ml_dtypes.bfloat16: 16, ml_dtypes.int4: 4, ml_dtypes.uint2: 2,
+             ml_dtypes.float4_e2m1fn: 4, ml_dtypes.float8_e4m3fn: 8, np.complex64: 64,
+             np.complex128: 128}
+    for dtype, bits in cases.items():
+        assert minijax.dtypes.itemsize_bits(dtype) == bits, dtype
+    with pytest.raises(ValueError, match="cannot be None"):
+        minijax.dtypes.itemsize_bits(None)
+
+
+def test_error_classes_follow_jax_hierarchy():
+    errors = minijax.errors
+    assert issubclass(errors.JAXIndexError, IndexError)
+    assert issubclass(errors.NonConcreteBooleanIndexError, errors.JAXIndexError)
+    assert issubclass(errors.JaxprTypeError, TypeError)
+    from minijax import core
+    assert core.JaxprTypeError is errors.JaxprTypeError
+    with pytest.raises(errors.JAXIndexError):
+        minijax.jit(lambda x: x[x > 0])(jnp.arange(3))
+
+
+def test_live_arrays_and_shard():
+    x, y = jnp.arange(3), jnp.ones(2)
+    live = minijax.live_arrays()
+    assert any(a is x for a in live) and any(a is y for a in live)
+    y.delete()
+    assert not any(a is y for a in minijax.live_arrays())
+    assert minijax.live_arrays(platform="no-such-platform") == []
+    shard = x.addressable_shards[0]
+    assert isinstance(shard, minijax.Shard)
+    np.testing.assert_array_equal(np.asarray(shard.data), [0, 1, 2])

@@ -5,6 +5,9 @@ from minijax.lax import (
     gather_scatter_ad,  # noqa: F401 - registers the scatters' JVP and transpose rules
     reductions_jvp,  # noqa: F401 - registers reduce_max/min/prod JVPs
 )
+from minijax.lax.accuracy import AccuracyMode, Tolerance
+from minijax.lax.ann import approx_max_k, approx_min_k
+from minijax.lax.composite import composite
 from minijax.lax.conv_util import ConvDimensionNumbers, conv_general_permutations
 from minijax.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from minijax.lax.dot_conv import (
@@ -188,6 +191,7 @@ __all__ += [
     "padtype_to_pads", "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
     "reduce_prod", "reduce_window", "reduce_window_max", "reduce_window_min",
     "reduce_window_sum", "reduce_xor", "sort", "sort_key_val", "top_k",
+    "AccuracyMode", "Tolerance", "approx_max_k", "approx_min_k", "composite",
 ]
 
 # control flow and custom derivatives (lax/control_flow*.py, minijax/custom_derivatives.py)

@@ -33,8 +33,8 @@ KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey | Any
 KeyPath = tuple[KeyEntry, ...]
 
 
-def _flatten_path(x, path: tuple, out: list, is_leaf):
-    if is_leaf is not None and is_leaf(x):
+def _flatten_path(x, path: tuple, out: list, is_leaf, takes_path=False):
+    if is_leaf is not None and (is_leaf(path, x) if takes_path else is_leaf(x)):
         out.append((path, x))
         return None
     h = _resolve(type(x))
@@ -42,27 +42,31 @@ def _flatten_path(x, path: tuple, out: list, is_leaf):
         out.append((path, x))
         return None
     keyed, aux = h.flatten_with_keys(x)
-    return (h.type, aux, tuple([_flatten_path(c, path + (k,), out, is_leaf) for k, c in keyed]))
+    return (h.type, aux, tuple([_flatten_path(c, path + (k,), out, is_leaf, takes_path)
+                                for k, c in keyed]))
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
                            ) -> tuple[list[tuple[tuple, Any]], PyTreeDef]:
-    """Like :func:`tree_flatten`, but each leaf comes as ``(key_path, leaf)``."""
+    """Like :func:`tree_flatten`, but each leaf comes as ``(key_path, leaf)``; with
+    ``is_leaf_takes_path``, ``is_leaf`` is called as ``is_leaf(key_path, x)``."""
     out: list = []
-    node = _flatten_path(tree, (), out, is_leaf)
+    node = _flatten_path(tree, (), out, is_leaf, is_leaf_takes_path)
     return out, PyTreeDef(node, len(out))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-                          ) -> list[tuple[tuple, Any]]:
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple[tuple, Any]]:
     """``(key_path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
-                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False) -> Any:
     """Like :func:`tree_map`, but calls ``f(key_path, x, *ys)``."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = _flatten_rest(treedef, rest, "tree_map_with_path")
     return treedef.unflatten([f(p, x, *ys) for (p, x), *ys in zip(pairs, *others)])
 
