@@ -46,7 +46,7 @@ from minijax.lax.utils import standard_primitive
 from minijax.lax.vmap import vmap
 
 __all__ = ["EigImplementation", "eig", "hessenberg", "householder_product",
-           "lu_pivots_to_permutation", "tridiagonal", "tridiagonal_solve"]
+           "lu_pivots_to_permutation", "schur", "tridiagonal", "tridiagonal_solve"]
 
 
 class EigImplementation:
@@ -318,3 +318,26 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
     for _ in range(len(shape) - 1):
         fn = vmap(fn)
     return fn(dl, d, du, b)
+
+# --------------------------------------------------------------------------- schur
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):
+    """Schur decomposition x = Z T Z^H: (T, Z), or (T,) without compute_schur_vectors. Real
+    input gives the real Schur form (quasi-triangular, 2x2 blocks with equal diagonal entries
+    for complex-conjugate eigenvalue pairs, as LAPACK gees); complex input a triangular T."""
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError("schur: sorting eigenvalues (sort_eig_vals / "
+                                  "select_callable) is not implemented in minijax")
+    return tuple(schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors)))
+
+
+def _schur_abstract_eval(x, *, compute_schur_vectors):
+    base._check_matrix("schur", x, square=True)
+    return [ShapedArray(x.shape, x.dtype)] * (1 + compute_schur_vectors)
+
+
+schur_p = standard_primitive("schur", _schur_abstract_eval, host.schur, multiple_results=True)
+batching.primitive_batchers[schur_p] = base._batch_front_rule(schur_p)
+base._host_lowering(schur_p, host.schur)

@@ -19,6 +19,7 @@ from minijax.scipy.linalg.decompositions import (
 )
 from minijax.scipy.linalg.matrix_functions import expm, expm_frechet, polar
 from minijax.scipy.linalg.reductions import hessenberg, qr_multiply, solve_sylvester
+from minijax.scipy.linalg.schur_functions import funm, rsf2csf, schur, sqrtm
 from minijax.scipy.linalg.special_matrices import (
     block_diag,
     circulant,
@@ -43,4 +44,5 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "expm_frechet", "fiedler", "hadamard", "hankel", "helmert", "hilbert", "inv",
            "invhilbert", "invpascal", "leslie", "lu", "lu_factor", "lu_solve", "pascal",
            "polar", "qr", "solve", "solve_triangular", "svd", "toeplitz",
-           "fiedler_companion", "hessenberg", "qr_multiply", "solve_sylvester"]
+           "fiedler_companion", "funm", "hessenberg", "qr_multiply", "rsf2csf", "schur",
+           "solve_sylvester", "sqrtm"]
