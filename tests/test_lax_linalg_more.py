@@ -308,3 +308,85 @@ def test_live_jax_comparison():
     h, q = msl.hessenberg(a, calc_q=True)
     jh, jq = jax.scipy.linalg.hessenberg(a, calc_q=True)
     np.testing.assert_allclose(np.asarray(q), np.asarray(jq), atol=2e-6)
+
+# --------------------------------------------------------------------------- schur & friends
+
+
+def _check_real_schur(a, t, z, tol):
+    t, z = np.asarray(t, np.float64), np.asarray(z, np.float64)
+    n = a.shape[-1]
+    np.testing.assert_allclose(z @ t @ z.T, a, atol=tol)
+    np.testing.assert_allclose(z.T @ z, np.eye(n), atol=tol)
+    assert np.all(np.tril(t, -2) == 0)
+    sub = np.diag(t, -1)
+    for i in np.nonzero(sub)[0]:   # standardized 2x2 blocks, never two in a row
+        assert i + 1 >= len(sub) or sub[i + 1] == 0
+        assert abs(t[i, i] - t[i + 1, i + 1]) < tol and t[i, i + 1] * t[i + 1, i] < 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 12])
+def test_real_schur_form(n, x64):
+    for seed in range(3):
+        a = _rand((n, n), seed=20 + seed)
+        t, z = L.schur(a)
+        _check_real_schur(a, t, z, 1e-10)
+        np.testing.assert_allclose(np.sort(np.linalg.eigvals(np.asarray(t)).real),
+                                   np.sort(np.linalg.eigvals(a).real), atol=1e-9)
+    cyclic = np.roll(np.eye(n), 1, axis=0)   # needs exceptional shifts
+    _check_real_schur(cyclic, *L.schur(cyclic), 1e-10)
+
+
+def test_complex_schur_and_values_from_jax(x64):
+    a = _rand((2, 5, 5), np.complex128, seed=30)
+    t, z = L.schur(a)
+    t, z = np.asarray(t), np.asarray(z)
+    assert np.all(np.tril(t, -1) == 0)
+    np.testing.assert_allclose(z @ t @ np.conj(np.swapaxes(z, -1, -2)), a, atol=1e-10)
+    (t_only,) = minijax.jit(lambda x: L.schur(x, compute_schur_vectors=False))(a)
+    np.testing.assert_allclose(np.asarray(t_only), t, atol=1e-12)
+    t, z = msl.schur(_A)
+    # JAX 0.10.2 (LAPACK sgees)
+    np.testing.assert_allclose(np.asarray(t), [[0.9314412, -3.0983438, -0.6019088],
+                                               [1.9853246, 0.9314412, -0.20980848],
+                                               [0., 0., 2.1371171]], atol=3e-6)
+    np.testing.assert_allclose(np.abs(np.asarray(z)),
+                               np.abs([[0.04265552, -0.99611783, 0.07700709],
+                                       [-0.9902704, -0.03193437, 0.13544266],
+                                       [0.13245764, 0.08203522, 0.987788]]), atol=3e-6)
+    tc, zc = msl.schur(_A, output="complex")
+    assert tc.dtype == np.complex64 and np.all(np.tril(np.asarray(tc), -1) == 0)
+    with pytest.raises(ValueError, match="output must be"):
+        msl.schur(_A, output="upper")
+    with pytest.raises(NotImplementedError, match="sort"):
+        L.schur(_A, sort_eig_vals=True)
+
+
+def test_rsf2csf_matches_scipy(x64):
+    a = _rand((6, 6), seed=31)
+    t, z = sl.schur(a)
+    got_t, got_z = msl.rsf2csf(t, z)
+    want_t, want_z = sl.rsf2csf(t, z)
+    np.testing.assert_allclose(np.asarray(got_t), want_t, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(got_z), want_z, atol=1e-10)
+    t32, z32 = msl.rsf2csf(*msl.schur(_A))
+    # JAX 0.10.2
+    np.testing.assert_allclose(np.diag(np.asarray(t32)), [0.9314412 + 2.480165j,
+                                                          0.9314412 - 2.480165j, 2.1371171],
+                               atol=3e-6)
+
+
+@pytest.mark.parametrize("make", ["spd", "general", "complex"])
+def test_sqrtm_and_funm_match_scipy(make, x64):
+    a = _rand((5, 5), np.complex128 if make == "complex" else np.float64, seed=32)
+    if make == "spd":
+        a = a @ a.T + 5 * np.eye(5)
+    r = np.asarray(msl.sqrtm(a))
+    np.testing.assert_allclose(r @ r, a, atol=1e-9)
+    np.testing.assert_allclose(r, sl.sqrtm(a), atol=1e-9)
+    np.testing.assert_allclose(np.asarray(msl.funm(a, jnp.exp)), sl.expm(a), atol=1e-8)
+    f, err = msl.funm(a, jnp.sin, disp=False)
+    want_f, want_err = sl.funm(a, np.sin, disp=False)
+    np.testing.assert_allclose(np.asarray(f), want_f, atol=1e-8)
+    assert float(err) < 1e-6
+    with pytest.raises(NotImplementedError, match="Blocked"):
+        msl.sqrtm(a, blocksize=2)
