@@ -390,3 +390,34 @@ def test_sqrtm_and_funm_match_scipy(make, x64):
     assert float(err) < 1e-6
     with pytest.raises(NotImplementedError, match="Blocked"):
         msl.sqrtm(a, blocksize=2)
+
+# --------------------------------------------------------------------------- qdwh
+
+
+@pytest.mark.parametrize("shape,dtype,iters", [((3, 2), np.float32, 4), ((6, 6), np.float32, 4),
+                                               ((5, 5), np.complex64, 4),
+                                               ((8, 5), np.float64, 6)])
+def test_qdwh_polar_decomposition(shape, dtype, iters, x64):
+    a = _rand(shape, dtype, seed=40)
+    u, h, num_iters, converged = L.qdwh(a)
+    # JAX 0.10.2 takes the same number of iterations for these inputs
+    assert int(num_iters) == iters and bool(converged)
+    tol = 1e-5 if np.finfo(dtype).bits <= 32 or dtype == np.complex64 else 1e-12
+    u, h = np.asarray(u, np.complex128), np.asarray(h, np.complex128)
+    np.testing.assert_allclose(u @ h, a, atol=tol * 10)
+    np.testing.assert_allclose(np.conj(u.T) @ u, np.eye(shape[1]), atol=tol * 10)
+    np.testing.assert_allclose(h, np.conj(h.T), atol=tol)
+    want_u, want_h = sl.polar(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64))
+    np.testing.assert_allclose(u, want_u, atol=tol * 10)
+    np.testing.assert_allclose(h, want_h, atol=tol * 10)
+    with pytest.raises(ValueError, match="M >= N"):
+        L.qdwh(a.T if shape[0] > shape[1] else np.ones((2, 3), dtype))
+
+
+def test_qdwh_jit_and_live_jax():
+    a = _rand((7, 4), np.float32, seed=41)
+    u, h, k, ok = minijax.jit(lambda x: L.qdwh(x, max_iterations=3))(a)
+    assert int(k) == 3 and not bool(ok)   # stopped by max_iterations
+    jax = pytest.importorskip("jax")
+    for got, want in zip(L.qdwh(a), jax.lax.linalg.qdwh(a), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=2e-6)
