@@ -303,11 +303,14 @@ from minijax.lax.special import (  # noqa: E402
 __all__ += ["bessel_i0e", "bessel_i1e", "betainc", "igamma", "igammac", "polygamma", "zeta"]
 
 # jax.lax.linalg's general eigensolver, Householder reductions and tridiagonal solver
-# (lax/linalg_more.py, which builds on lax/linalg.py) in the minijax.lax.linalg namespace.
+# (lax/linalg_more.py and lax/qdwh.py, which build on lax/linalg.py) in the
+# minijax.lax.linalg namespace.
 from minijax.lax import linalg as _linalg  # noqa: E402
 from minijax.lax import linalg_more as _linalg_more  # noqa: E402
+from minijax.lax import qdwh as _qdwh  # noqa: E402
 
-for _name in _linalg_more.__all__:
-    setattr(_linalg, _name, getattr(_linalg_more, _name))
-_linalg.__all__ = sorted({*_linalg.__all__, *_linalg_more.__all__})
-del _linalg, _linalg_more, _name
+for _mod in (_linalg_more, _qdwh):
+    for _name in _mod.__all__:
+        setattr(_linalg, _name, getattr(_mod, _name))
+    _linalg.__all__ = sorted({*_linalg.__all__, *_mod.__all__})
+del _linalg, _linalg_more, _qdwh, _mod, _name
