@@ -440,3 +440,25 @@ def test_live_arrays_and_shard():
     shard = x.addressable_shards[0]
     assert isinstance(shard, minijax.Shard)
     np.testing.assert_array_equal(np.asarray(shard.data), [0, 1, 2])
+
+
+def test_tree_util_default_registry():
+    reg = minijax.tree_util.default_registry
+    tree = {"a": [1, 2], "b": 3}
+    leaves, treedef = reg.flatten(tree)
+    assert leaves == [1, 2, 3] and treedef == minijax.tree_util.tree_structure(tree)
+    # JAX 0.10.2's answers
+    assert reg.flatten_one_level(tree) == (([1, 2], 3), ("a", "b"))
+    assert reg.flatten_one_level(3) is None
+    keyed, aux = reg.flatten_one_level_with_keys(tree)
+    assert [k.key for k, _ in keyed] == ["a", "b"] and aux == ("a", "b")
+    paths, _ = reg.flatten_with_path({"a": [1, 2]})
+    assert [len(p) for p, _ in paths] == [2, 2]
+    assert reg.is_node(dict) and not reg.is_node(int)
+
+    class Box:
+        def __init__(self, x):
+            self.x = x
+
+    reg.register_node(Box, lambda b: ((b.x,), None), lambda aux, ch: Box(*ch))
+    assert minijax.tree_util.tree_leaves([Box(4), Box(5)]) == [4, 5]

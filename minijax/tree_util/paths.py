@@ -19,6 +19,7 @@ from minijax.tree_util.registry import (
     GetAttrKey,
     SequenceKey,
     _resolve,
+    register_dataclass,
     register_pytree_node,
 )
 from minijax.tree_util.treedef import (
@@ -174,3 +175,37 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, cs: Partial(func, *cs[0], **cs[1]))
+
+
+class PyTreeRegistry:
+    """The pytree node registry as an object (jax.tree_util.default_registry): flatten,
+    flatten_one_level (None for a leaf), flatten_with_path, is_node and registration."""
+
+    def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree: Any):
+        return None if _resolve(type(tree)) is None else flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree: Any):
+        return None if _resolve(type(tree)) is None else flatten_one_level_with_keys(tree)
+
+    def flatten_with_path(self, tree: Any, leaf_predicate: Callable[..., bool] | None = None):
+        return tree_flatten_with_path(tree, leaf_predicate)
+
+    def is_node(self, typ: type) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, typ: type, to_iterable: Callable, from_iterable: Callable,
+                      to_iterable_with_keys: Callable | None = None):
+        register_pytree_node(typ, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, typ: type, data_fields, meta_fields):
+        register_dataclass(typ, data_fields, meta_fields)
+
+    def __repr__(self) -> str:
+        return "PyTreeRegistry(default)"
+
+
+#: The registry every tree function uses (JAX's jax.tree_util.default_registry).
+default_registry = PyTreeRegistry()
