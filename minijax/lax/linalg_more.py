@@ -45,8 +45,9 @@ from minijax.lax.structural import broadcasted_iota, concatenate, reshape
 from minijax.lax.utils import standard_primitive
 from minijax.lax.vmap import vmap
 
-__all__ = ["EigImplementation", "eig", "hessenberg", "householder_product",
-           "lu_pivots_to_permutation", "schur", "tridiagonal", "tridiagonal_solve"]
+__all__ = ["EigImplementation", "eig", "eig_p", "hessenberg", "hessenberg_p",
+           "householder_product", "householder_product_p", "lu_pivots_to_permutation",
+           "schur", "schur_p", "tridiagonal", "tridiagonal_p", "tridiagonal_solve"]
 
 
 class EigImplementation:
