@@ -462,3 +462,12 @@ def test_tree_util_default_registry():
 
     reg.register_node(Box, lambda b: ((b.x,), None), lambda aux, ch: Box(*ch))
     assert minijax.tree_util.tree_leaves([Box(4), Box(5)]) == [4, 5]
+
+
+def test_approx_top_k_of_empty_batches():
+    x = np.zeros((2, 0, 3), np.float32)
+    for fn in (minijax.lax.approx_max_k, minijax.lax.approx_min_k):
+        v, i = fn(x, 2)
+        assert v.shape == i.shape == (2, 0, 2)
+        v, i = minijax.jit(lambda a, fn=fn: fn(a, 2))(x)
+        assert v.shape == (2, 0, 2) and i.dtype == np.int32

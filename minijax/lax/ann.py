@@ -93,8 +93,11 @@ def _approx_top_k(name, operand, k, reduction_dimension, recall_target,
     key = elementwise.add(x, weak_scalar(0, aval.dtype))   # -0.0 + 0.0 is +0.0
     if not largest:
         key = elementwise.neg(key)
-    _, indices = top_k(key, size)
-    values = _take_along(x, indices, aval.ndim - 1)
+    key_values, indices = top_k(key, size)
+    if 0 in aval.shape:   # nothing to gather (and the gather rejects empty operands)
+        values = key_values if largest else elementwise.neg(key_values)
+    else:
+        values = _take_along(x, indices, aval.ndim - 1)
     if axis != aval.ndim - 1:
         values, indices = moveaxis(values, -1, axis), moveaxis(indices, -1, axis)
     return values, indices
