@@ -32,12 +32,13 @@ from minijax.devices import (
     device_get,
     device_put,
     devices,
+    live_arrays,
     local_device_count,
     local_devices,
     process_count,
     process_index,
 )
-from minijax.sharding import make_mesh
+from minijax.sharding import Shard, make_mesh
 from minijax.version import __version__ as __version__
 from minijax.version import __version_info__ as __version_info__
 
@@ -48,6 +49,7 @@ __all__ = [
     "linearize", "local_devices", "make_jaxpr", "numpy", "tree", "tree_util", "value_and_grad",
     "vjp", "vmap", "Device",
 ]
+__all__ += ["Shard", "live_arrays"]
 __all__ += ["device_count", "distributed", "local_device_count", "make_mesh", "pmap",
             "process_count", "process_index", "shard_map", "sharding"]
 __all__ += ["checkpoint", "checkpoint_policies", "custom_jvp", "custom_vjp", "remat"]

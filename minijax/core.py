@@ -27,6 +27,7 @@ import numpy as np
 from minijax import display, dtypes
 from minijax.errors import (
     ConcretizationTypeError,
+    JaxprTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
@@ -418,10 +419,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts, *args) -> list:
         else:
             env[eqn.outvars[0]] = outs
     return [read(v) for v in jaxpr.outvars]
-
-
-class JaxprTypeError(TypeError):
-    """A jaxpr is ill-typed (raised by check_jaxpr)."""
 
 
 def check_jaxpr(jaxpr: Jaxpr) -> None:

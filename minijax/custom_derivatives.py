@@ -65,6 +65,19 @@ def _merge(diff, nondiff, nondiff_pos):
     return out
 
 
+def _nondiff_positions(fun, nondiff_argnums, nondiff_argnames) -> tuple[int, ...]:
+    """nondiff_argnums joined with the positions of nondiff_argnames (names of positional-or-
+    keyword parameters of fun; others are ignored, as in JAX), sorted."""
+    nums = set(nondiff_argnums)
+    if nondiff_argnames:
+        names = (nondiff_argnames,) if isinstance(nondiff_argnames, str) else \
+            tuple(nondiff_argnames)
+        params = inspect.signature(fun).parameters.items()
+        nums.update(i for i, (k, p) in enumerate(params)
+                    if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and k in names)
+    return tuple(sorted(nums))
+
+
 def _name(f) -> str:
     return getattr(f, "__name__", repr(f))
 
@@ -130,10 +143,10 @@ class custom_jvp:  # noqa: N801 - JAX's name
     """A function with a custom JVP rule: `f = custom_jvp(fun)`, then `f.defjvp(rule)`
     where `rule(primals, tangents) -> (primal_out, tangent_out)`."""
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
         self.symbolic_zeros = False
 
@@ -289,10 +302,10 @@ class custom_vjp:  # noqa: N801 - JAX's name
     """A function with a custom VJP: `f = custom_vjp(fun)`, then `f.defvjp(fwd, bwd)` where
     `fwd(*args) -> (out, residuals)` and `bwd(*nondiff_args, residuals, g) -> arg cts`."""
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = None
         self.bwd = None
         self.symbolic_zeros = False

@@ -3,6 +3,8 @@ process_index(), device_put (to a device or a sharding), device_get, block_until
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from minijax import dispatch, distributed, global_arrays, tree_util
@@ -119,3 +121,16 @@ def _apply_over_processes(primitive, args, params):
 
 
 dispatch.over_processes = _apply_over_processes
+
+
+def live_arrays(platform: str | None = None) -> list:
+    """The Arrays alive in this process (not deleted), optionally only those on devices of
+    `platform` ("cpu", "gpu"); as jax.live_arrays. Found by walking the garbage collector's
+    objects, so it costs time proportional to the number of Python objects alive."""
+    out = []
+    for obj in gc.get_objects():
+        if isinstance(obj, Array) and not obj.is_deleted():
+            if platform is None or any(d.platform == platform for d in obj.devices()):
+                out.append(obj)
+    return out
+

@@ -361,3 +361,21 @@ def short_name(dtype) -> str:
     if dtype in _FLOAT8:
         return dtype.name
     return {"f": "f", "i": "i", "u": "u", "c": "c"}[dtype.kind] + str(dtype.itemsize * 8)
+
+
+def itemsize_bits(dtype) -> int:
+    """Bits per element of `dtype` (jax.dtypes.itemsize_bits): 4 for int4 and float4, 8 for
+    bool (its storage), twice the component width for complex types."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return 8
+    if dt.kind == "c":
+        return 2 * int(np.finfo(dt).bits)
+    for info in (ml_dtypes.iinfo, ml_dtypes.finfo):   # NumPy's types and ml_dtypes' ones
+        try:
+            return int(info(dt).bits)
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"unexpected input: dtype={dt}")

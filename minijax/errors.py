@@ -29,7 +29,15 @@ class UnexpectedTracerError(Exception):
     """A tracer escaped the transformation that created it (a leaked tracer)."""
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class JAXIndexError(IndexError):
+    """Base of minijax's indexing errors (IndexErrors, as in JAX)."""
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr is ill-typed (raised by core.check_jaxpr)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
     """Boolean-mask indexing inside jit, whose result shape depends on values."""
 
 

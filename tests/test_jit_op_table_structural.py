@@ -144,6 +144,10 @@ def _windows_and_sort(x):
     outs += list(lax.sort_key_val(lax.floor(x), x, dimension=0))
     if x.shape[-1]:
         outs += list(lax.top_k(x, min(3, x.shape[-1])))
+        outs += list(lax.approx_max_k(x, min(2, x.shape[-1])))
+    if x.shape[0]:
+        outs += list(lax.approx_min_k(x, min(2, x.shape[0]), reduction_dimension=0))
+    outs.append(lax.composite(lambda v: lax.mul(v, v), "test.square")(x))
     return outs
 
 
@@ -301,7 +305,7 @@ def test_remaining_exported_ops(n, i, seed):
 _NOT_OPS = {"ConvDimensionNumbers", "Precision", "GatherDimensionNumbers",
             "ScatterDimensionNumbers", "GatherScatterMode", "RoundingMethod",
             "conv_dimension_numbers", "conv_general_permutations", "padtype_to_pads",
-            "FftType", "broadcast_shapes"}
+            "FftType", "broadcast_shapes", "AccuracyMode", "Tolerance"}
 
 
 def _ffts(x):

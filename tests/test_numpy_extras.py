@@ -475,8 +475,10 @@ def test_poly_misc():
         jnp.polyint(np.ones(3), 2, k=[1.0, 2, 3])
     with pytest.raises(ValueError, match="input must be 1d or non-empty square 2d"):
         jnp.poly(np.ones((2, 3)))
-    with pytest.raises(NotImplementedError, match="eigvals"):
-        jnp.poly(np.eye(2))
+    # a square matrix: its characteristic polynomial, complex as in JAX 0.10.2
+    np.testing.assert_allclose(np.asarray(jnp.poly(np.array([[1., 2], [3, 4]]))),
+                               [1., -5., -2.], rtol=1e-5, atol=1e-5)
+    assert jnp.poly(np.array([[0., -1], [1, 0]])).dtype == np.complex64
     with pytest.raises(ConcretizationTypeError, match="trim_leading_zeros"):
         minijax.jit(lambda a: jnp.polymul(a, a, trim_leading_zeros=True))(np.ones(2))
 

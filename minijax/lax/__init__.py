@@ -5,6 +5,9 @@ from minijax.lax import (
     gather_scatter_ad,  # noqa: F401 - registers the scatters' JVP and transpose rules
     reductions_jvp,  # noqa: F401 - registers reduce_max/min/prod JVPs
 )
+from minijax.lax.accuracy import AccuracyMode, Tolerance
+from minijax.lax.ann import approx_max_k, approx_min_k
+from minijax.lax.composite import composite
 from minijax.lax.conv_util import ConvDimensionNumbers, conv_general_permutations
 from minijax.lax.cumulative import cumlogsumexp, cummax, cummin, cumprod, cumsum
 from minijax.lax.dot_conv import (
@@ -188,6 +191,7 @@ __all__ += [
     "padtype_to_pads", "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
     "reduce_prod", "reduce_window", "reduce_window_max", "reduce_window_min",
     "reduce_window_sum", "reduce_xor", "sort", "sort_key_val", "top_k",
+    "AccuracyMode", "Tolerance", "approx_max_k", "approx_min_k", "composite",
 ]
 
 # control flow and custom derivatives (lax/control_flow*.py, minijax/custom_derivatives.py)
@@ -297,3 +301,16 @@ from minijax.lax.special import (  # noqa: E402
 )
 
 __all__ += ["bessel_i0e", "bessel_i1e", "betainc", "igamma", "igammac", "polygamma", "zeta"]
+
+# jax.lax.linalg's general eigensolver, Householder reductions and tridiagonal solver
+# (lax/linalg_more.py and lax/qdwh.py, which build on lax/linalg.py) in the
+# minijax.lax.linalg namespace.
+from minijax.lax import linalg as _linalg  # noqa: E402
+from minijax.lax import linalg_more as _linalg_more  # noqa: E402
+from minijax.lax import qdwh as _qdwh  # noqa: E402
+
+for _mod in (_linalg_more, _qdwh):
+    for _name in _mod.__all__:
+        setattr(_linalg, _name, getattr(_mod, _name))
+    _linalg.__all__ = sorted({*_linalg.__all__, *_mod.__all__})
+del _linalg, _linalg_more, _qdwh, _mod, _name

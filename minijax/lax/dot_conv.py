@@ -32,6 +32,7 @@ from minijax.lax.conv_util import (
     vjp_lhs_padding,
     vjp_rhs_padding,
 )
+from minijax.lax.out_sharding import check_out_sharding
 from minijax.lax.structural import convert_element_type, moveaxis, reshape, transpose
 from minijax.lax.utils import promote_scalars, standard_primitive
 
@@ -292,9 +293,14 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch
 register_lowering(dot_general_p, _dot_general_lower)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
     """Vector/matrix products: [n]·[n] -> [], [m,n]·[n] -> [m], [n]·[n,k] -> [k],
-    [m,n]·[n,k] -> [m,k]."""
+    [m,n]·[n,k] -> [m,k]; with `dimension_numbers`, the general contraction dot_general.
+    `out_sharding` may be None or a single-device sharding (minijax does not shard here)."""
+    check_out_sharding("dot", out_sharding)
+    if dimension_numbers is not None:
+        return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
     ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
     if 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]:
         return dot_general(lhs, rhs, (((len(ls) - 1,), (0,)), ((), ())), precision,

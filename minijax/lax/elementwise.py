@@ -24,6 +24,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import get_aval
 from minijax.interpreters import ad, batching
 from minijax.interpreters.batching import not_mapped
+from minijax.lax.accuracy import check_accuracy
 from minijax.lax.reductions import unbroadcast_scalar
 from minijax.lax.structural import bdim_at_front, broadcast_in_dim, moveaxis
 from minijax.lax.utils import (
@@ -517,18 +518,24 @@ ad.defjvp_zero(round_p)
 # --------------------------------------------------------------------------- sin / cos / exp
 
 
-def sin(x):
-    """Elementwise sine."""
+def sin(x, *, accuracy=None):
+    """Elementwise sine (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return sin_p.bind(x)
 
 
-def cos(x):
-    """Elementwise cosine."""
+def cos(x, *, accuracy=None):
+    """Elementwise cosine (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return cos_p.bind(x)
 
 
-def exp(x):
-    """Elementwise e**x."""
+def exp(x, *, accuracy=None):
+    """Elementwise e**x (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return exp_p.bind(x)
 
 

@@ -21,6 +21,7 @@ from minijax.dispatch import compile_when_large
 from minijax.interpreters import ad, batching
 from minijax.lax import elementwise_lowering as el
 from minijax.lax import special_math
+from minijax.lax.accuracy import check_accuracy
 from minijax.lax.elementwise import (
     _binary,
     _brcast,
@@ -64,23 +65,31 @@ def _via_float64(fn):
 # --------------------------------------------------------------------------- exp / log family
 
 
-def exp2(x):
-    """Elementwise 2**x."""
+def exp2(x, *, accuracy=None):
+    """Elementwise 2**x (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return exp2_p.bind(x)
 
 
-def log(x):
-    """Elementwise natural logarithm."""
+def log(x, *, accuracy=None):
+    """Elementwise natural logarithm (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return log_p.bind(x)
 
 
-def log1p(x):
-    """Elementwise log(1 + x), accurate for small x."""
+def log1p(x, *, accuracy=None):
+    """Elementwise log(1 + x), accurate for small x (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return log1p_p.bind(x)
 
 
-def expm1(x):
-    """Elementwise e**x - 1, accurate for small x."""
+def expm1(x, *, accuracy=None):
+    """Elementwise e**x - 1, accurate for small x (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return expm1_p.bind(x)
 
 
@@ -96,13 +105,17 @@ ad.defjvp2(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
 # --------------------------------------------------------------------------- tanh / logistic
 
 
-def tanh(x):
-    """Elementwise hyperbolic tangent."""
+def tanh(x, *, accuracy=None):
+    """Elementwise hyperbolic tangent (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return tanh_p.bind(x)
 
 
-def logistic(x):
-    """Elementwise sigmoid 1 / (1 + e**-x)."""
+def logistic(x, *, accuracy=None):
+    """Elementwise sigmoid 1 / (1 + e**-x) (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return logistic_p.bind(x)
 
 
@@ -122,8 +135,10 @@ ad.defjvp2(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))
 # --------------------------------------------------------------------------- trigonometric
 
 
-def tan(x):
-    """Elementwise tangent."""
+def tan(x, *, accuracy=None):
+    """Elementwise tangent (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return tan_p.bind(x)
 
 
@@ -210,18 +225,24 @@ ad.defjvp(atanh_p, lambda t, x: div(div(t, sub(_const(x, 1), x)), add(_const(x, 
 # --------------------------------------------------------------------------- roots
 
 
-def sqrt(x):
-    """Elementwise square root."""
+def sqrt(x, *, accuracy=None):
+    """Elementwise square root (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return sqrt_p.bind(x)
 
 
-def rsqrt(x):
-    """Elementwise 1 / sqrt(x)."""
+def rsqrt(x, *, accuracy=None):
+    """Elementwise 1 / sqrt(x) (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return rsqrt_p.bind(x)
 
 
-def cbrt(x):
-    """Elementwise real cube root."""
+def cbrt(x, *, accuracy=None):
+    """Elementwise real cube root (`accuracy`: see lax.accuracy)."""
+    if accuracy is not None:
+        check_accuracy(accuracy)
     return cbrt_p.bind(x)
 
 

@@ -188,12 +188,19 @@ def _as_index_list(start_indices) -> list:
     return [reshape(slice(start_indices, (i,), (i + 1,)), ()) for i in range(aval.shape[0])]
 
 
-def _dynamic_indices(name: str, shape, start_indices) -> list:
-    """Indices as scalar arrays of one integer dtype; negative indices wrap as in JAX."""
+def _dynamic_indices(name: str, shape, start_indices, allow_negative=True) -> list:
+    """Indices as scalar arrays of one integer dtype; negative indices wrap as in JAX (per
+    dimension where `allow_negative`, a bool or one bool per dimension; elsewhere a static
+    negative index is an error and a traced one is clamped like any out-of-bounds one)."""
     indices = _as_index_list(start_indices)
     if len(indices) != len(shape):
         raise TypeError(f"{name}: got {len(indices)} start indices for an operand of rank "
                         f"{len(shape)} (shape {tuple(shape)}); give one index per dimension")
+    allow = [bool(allow_negative)] * len(shape) if isinstance(allow_negative, (bool, np.bool_)) \
+        else [bool(a) for a in allow_negative]
+    if len(allow) != len(shape):
+        raise ValueError(f"{name}: allow_negative_indices has {len(allow)} entries for an "
+                         f"operand of rank {len(shape)}")
     for i in indices:
         aval = get_aval(i)
         if aval.ndim != 0 or not (dtypes.is_integer(aval.dtype)):
@@ -202,13 +209,18 @@ def _dynamic_indices(name: str, shape, start_indices) -> list:
     array_dtypes = [get_aval(i).dtype for i in indices if not is_scalar_literal(i)]
     dtype = dtypes.result_type(*array_dtypes) if array_dtypes else np.dtype("int32")
     out = []
-    for i, d in zip(indices, shape, strict=True):
+    for i, d, wrap in zip(indices, shape, allow, strict=True):
         if isinstance(i, Tracer):
             i = convert_element_type(i, dtype)
-            out.append(_wrap_negative(i, d, dtype))
+            out.append(_wrap_negative(i, d, dtype) if wrap else i)
         else:
             v = int(np.asarray(i))
-            v = v + d if v < 0 else v
+            if v < 0 and not wrap:
+                if isinstance(i, (int, np.integer)):   # as JAX: static indices are checked
+                    raise ValueError(f"Index {v} is out of bounds for dimension {d} if "
+                                     "allow_negative_indices=False")
+            elif v < 0:
+                v = v + d
             out.append(Array(np.asarray(v, dtype)))
     return out
 
@@ -251,12 +263,14 @@ def _index_vector(indices, dims, size):
 # --------------------------------------------------------------------------- dynamic_slice
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """Slice of static `slice_sizes` at dynamic `start_indices` (XLA's DynamicSlice: start
-    indices are clamped so the slice lies inside the operand; negative ones wrap)."""
+    indices are clamped so the slice lies inside the operand; negative ones wrap unless
+    `allow_negative_indices` is False for that dimension)."""
     aval = get_aval(operand)
     sizes = _static_ints("dynamic_slice", "slice_sizes", slice_sizes)
-    indices = _dynamic_indices("dynamic_slice", aval.shape, start_indices)
+    indices = _dynamic_indices("dynamic_slice", aval.shape, start_indices,
+                               allow_negative_indices)
     return dynamic_slice_p.bind(operand, *indices, slice_sizes=sizes)
 
 
@@ -322,7 +336,8 @@ batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
 register_lowering(dynamic_slice_p, _dynamic_slice_lower)
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
+                         allow_negative_indices=True):
     """dynamic_slice along one axis (full extent elsewhere)."""
     aval = get_aval(operand)
     axis = canonical_axis(int(axis), aval.ndim, "dynamic_slice_in_dim")
@@ -330,12 +345,14 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
     starts[axis] = start_index
     sizes = list(aval.shape)
     sizes[axis] = int(slice_size)
-    return dynamic_slice(operand, starts, sizes)
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
+                         allow_negative_indices=True):
     """`operand` at dynamic `index` along `axis` (clamped like dynamic_slice)."""
-    out = dynamic_slice_in_dim(operand, index, 1, axis)
+    out = dynamic_slice_in_dim(operand, index, 1, axis,
+                               allow_negative_indices=allow_negative_indices)
     if keepdims:
         return out
     return squeeze(out, (canonical_axis(int(axis), get_aval(operand).ndim, "index"),))
@@ -343,11 +360,13 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
 # --------------------------------------------------------------------------- dynamic_update_slice
 
 
-def dynamic_update_slice(operand, update, start_indices):
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
     """`operand` with `update` written at dynamic `start_indices` (XLA's DynamicUpdateSlice:
-    start indices are clamped so the update fits; negative ones wrap)."""
+    start indices are clamped so the update fits; negative ones wrap unless
+    `allow_negative_indices` is False for that dimension)."""
     aval = get_aval(operand)
-    indices = _dynamic_indices("dynamic_update_slice", aval.shape, start_indices)
+    indices = _dynamic_indices("dynamic_update_slice", aval.shape, start_indices,
+                               allow_negative_indices)
     return dynamic_update_slice_p.bind(operand, update, *indices)
 
 
@@ -429,22 +448,26 @@ batching.primitive_batchers[dynamic_update_slice_p] = _dus_batch
 register_lowering(dynamic_update_slice_p, _dus_lower)
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+def dynamic_update_slice_in_dim(operand, update, start_index, axis, *,
+                                allow_negative_indices=True):
     """dynamic_update_slice at `start_index` along `axis` (0 elsewhere)."""
     aval = get_aval(operand)
     axis = canonical_axis(int(axis), aval.ndim, "dynamic_update_slice_in_dim")
     starts = [0] * aval.ndim
     starts[axis] = start_index
-    return dynamic_update_slice(operand, update, starts)
+    return dynamic_update_slice(operand, update, starts,
+                                allow_negative_indices=allow_negative_indices)
 
 
-def dynamic_update_index_in_dim(operand, update, index, axis):
+def dynamic_update_index_in_dim(operand, update, index, axis, *,
+                                allow_negative_indices=True):
     """Write `update` at `index` along `axis`; `update` may lack that axis."""
     aval = get_aval(operand)
     axis = canonical_axis(int(axis), aval.ndim, "dynamic_update_index_in_dim")
     if get_aval(update).ndim == aval.ndim - 1:
         update = expand_dims(update, (axis,))
-    return dynamic_update_slice_in_dim(operand, update, index, axis)
+    return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                       allow_negative_indices=allow_negative_indices)
 
 # --------------------------------------------------------------------------- pad
 

@@ -21,7 +21,7 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import ShapedArray, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
-from minijax.lax.structural import bdim_at_front, broadcasted_iota, reshape
+from minijax.lax.structural import bdim_at_front, broadcasted_iota, moveaxis, reshape
 from minijax.lax.utils import canonical_axis, standard_primitive
 
 
@@ -191,11 +191,16 @@ register_lowering(sort_p, _sort_lower)
 # --------------------------------------------------------------------------- top_k
 
 
-def top_k(operand, k: int):
-    """The `k` largest entries along the last axis (descending, in XLA's total order as JAX:
-    a positive NaN is largest, a negative NaN smallest, -0.0 below 0.0) and their int32
-    indices; ties keep the lower index first."""
-    return tuple(top_k_p.bind(operand, k=int(k)))
+def top_k(operand, k: int, *, axis: int = -1):
+    """The `k` largest entries along `axis` (default the last; descending, in XLA's total
+    order as JAX: a positive NaN is largest, a negative NaN smallest, -0.0 below 0.0) and
+    their int32 indices; ties keep the lower index first."""
+    ndim = get_aval(operand).ndim
+    if axis in (-1, ndim - 1) or ndim == 0:
+        return tuple(top_k_p.bind(operand, k=int(k)))
+    axis = canonical_axis(axis, ndim, "top_k")
+    values, indices = top_k_p.bind(moveaxis(operand, axis, -1), k=int(k))
+    return moveaxis(values, -1, axis), moveaxis(indices, -1, axis)
 
 
 def _top_k_abstract_eval(x, *, k):

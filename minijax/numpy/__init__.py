@@ -10,6 +10,7 @@ and the less common functions of extras*.py and functional.py) import base.py as
 this package imports all of them, and no submodule imports this package.
 """
 
+from minijax.lax.out_sharding import accepts_out_sharding as _accepts_out_sharding
 from minijax.numpy import array_methods as _array_methods
 from minijax.numpy import einsum_ops as _einsum_ops
 from minijax.numpy import extras as _extras
@@ -31,7 +32,15 @@ for _mod in (_einsum_ops, _sorting_searching, _signal_stats, _extras, _extras_in
         globals().setdefault(_name, getattr(_mod, _name))
 del _einsum_ops, _sorting_searching, _signal_stats, _mod, _name
 del _extras, _extras_index, _extras_poly, _functional, _host_io
-del _array_methods
+
+# The functions that take JAX's out_sharding keyword (validated and applied to the result;
+# the modules of this package call the plain functions).
+for _name in ("arange", "array", "asarray", "bincount", "broadcast_to", "empty", "full",
+              "full_like", "ones", "ones_like", "ravel", "repeat", "reshape", "tensordot",
+              "zeros", "zeros_like"):
+    globals()[_name] = _accepts_out_sharding(globals()[_name])
+del _name
+del _array_methods, _accepts_out_sharding
 
 
 def __getattr__(name):

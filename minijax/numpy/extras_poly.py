@@ -138,19 +138,20 @@ def polyint(p, m=1, k=None):
 
 
 def poly(seq_of_zeros):
-    """Coefficients of the monic polynomial with the given roots (1-D input)."""
+    """Coefficients of the monic polynomial with the given roots (1-D input), or the
+    characteristic polynomial of a square matrix (complex, from its eigenvalues, as JAX)."""
     check_arraylike("poly", seq_of_zeros)
     a = jnp.atleast_1d(seq_of_zeros)
-    if a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 0:
-        raise NotImplementedError("poly of a square matrix needs jnp.linalg.eigvals, which "
-                                  "minijax lacks; pass the eigenvalues instead")
+    matrix = a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 0
+    if matrix:
+        a = linalg.eigvals(a)
     if a.ndim != 1:
         raise ValueError("input must be 1d or non-empty square 2d array.")
     (a,) = util.promote_dtypes_inexact(a)
     coeffs = jnp.ones((1,), a.dtype)
     for i in range(a.shape[0]):
         coeffs = convolve(coeffs, jnp.stack([jnp.ones((), a.dtype), -a[i]]), mode="full")
-    if dtypes.is_complex(a.dtype):
+    if dtypes.is_complex(a.dtype) and not matrix:
         value = util.concrete_or_none(a)
         if value is not None:
             pos = np.sort_complex(value[value.imag > 0])

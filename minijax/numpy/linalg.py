@@ -15,6 +15,7 @@ import numpy as np
 from minijax import dtypes, lax
 from minijax.core import get_aval
 from minijax.lax import linalg as lax_linalg
+from minijax.lax import linalg_more as lax_linalg_more
 from minijax.lax.linalg_util import diagonal as _diag
 from minijax.lax.linalg_util import mH as _mH
 from minijax.lax.linalg_util import permutation_matrix as _perm_matrix
@@ -31,6 +32,11 @@ __all__ = [
     "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv",
     "tensorsolve", "trace", "vecdot", "vector_norm",
 ]
+
+
+class EigResult(NamedTuple):
+    eigenvalues: object
+    eigenvectors: object
 
 
 class EighResult(NamedTuple):
@@ -144,18 +150,21 @@ def svdvals(x, /):
 
 
 def eig(a):
-    """Not implemented: general (non-Hermitian) eigendecomposition."""
-    raise NotImplementedError(
-        "jnp.linalg.eig (non-symmetric eigendecomposition) is not implemented in minijax. "
-        "Use jnp.linalg.eigh for symmetric/Hermitian matrices, or numpy.linalg.eig on the "
-        "host (outside jit).")
+    """Eigenvalues and right eigenvectors (unit norm, as columns) of a general square
+    matrix, both complex: EigResult(eigenvalues, eigenvectors), as jnp.linalg.eig (which JAX
+    provides on CPU only; minijax runs LAPACK-style host code on every backend)."""
+    (a,) = _inexact("eig", a)
+    _square("eig", a)
+    w, v = lax_linalg_more.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
 
 
 def eigvals(a):
-    """Not implemented: general (non-Hermitian) eigenvalues."""
-    raise NotImplementedError(
-        "jnp.linalg.eigvals is not implemented in minijax. Use jnp.linalg.eigvalsh for "
-        "symmetric/Hermitian matrices, or numpy.linalg.eigvals on the host (outside jit).")
+    """Eigenvalues (complex) of a general square matrix."""
+    (a,) = _inexact("eigvals", a)
+    _square("eigvals", a)
+    return lax_linalg_more.eig(a, compute_left_eigenvectors=False,
+                               compute_right_eigenvectors=False)[0]
 
 
 # --------------------------------------------------------------------------- lu-based

@@ -150,11 +150,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 def polyval(p, x, *, unroll=16):
-    """Evaluate the polynomial with coefficients p (highest degree first) at x (Horner)."""
+    """Evaluate the polynomial with coefficients p (highest degree first) at x (Horner).
+
+    As in NumPy and JAX, p may have more dimensions: p[k] broadcasts against x."""
     check_arraylike("polyval", p, x)
     p, x = util.promote_dtypes(p, x)
-    if p.ndim != 1:
-        raise ValueError(f"polyval: p must be 1-D, got shape {p.shape}")
+    if p.ndim < 1:
+        raise ValueError(f"polyval: p must be at least 1-D, got shape {p.shape}")
     y = jnp.zeros_like(x)
     for k in range(p.shape[0]):
         y = y * x + p[k]

@@ -21,6 +21,7 @@ from minijax.core import get_aval
 from minijax.errors import ConcretizationTypeError, concretization_message
 from minijax.numpy import base as jnp
 from minijax.numpy import util
+from minijax.numpy.creation import _user_dtype
 from minijax.numpy.unique_axis import unique_along_axis
 from minijax.numpy.util import check_arraylike, to_array
 from minijax.source_info import user_frame_info
@@ -96,8 +97,13 @@ def sort_complex(a):
     return out.astype(dtypes.canonicalize_dtype(np.result_type(out.dtype, np.complex64)))
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Indices that sort `a` along `axis`; equal elements keep their order (stable)."""
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """Indices that sort `a` along `axis`; equal elements keep their order (stable). The
+    indices have the default integer dtype, or `dtype`."""
+    if dtype is not None:
+        return lax.convert_element_type(
+            argsort(a, axis, kind=kind, order=order, stable=stable, descending=descending),
+            _user_dtype(dtype))
     check_arraylike("argsort", a)
     if order is not None:
         raise TypeError("The 'order' argument to argsort is not supported.")

@@ -15,6 +15,7 @@ The package imports one way: `base` (keys, bits, uniform/normal/randint and frie
 lowest, `distributions` (the other samplers) builds on it, and this module re-exports both.
 """
 
+from minijax.lax.out_sharding import accepts_out_sharding as _accepts_out_sharding
 from minijax.random.base import KeyDType as KeyDType  # minijax.ref uses it; not in __all__
 from minijax.random.base import (
     PRNGKey,
@@ -79,3 +80,13 @@ __all__ = [
     "permutation", "poisson", "rademacher", "randint", "rayleigh", "shuffle", "split", "t",
     "triangular", "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
 ]
+
+# The samplers that take JAX's out_sharding keyword (validated and applied to the result).
+for _name in ("ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+              "dirichlet", "exponential", "f", "gamma", "generalized_normal", "geometric",
+              "gumbel", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+              "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+              "rademacher", "randint", "rayleigh", "t", "triangular", "truncated_normal",
+              "uniform", "wald"):
+    globals()[_name] = _accepts_out_sharding(globals()[_name])
+del _name

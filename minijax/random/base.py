@@ -177,14 +177,22 @@ def _seed(ctor_name: str, seed):
     return threefry.threefry_seed(seed)
 
 
-def PRNGKey(seed) -> object:  # noqa: N802 (JAX's name)
+def PRNGKey(seed, *, impl=None) -> object:  # noqa: N802 (JAX's name)
     """A raw (legacy) PRNG key, uint32[2], from an integer seed (64-bit seeds use both words;
-    with x64 disabled Python ints wrap to 32 bits, as in JAX)."""
+    with x64 disabled Python ints wrap to 32 bits, as in JAX). `impl` may name the
+    threefry2x32 implementation, minijax's only one."""
+    _check_impl(impl)
     return _seed("PRNGKey", seed)
 
 
-def key(seed, *, impl=None) -> PRNGKeyArray:
-    """A typed PRNG key (a scalar `PRNGKeyArray`) from an integer seed."""
+def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
+    """A typed PRNG key (a scalar `PRNGKeyArray`) from an integer seed; `impl` or its key
+    `dtype` (not both) may name the threefry2x32 implementation."""
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "jax.random.key")
+        impl = dtype
     _check_impl(impl)
     return _unchecked_keys(_seed("key", seed))
 

@@ -17,6 +17,8 @@ from minijax.tree_util.paths import (
     KeyEntry,
     KeyPath,
     Partial,
+    PyTreeRegistry,
+    default_registry,
     flatten_one_level,
     flatten_one_level_with_keys,
     is_tree_node,
@@ -58,7 +60,8 @@ from minijax.tree_util.treedef import (
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef",
-    "SequenceKey", "all_leaves", "flatten_one_level", "flatten_one_level_with_keys",
+    "SequenceKey", "all_leaves", "PyTreeRegistry", "default_registry", "flatten_one_level",
+    "flatten_one_level_with_keys",
     "is_tree_node", "keystr", "register_dataclass", "register_pytree_node",
     "register_pytree_node_class", "register_pytree_with_keys",
     "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",

@@ -19,6 +19,7 @@ from minijax.tree_util.registry import (
     GetAttrKey,
     SequenceKey,
     _resolve,
+    register_dataclass,
     register_pytree_node,
 )
 from minijax.tree_util.treedef import (
@@ -33,8 +34,8 @@ KeyEntry = SequenceKey | DictKey | GetAttrKey | FlattenedIndexKey | Any
 KeyPath = tuple[KeyEntry, ...]
 
 
-def _flatten_path(x, path: tuple, out: list, is_leaf):
-    if is_leaf is not None and is_leaf(x):
+def _flatten_path(x, path: tuple, out: list, is_leaf, takes_path=False):
+    if is_leaf is not None and (is_leaf(path, x) if takes_path else is_leaf(x)):
         out.append((path, x))
         return None
     h = _resolve(type(x))
@@ -42,27 +43,31 @@ def _flatten_path(x, path: tuple, out: list, is_leaf):
         out.append((path, x))
         return None
     keyed, aux = h.flatten_with_keys(x)
-    return (h.type, aux, tuple([_flatten_path(c, path + (k,), out, is_leaf) for k, c in keyed]))
+    return (h.type, aux, tuple([_flatten_path(c, path + (k,), out, is_leaf, takes_path)
+                                for k, c in keyed]))
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
                            ) -> tuple[list[tuple[tuple, Any]], PyTreeDef]:
-    """Like :func:`tree_flatten`, but each leaf comes as ``(key_path, leaf)``."""
+    """Like :func:`tree_flatten`, but each leaf comes as ``(key_path, leaf)``; with
+    ``is_leaf_takes_path``, ``is_leaf`` is called as ``is_leaf(key_path, x)``."""
     out: list = []
-    node = _flatten_path(tree, (), out, is_leaf)
+    node = _flatten_path(tree, (), out, is_leaf, is_leaf_takes_path)
     return out, PyTreeDef(node, len(out))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-                          ) -> list[tuple[tuple, Any]]:
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple[tuple, Any]]:
     """``(key_path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
-                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+                       is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False) -> Any:
     """Like :func:`tree_map`, but calls ``f(key_path, x, *ys)``."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = _flatten_rest(treedef, rest, "tree_map_with_path")
     return treedef.unflatten([f(p, x, *ys) for (p, x), *ys in zip(pairs, *others)])
 
@@ -170,3 +175,37 @@ class Partial(functools.partial):
 
 register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                      lambda func, cs: Partial(func, *cs[0], **cs[1]))
+
+
+class PyTreeRegistry:
+    """The pytree node registry as an object (jax.tree_util.default_registry): flatten,
+    flatten_one_level (None for a leaf), flatten_with_path, is_node and registration."""
+
+    def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree: Any):
+        return None if _resolve(type(tree)) is None else flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree: Any):
+        return None if _resolve(type(tree)) is None else flatten_one_level_with_keys(tree)
+
+    def flatten_with_path(self, tree: Any, leaf_predicate: Callable[..., bool] | None = None):
+        return tree_flatten_with_path(tree, leaf_predicate)
+
+    def is_node(self, typ: type) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, typ: type, to_iterable: Callable, from_iterable: Callable,
+                      to_iterable_with_keys: Callable | None = None):
+        register_pytree_node(typ, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, typ: type, data_fields, meta_fields):
+        register_dataclass(typ, data_fields, meta_fields)
+
+    def __repr__(self) -> str:
+        return "PyTreeRegistry(default)"
+
+
+#: The registry every tree function uses (JAX's jax.tree_util.default_registry).
+default_registry = PyTreeRegistry()

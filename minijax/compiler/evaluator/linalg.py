@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijax.compiler.evaluator import linalg_householder
+
 #: Custom-call target prefix of these routines.
 PREFIX = "minijax.linalg."
 
@@ -164,7 +166,7 @@ def svd(x, *, full_matrices, compute_uv):
 
 
 ROUTINES = {"cholesky": cholesky, "triangular_solve": triangular_solve, "lu": lu, "qr": qr,
-            "eigh": eigh, "svd": svd}
+            "eigh": eigh, "svd": svd, **linalg_householder.ROUTINES}
 
 
 def evaluate_custom_call(ops, instr):

@@ -11,6 +11,7 @@ import numpy as np
 from minijax import numpy as jnp
 
 __all__ = ["block_diag", "circulant", "companion", "convolution_matrix", "dft", "fiedler",
+           "fiedler_companion",
            "hadamard", "hankel", "helmert", "hilbert", "invhilbert", "invpascal", "leslie",
            "pascal", "toeplitz"]
 
@@ -210,3 +211,37 @@ def convolution_matrix(a, n: int, mode: str = "full"):
         raise ValueError(f"scipy.linalg.convolution_matrix: mode must be 'full', 'same' or "
                          f"'valid', got {mode!r}")
     return full[start:start + length]
+
+
+def fiedler_companion(a):
+    """Fiedler's pentadiagonal companion matrix of the polynomial with coefficients `a`
+    (highest power first; batched over leading axes): its eigenvalues are the roots."""
+    a = jnp.atleast_1d(jnp.asarray(a))
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(jnp.float32)
+    if a.shape[-1] == 0:
+        raise ValueError("fiedler_companion requires the last axis of 'a' to have nonzero "
+                         f"length, but got an array of shape {a.shape}.")
+    n = a.shape[-1] - 1
+    if n == 0:
+        return jnp.zeros(a.shape[:-1] + (0, 0), a.dtype)
+    a = a / a[..., :1]
+    if n == 1:
+        return -a[..., 1:, None]
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    # -a[1] at (0, 0), 1 at (1, 0); on even rows i: -a[i+2] at (i, i+1), 1 at (i, i+2) and
+    # (for i >= 2) -a[i+1] at (i, i-1); on odd rows i >= 3: 1 at (i, i-2)
+    coef = np.zeros((n, n), np.int64)   # index into a of the -a[...] entries, 0 for none
+    ones = np.zeros((n, n), bool)
+    even = (i % 2 == 0)
+    coef[(i == 0) & (j == 0)] = 1
+    ones[(i == 1) & (j == 0)] = True
+    sup = (j == i + 1) & even
+    coef[sup] = np.broadcast_to(np.minimum(i + 2, n), (n, n))[sup]
+    ones |= (j == i + 2) & even
+    sub = (j == i - 1) & even & (i >= 2)
+    coef[sub] = np.broadcast_to(np.minimum(i + 1, n), (n, n))[sub]
+    ones |= (j == i - 2) & (i % 2 == 1) & (i >= 3)
+    vals = -jnp.take(a, jnp.asarray(coef.reshape(-1)), axis=-1).reshape(a.shape[:-1] + (n, n))
+    return jnp.where(jnp.asarray(coef > 0), vals,
+                     jnp.where(jnp.asarray(ones), jnp.ones((), a.dtype), jnp.zeros((), a.dtype)))
