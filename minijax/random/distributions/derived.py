@@ -20,6 +20,8 @@ from minijax.random.base import (
     _const,
     _convert,
     _float_dtype,
+    _log,
+    _log1p,
     _shape,
     _split_list,
     _uniform,
@@ -136,7 +138,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     data, _ = _check_prng_key("weibull_min", key)
     dt = _float_dtype(dtype, "weibull_min")
     u = _uniform(data, _shape(shape), dt, 0.0, 1.0)
-    return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
+    return jnp.power(-_log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
 
 
 def generalized_normal(key, p: float, shape=(), dtype=None):
@@ -176,7 +178,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh(scale) samples: scale * sqrt(-2 log u)."""
     data, dt, shape = _prologue("rayleigh", key, dtype, shape, scale)
     u = _uniform(data, shape, dt, 0.0, 1.0)
-    return lax.mul(_param(scale, dt, shape), lax.sqrt(lax.mul(lax.log(u), _const(-2, dt))))
+    return lax.mul(_param(scale, dt, shape), lax.sqrt(lax.mul(_log(u), _const(-2, dt))))
 
 
 def wald(key, mean, shape=None, dtype=None):
@@ -208,8 +210,8 @@ def geometric(key, p, shape=None, dtype=None):
         p = p.astype(dtypes.default_float_dtype())
     u = _uniform(data, shape, p.dtype, 0.0, 1.0)
     u = jnp.where(u == 0, jnp.ones_like(u), u)
-    log_q = jnp.broadcast_to(lax.log1p(-p), shape)
-    g = lax.floor(lax.div(lax.log(u), log_q)) + 1
+    log_q = jnp.broadcast_to(_log1p(-p), shape)
+    g = lax.floor(lax.div(_log(u), log_q)) + 1
     return _convert(g, dt)
 
 
