@@ -43,9 +43,16 @@ def _to(x, dtype):
     return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=False)
 
 
+@custom_jvp
 def fma(a, b, c):
     """a * b + c rounded once to float32 (the product of two float32s is exact in float64)."""
     return _to(lax.add(lax.mul(_wide(a), _wide(b)), _wide(c)), _F32)
+
+
+@fma.defjvp
+def _fma_jvp(primals, tangents):
+    (a, b, c), (da, db, dc) = primals, tangents
+    return fma(a, b, c), lax.add(lax.add(lax.mul(da, b), lax.mul(a, db)), dc)
 
 
 def _wide(v):

@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
 from minijax import dtypes, lax
 from minijax import numpy as jnp
 from minijax.core import get_aval
+from minijax.custom_derivatives import custom_jvp
 from minijax.lax.vmap import vmap
 from minijax.random.base import (
     _check_prng_key,
@@ -33,6 +35,7 @@ from minijax.random.base import (
     normal,
     randint,
 )
+from minijax.random.gamma_grad import random_gamma_grad
 
 # --------------------------------------------------------------------------- permutations
 
@@ -290,7 +293,13 @@ def _gamma_one(data, alpha, log_space: bool):
 
 
 def _gamma_samples(data, a, log_space: bool):
-    """Element i of a (flattened) uses key i of split(key, a.size), as JAX's random_gamma."""
+    """Element i of a (flattened) uses key i of split(key, a.size), as JAX's random_gamma.
+    Differentiable in a by implicit differentiation (JAX's reparameterized gradient)."""
+    return _gamma_differentiable(log_space, data, a)
+
+
+@partial(custom_jvp, nondiff_argnums=(0, 1))
+def _gamma_differentiable(log_space, data, a):
     shape = a.shape
     n = math.prod(shape)
     if n == 0:
@@ -298,6 +307,22 @@ def _gamma_samples(data, a, log_space: bool):
     keys = _split(data, n)
     out = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, jnp.reshape(a, (n,)))
     return jnp.reshape(out, shape)
+
+
+@_gamma_differentiable.defjvp
+def _gamma_jvp(log_space, data, primals, tangents):
+    (a,), (da,) = primals, tangents
+    out = _gamma_differentiable(log_space, data, a)
+    sample = lax.stop_gradient(out)
+    if log_space:
+        # d log(x) = dx / x; exp(log x) may underflow to 0: use the smallest normal instead
+        x = lax.exp(sample)
+        x = lax.select(lax.eq(x, lax.full_like(x, 0)),
+                       lax.full_like(x, dtypes.finfo(x.dtype).tiny), x)
+        grad = lax.div(random_gamma_grad(a, x), x)
+    else:
+        grad = random_gamma_grad(a, sample)
+    return out, lax.mul(da, grad)
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
