@@ -341,7 +341,7 @@ def _const(value, dtype):
     return np.asarray(value, dtype)
 
 
-# float32 log, log1p, erf_inv and multiply-add as JAX's CPU backend rounds them (xla_f32), so
+# float32 exp, log, log1p, erf_inv and multiply-add as JAX's CPU backend rounds them (xla_f32), so
 # float32 samples equal JAX's; other dtypes use lax's.
 
 
@@ -355,6 +355,10 @@ def _log(x):
 
 def _log1p(x):
     return xla_f32.log1p(x) if _is_f32(x) else lax.log1p(x)
+
+
+def _exp(x):
+    return xla_f32.exp(x) if _is_f32(x) else lax.exp(x)
 
 
 def _erf_inv(x):

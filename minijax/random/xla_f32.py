@@ -22,7 +22,7 @@ from minijax import lax
 from minijax.custom_derivatives import custom_jvp
 from minijax.lax.structural import convert_element_type_p
 
-__all__ = ["erf_inv", "log", "log1p"]
+__all__ = ["erf_inv", "exp", "fma", "log", "log1p"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -120,6 +120,21 @@ def _log1p_impl(x):
     return lax.select(lax.lt(lax.abs(x), _c(_h(0x3ED413CD))), small, big)
 
 
+def _exp_impl(x):
+    x = lax.clamp(_c(-87.8), x, _c(88.8))  # nan passes through
+    n = lax.floor(fma(x, _c(_h(0x3FB8AA3B)), _c(0.5)))  # round(x / log(2))
+    n = lax.clamp(_c(-127.0), n, _c(127.0))
+    r = fma(lax.neg(n), _c(_h(0x3F318000)), x)  # x - n log(2), in two parts
+    r = fma(lax.neg(n), _c(_h(0xB95E8083)), r)
+    p = fma(r, _c(_h(0x39506967)), _c(_h(0x3AB743CE)))
+    for coeff in (_h(0x3C088908), _h(0x3D2AA9C1), _h(0x3E2AAAAA), 0.5):
+        p = fma(p, r, _c(coeff))
+    p = lax.add(_c(1.0), fma(p, lax.mul(r, r), r))
+    scale = lax.shift_left(lax.add(lax.convert_element_type(n, np.int32), np.int32(127)),
+                           np.int32(23))
+    return _flush(lax.mul(p, lax.bitcast_convert_type(scale, _F32)))
+
+
 # Giles' erf_inv coefficients for w = -log1p(-x*x) < 5 and >= 5, highest degree first.
 _ERFINV_LT5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
                0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
@@ -181,3 +196,16 @@ def _erf_inv_jvp(primals, tangents):
     y = erf_inv(x)
     # As JAX's rule: d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x) ** 2)
     return y, lax.mul(dx, lax.mul(_c(np.sqrt(np.pi) / 2), lax.exp(lax.mul(y, y))))
+
+
+@custom_jvp
+def exp(x):
+    """XLA's float32 exp."""
+    return _exp_impl(x)
+
+
+@exp.defjvp
+def _exp_jvp(primals, tangents):
+    (x,), (dx,) = primals, tangents
+    y = exp(x)
+    return y, lax.mul(dx, y)

@@ -22,6 +22,7 @@ from minijax.random.base import (
     _check_shape,
     _const,
     _convert,
+    _exp,
     _float_dtype,
     _log,
     _log1p,
@@ -263,9 +264,10 @@ def _gamma_one(data, alpha, log_space: bool):
 
     def cond_fn(state):
         _, x, v, u = state
-        squeeze = lax.ge(u, _mul_add(_const(-0.0331, dt), x, one))
-        rhs = lax.add(lax.mul(x, _const(0.5, dt)),
-                      lax.mul(d, lax.add(lax.sub(one, v), _log(v))))
+        # u >= 1 - 0.0331 x**4 (x**2 is the state's x) and the log test, with JAX's
+        # compiled code's fused multiply-adds (float32)
+        squeeze = lax.ge(u, _mul_add(lax.mul(x, x), _const(-0.0331, dt), one))
+        rhs = _mul_add(d, lax.add(lax.sub(one, v), _log(v)), lax.mul(x, _const(0.5, dt)))
         return lax.bitwise_and(squeeze, lax.ge(_log(u), rhs))
 
     def next_xv(state):
@@ -358,8 +360,8 @@ def beta(key, a, b, shape=None, dtype=None):
     log_ga = _gamma_samples(key_a, a, True)
     log_gb = _gamma_samples(key_b, b, True)
     log_max = lax.max(log_ga, log_gb)
-    ga = lax.exp(lax.sub(log_ga, log_max))
-    gb = lax.exp(lax.sub(log_gb, log_max))
+    ga = _exp(lax.sub(log_ga, log_max))
+    gb = _exp(lax.sub(log_gb, log_max))
     return lax.div(ga, lax.add(ga, gb))
 
 
@@ -379,7 +381,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     a = jnp.broadcast_to(_convert(alpha, dt), shape + alpha_shape[-1:])
     log_g = _gamma_samples(data, a, True)
     shifted = log_g - jnp.max(log_g, axis=-1, keepdims=True)
-    e = jnp.exp(shifted)
+    e = _exp(shifted)
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 

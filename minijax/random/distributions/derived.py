@@ -19,6 +19,7 @@ from minijax.random.base import (
     _check_shape,
     _const,
     _convert,
+    _exp,
     _float_dtype,
     _log,
     _log1p,
@@ -69,10 +70,20 @@ def _param(x, dt, shape):
     return jnp.broadcast_to(_convert(x, dt), shape)
 
 
+def _div_by_param(x, p, dt, shape):
+    """x / p for a parameter p broadcast to `shape`. XLA rewrites a division by a broadcast
+    into a multiplication by the broadcast reciprocal, which rounds differently: do the same
+    where p is broadcast, for JAX's bits."""
+    p = _convert(p, dt)
+    if tuple(np.shape(p)) == tuple(shape):
+        return lax.div(x, p)
+    return lax.mul(x, _param(lax.div(_const(1, dt), p), dt, shape))
+
+
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) samples on [1, inf): exp(E / b) for E standard exponential."""
     data, dt, shape = _prologue("pareto", key, dtype, shape, b)
-    return lax.exp(lax.div(_exponential(data, shape, dt), _param(b, dt, shape)))
+    return _exp(_div_by_param(_exponential(data, shape, dt), b, dt, shape))
 
 
 def t(key, df, shape=None, dtype=None):
@@ -94,16 +105,17 @@ def chisquare(key, df, shape=None, dtype=None):
 def _chisquare(data, df, shape, dt):
     two = _const(2, dt)
     log_g = loggamma(data, lax.div(df, two), shape, dt)
-    return lax.mul(lax.exp(log_g), two)
+    return lax.mul(_exp(log_g), two)
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F(dfnum, dfden) samples: (X1 / dfnum) / (X2 / dfden) for chi-square X1, X2."""
     data, dt, shape = _prologue("f", key, dtype, shape, dfnum, dfden)
-    dfnum, dfden = _param(dfnum, dt, shape), _param(dfden, dt, shape)
     key_dfd, key_dfn = _split_list(data)
-    num = lax.div(_chisquare(key_dfn, dfnum, shape, dt), dfnum)
-    den = lax.div(_chisquare(key_dfd, dfden, shape, dt), dfden)
+    num = _div_by_param(_chisquare(key_dfn, _param(dfnum, dt, shape), shape, dt), dfnum, dt,
+                        shape)
+    den = _div_by_param(_chisquare(key_dfd, _param(dfden, dt, shape), shape, dt), dfden, dt,
+                        shape)
     return lax.div(num, den)
 
 
@@ -235,4 +247,4 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
                          f"got {dt}")
     shape = _result_shape("lognormal", shape, sigma)
     _check_safe_cast("lognormal", dt, sigma)
-    return lax.exp(lax.mul(normal(data, shape, dt), _param(sigma, dt, shape)))
+    return _exp(lax.mul(normal(data, shape, dt), _param(sigma, dt, shape)))
