@@ -276,8 +276,11 @@ def test_xla_f32_derivatives_are_the_exact_functions():
                                rtol=1e-6)
     np.testing.assert_allclose(minijax.vmap(minijax.grad(xla_f32.log1p))(x), 1 / (1 + x),
                                rtol=1e-6)
-    np.testing.assert_allclose(minijax.grad(lambda a: xla_f32.fma(a, F32(3), F32(1)))(F32(2)),
-                               3.0)
+    np.testing.assert_allclose(minijax.vmap(minijax.grad(xla_f32.exp))(x), np.exp(x), rtol=1e-6)
+    # fma rounds once: (1 + 2**-23) * (1 - 2**-23) - 1 = -2**-46 exactly, traced or not
+    a, b = F32(1 + 2.0**-23), F32(1 - 2.0**-23)
+    assert xla_f32.fma(a, b, F32(-1)) == -(2.0**-46)
+    assert minijax.jit(xla_f32.fma)(a, b, F32(-1)) == -(2.0**-46)
 
 
 # --------------------------------------------------------------------------- gradients
