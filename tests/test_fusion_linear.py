@@ -142,8 +142,10 @@ def _draws(n):
 def test_random_draws_fuse_in_linear_work_and_few_kernels():
     key = random.PRNGKey(0)
     small, large = _assert_linear(_draws, 3, key)
-    # per draw: the two threefry fusions, the key's slices and the normal (was ~70)
-    assert large["kernels"] <= 16 * 12, large
+    # per draw: the two threefry fusions, the key's slices and the normal (was ~70); the
+    # normal's erf_inv repeats XLA's float32 rounding with float64 fused multiply-adds
+    # (random/xla_f32.py), a few more kernels
+    assert large["kernels"] <= 16 * 15, large
 
 
 def test_random_draws_match_the_evaluator_bit_for_bit():

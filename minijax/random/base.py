@@ -16,6 +16,7 @@ from minijax import numpy as jnp
 from minijax.array_types import ArrayType
 from minijax.core import get_aval
 from minijax.lax import threefry
+from minijax.random import xla_f32
 
 # --------------------------------------------------------------------------- keys
 
@@ -348,6 +349,35 @@ def _const(value, dtype):
     return np.asarray(value, dtype)
 
 
+# float32 exp, log, log1p, erf_inv and multiply-add as JAX's CPU backend rounds them (xla_f32), so
+# float32 samples equal JAX's; other dtypes use lax's.
+
+
+def _is_f32(x) -> bool:
+    return get_aval(x).dtype == np.float32
+
+
+def _log(x):
+    return xla_f32.log(x) if _is_f32(x) else lax.log(x)
+
+
+def _log1p(x):
+    return xla_f32.log1p(x) if _is_f32(x) else lax.log1p(x)
+
+
+def _exp(x):
+    return xla_f32.exp(x) if _is_f32(x) else lax.exp(x)
+
+
+def _erf_inv(x):
+    return xla_f32.erf_inv(x) if _is_f32(x) else lax.erf_inv(x)
+
+
+def _mul_add(a, b, c):
+    """a * b + c, one rounding for float32 where JAX's compiled code fuses the two."""
+    return xla_f32.fma(a, b, c) if _is_f32(a) else lax.add(lax.mul(a, b), c)
+
+
 def bits(key, shape=(), dtype=None):
     """Uniform random bits as unsigned integers (uint32 by default, uint64 with x64)."""
     data, _ = _check_prng_key("bits", key)
@@ -471,7 +501,7 @@ def normal(key, shape=(), dtype=None):
 def _normal_real(data, shape, dtype):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = _uniform(data, shape, dtype, lo, np.array(1.0, dtype))
-    return lax.mul(_const(np.sqrt(2), dtype), lax.erf_inv(u))
+    return lax.mul(_const(np.sqrt(2), dtype), _erf_inv(u))
 
 
 def _nextafter(x, toward_positive: bool):
@@ -500,7 +530,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     a = lax.erf(lax.div(lower, sqrt2))
     b = lax.erf(lax.div(upper, sqrt2))
     u = _uniform(data, shape, dt, a, b)
-    out = lax.mul(sqrt2, lax.erf_inv(u))
+    out = lax.mul(sqrt2, _erf_inv(u))
     lo = _bcast(_nextafter(lax.stop_gradient(lower), True), shape)
     hi = _bcast(_nextafter(lax.stop_gradient(upper), False), shape)
     return lax.min(lax.max(out, lo), hi)

@@ -8,19 +8,25 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
 from minijax import dtypes, lax
 from minijax import numpy as jnp
 from minijax.core import get_aval
+from minijax.custom_derivatives import custom_jvp
 from minijax.lax.vmap import vmap
 from minijax.random.base import (
     _check_prng_key,
     _check_shape,
     _const,
     _convert,
+    _exp,
     _float_dtype,
+    _log,
+    _log1p,
+    _mul_add,
     _random_bits,
     _sample_shape,
     _shape,
@@ -30,6 +36,7 @@ from minijax.random.base import (
     normal,
     randint,
 )
+from minijax.random.gamma_grad import random_gamma_grad
 
 # --------------------------------------------------------------------------- permutations
 
@@ -130,7 +137,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
             r = p_cuml[-1] * (1 - _uniform(data, shape, p_cuml.dtype, 0.0, 1.0))
             ind = jnp.searchsorted(p_cuml, r).astype(dtypes.default_int_dtype())
         else:
-            g = gumbel(data, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            g = gumbel(data, (n_inputs,), dtype=p_arr.dtype, mode=mode) + _log(p_arr)
             ind = lax.top_k(g, n_draws)[1].astype(dtypes.default_int_dtype())
         result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
     out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1:]
@@ -156,7 +163,7 @@ def _gumbel(data, shape, dt, mode):
     info = dtypes.finfo(dt)
     if mode == "low":
         u = _uniform(data, shape, dt, _const(info.tiny, dt), _const(1.0, dt))
-        return lax.neg(lax.log(lax.neg(lax.log(u))))
+        return lax.neg(_log(lax.neg(_log(u))))
     if mode == "highest" and dt == np.float32:
         raise NotImplementedError("gumbel(mode='highest') for float32 is not implemented in "
                                   "minijax; use mode='high'")
@@ -166,7 +173,7 @@ def _gumbel(data, shape, dt, mode):
     alt = lax.add(lax.add(high, lax.mul(_const(2.0 ** -info.nmant, dt), low)),
                   _const(info.tiny, dt))
     x = lax.select(lax.ge(high, _const(0.5, dt)), high, alt)
-    return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x)))))
+    return lax.neg(_log(lax.neg(_log1p(lax.neg(x)))))
 
 
 def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True,
@@ -212,7 +219,7 @@ def exponential(key, shape=(), dtype=None):
 
 def _exponential(data, shape, dt):
     u = _uniform(data, shape, dt, 0.0, 1.0)
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return lax.neg(_log1p(lax.neg(u)))
 
 
 def laplace(key, shape=(), dtype=None):
@@ -221,7 +228,7 @@ def laplace(key, shape=(), dtype=None):
     dt = _float_dtype(dtype, "laplace")
     lo = -1.0 + float(dtypes.finfo(dt).epsneg)
     u = _uniform(data, _shape(shape), dt, _const(lo, dt), _const(1.0, dt))
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+    return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
 
 
 def logistic(key, shape=(), dtype=None):
@@ -229,7 +236,7 @@ def logistic(key, shape=(), dtype=None):
     data, _ = _check_prng_key("logistic", key)
     dt = _float_dtype(dtype, "logistic")
     u = _uniform(data, _shape(shape), dt, _const(dtypes.finfo(dt).tiny, dt), _const(1.0, dt))
-    return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
+    return lax.sub(_log(u), _log1p(lax.neg(u)))
 
 
 def cauchy(key, shape=(), dtype=None):
@@ -257,15 +264,16 @@ def _gamma_one(data, alpha, log_space: bool):
 
     def cond_fn(state):
         _, x, v, u = state
-        squeeze = lax.ge(u, lax.sub(one, lax.mul(_const(0.0331, dt), lax.mul(x, x))))
-        rhs = lax.add(lax.mul(x, _const(0.5, dt)),
-                      lax.mul(d, lax.add(lax.sub(one, v), lax.log(v))))
-        return lax.bitwise_and(squeeze, lax.ge(lax.log(u), rhs))
+        # u >= 1 - 0.0331 x**4 (x**2 is the state's x) and the log test, with JAX's
+        # compiled code's fused multiply-adds (float32)
+        squeeze = lax.ge(u, _mul_add(lax.mul(x, x), _const(-0.0331, dt), one))
+        rhs = _mul_add(d, lax.add(lax.sub(one, v), _log(v)), lax.mul(x, _const(0.5, dt)))
+        return lax.bitwise_and(squeeze, lax.ge(_log(u), rhs))
 
     def next_xv(state):
         k, sub = _split_list(state[0])
         x = normal(sub, (), dtype=dt)
-        return k, x, lax.add(one, lax.mul(x, c))
+        return k, x, _mul_add(x, c, one)
 
     def body_fn(state):
         k, x_key, u_key = _split_list(state[0], 3)
@@ -280,14 +288,20 @@ def _gamma_one(data, alpha, log_space: bool):
         log_samples = lax.neg(_exponential(sub, (), dt))
         log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
                                lax.mul(log_samples, lax.div(one, alpha_orig)))
-        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+        return lax.add(lax.add(_log(d), _log(v)), log_boost)
     samples = lax.sub(one, _uniform(sub, (), dt, 0.0, 1.0))
     boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
     return lax.mul(lax.mul(d, v), boost)
 
 
 def _gamma_samples(data, a, log_space: bool):
-    """Element i of a (flattened) uses key i of split(key, a.size), as JAX's random_gamma."""
+    """Element i of a (flattened) uses key i of split(key, a.size), as JAX's random_gamma.
+    Differentiable in a by implicit differentiation (JAX's reparameterized gradient)."""
+    return _gamma_differentiable(log_space, data, a)
+
+
+@partial(custom_jvp, nondiff_argnums=(0, 1))
+def _gamma_differentiable(log_space, data, a):
     shape = a.shape
     n = math.prod(shape)
     if n == 0:
@@ -295,6 +309,22 @@ def _gamma_samples(data, a, log_space: bool):
     keys = _split(data, n)
     out = vmap(lambda k, al: _gamma_one(k, al, log_space))(keys, jnp.reshape(a, (n,)))
     return jnp.reshape(out, shape)
+
+
+@_gamma_differentiable.defjvp
+def _gamma_jvp(log_space, data, primals, tangents):
+    (a,), (da,) = primals, tangents
+    out = _gamma_differentiable(log_space, data, a)
+    sample = lax.stop_gradient(out)
+    if log_space:
+        # d log(x) = dx / x; exp(log x) may underflow to 0: use the smallest normal instead
+        x = lax.exp(sample)
+        x = lax.select(lax.eq(x, lax.full_like(x, 0)),
+                       lax.full_like(x, dtypes.finfo(x.dtype).tiny), x)
+        grad = lax.div(random_gamma_grad(a, x), x)
+    else:
+        grad = random_gamma_grad(a, sample)
+    return out, lax.mul(da, grad)
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
@@ -330,8 +360,8 @@ def beta(key, a, b, shape=None, dtype=None):
     log_ga = _gamma_samples(key_a, a, True)
     log_gb = _gamma_samples(key_b, b, True)
     log_max = lax.max(log_ga, log_gb)
-    ga = lax.exp(lax.sub(log_ga, log_max))
-    gb = lax.exp(lax.sub(log_gb, log_max))
+    ga = _exp(lax.sub(log_ga, log_max))
+    gb = _exp(lax.sub(log_gb, log_max))
     return lax.div(ga, lax.add(ga, gb))
 
 
@@ -351,7 +381,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     a = jnp.broadcast_to(_convert(alpha, dt), shape + alpha_shape[-1:])
     log_g = _gamma_samples(data, a, True)
     shifted = log_g - jnp.max(log_g, axis=-1, keepdims=True)
-    e = jnp.exp(shifted)
+    e = _exp(shifted)
     return e / jnp.sum(e, axis=-1, keepdims=True)
 
 
@@ -378,7 +408,7 @@ def _poisson_knuth(data, lam, shape, dt, max_iters):
         rng, sub = _split_list(rng)
         k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, _const(1, dt)), k)
         u = _uniform(sub, shape, np.dtype(np.float32), 0.0, 1.0)
-        return lax.add(i, _const(1, dt)), k, rng, lax.add(log_prod, lax.log(u))
+        return lax.add(i, _const(1, dt)), k, rng, lax.add(log_prod, _log(u))
 
     def cond(state):
         i, _, _, log_prod = state
@@ -392,7 +422,7 @@ def _poisson_knuth(data, lam, shape, dt, max_iters):
 
 def _poisson_rejection(data, lam, shape, dt, max_iters):
     f32 = np.dtype(np.float32)
-    log_lam = lax.log(lam)
+    log_lam = _log(lam)
     b = 0.931 + 2.53 * lax.sqrt(lam)
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
@@ -405,7 +435,7 @@ def _poisson_rejection(data, lam, shape, dt, max_iters):
         v = _uniform(sub1, shape, f32, 0.0, 1.0)
         u_shifted = 0.5 - abs(u)
         k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
-        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        s = _log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
         t = -lam + k * log_lam - lax.lgamma(k + 1)
         accept1 = (u_shifted >= 0.07) & (v <= v_r)
         reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))

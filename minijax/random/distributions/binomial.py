@@ -18,6 +18,8 @@ from minijax.random.base import (
     _const,
     _convert,
     _float_dtype,
+    _log,
+    _log1p,
     _sample_shape,
     _shape,
     _split,
@@ -47,14 +49,14 @@ def _stirling_tail(k):
 
 def _binomial_inversion(data, count, prob, shape):
     dt = prob.dtype
-    log_q = jnp.log1p(-prob)
+    log_q = _log1p(-prob)
 
     def body(carry):
         i, num_geom, geom_sum, k = carry
         sub, k = _split_list(k)
         num_geom = lax.select(geom_sum <= count, num_geom + 1, num_geom)
         u = _uniform(sub, shape, dt, 0.0, 1.0)
-        geom_sum = geom_sum + jnp.ceil(jnp.log(u) / log_q)
+        geom_sum = geom_sum + jnp.ceil(_log(u) / log_q)
         return i + 1, num_geom, geom_sum, k
 
     def cond(carry):
@@ -84,10 +86,10 @@ def _btrs(data, count, prob, shape):
         accept1 = (us >= 0.07) & (v <= v_r)
         k = jnp.floor((2 * a / us + b) * u + c)
         reject = (k < 0) | (k > count)
-        log_v = jnp.log(v * alpha / (a / (us * us) + b))
-        bound = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
-                 + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
-                 + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+        log_v = _log(v * alpha / (a / (us * us) + b))
+        bound = ((m + 0.5) * _log((m + 1) / (r * (count - m + 1)))
+                 + (count + 1) * _log((count - m + 1) / (count - k + 1))
+                 + (k + 0.5) * _log(r * (count - k + 1) / (k + 1))
                  + _stirling_tail(m) + _stirling_tail(count - m)
                  - _stirling_tail(k) - _stirling_tail(count - k))
         accept = accept1 | (~reject & (log_v <= bound))

@@ -19,7 +19,10 @@ from minijax.random.base import (
     _check_shape,
     _const,
     _convert,
+    _exp,
     _float_dtype,
+    _log,
+    _log1p,
     _shape,
     _split_list,
     _uniform,
@@ -67,10 +70,20 @@ def _param(x, dt, shape):
     return jnp.broadcast_to(_convert(x, dt), shape)
 
 
+def _div_by_param(x, p, dt, shape):
+    """x / p for a parameter p broadcast to `shape`. XLA rewrites a division by a broadcast
+    into a multiplication by the broadcast reciprocal, which rounds differently: do the same
+    where p is broadcast, for JAX's bits."""
+    p = _convert(p, dt)
+    if tuple(np.shape(p)) == tuple(shape):
+        return lax.div(x, p)
+    return lax.mul(x, _param(lax.div(_const(1, dt), p), dt, shape))
+
+
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) samples on [1, inf): exp(E / b) for E standard exponential."""
     data, dt, shape = _prologue("pareto", key, dtype, shape, b)
-    return lax.exp(lax.div(_exponential(data, shape, dt), _param(b, dt, shape)))
+    return _exp(_div_by_param(_exponential(data, shape, dt), b, dt, shape))
 
 
 def t(key, df, shape=None, dtype=None):
@@ -92,16 +105,17 @@ def chisquare(key, df, shape=None, dtype=None):
 def _chisquare(data, df, shape, dt):
     two = _const(2, dt)
     log_g = loggamma(data, lax.div(df, two), shape, dt)
-    return lax.mul(lax.exp(log_g), two)
+    return lax.mul(_exp(log_g), two)
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F(dfnum, dfden) samples: (X1 / dfnum) / (X2 / dfden) for chi-square X1, X2."""
     data, dt, shape = _prologue("f", key, dtype, shape, dfnum, dfden)
-    dfnum, dfden = _param(dfnum, dt, shape), _param(dfden, dt, shape)
     key_dfd, key_dfn = _split_list(data)
-    num = lax.div(_chisquare(key_dfn, dfnum, shape, dt), dfnum)
-    den = lax.div(_chisquare(key_dfd, dfden, shape, dt), dfden)
+    num = _div_by_param(_chisquare(key_dfn, _param(dfnum, dt, shape), shape, dt), dfnum, dt,
+                        shape)
+    den = _div_by_param(_chisquare(key_dfd, _param(dfden, dt, shape), shape, dt), dfden, dt,
+                        shape)
     return lax.div(num, den)
 
 
@@ -136,7 +150,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     data, _ = _check_prng_key("weibull_min", key)
     dt = _float_dtype(dtype, "weibull_min")
     u = _uniform(data, _shape(shape), dt, 0.0, 1.0)
-    return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
+    return jnp.power(-_log1p(-u), 1.0 / jnp.asarray(concentration)) * jnp.asarray(scale)
 
 
 def generalized_normal(key, p: float, shape=(), dtype=None):
@@ -176,7 +190,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh(scale) samples: scale * sqrt(-2 log u)."""
     data, dt, shape = _prologue("rayleigh", key, dtype, shape, scale)
     u = _uniform(data, shape, dt, 0.0, 1.0)
-    return lax.mul(_param(scale, dt, shape), lax.sqrt(lax.mul(lax.log(u), _const(-2, dt))))
+    return lax.mul(_param(scale, dt, shape), lax.sqrt(lax.mul(_log(u), _const(-2, dt))))
 
 
 def wald(key, mean, shape=None, dtype=None):
@@ -208,8 +222,8 @@ def geometric(key, p, shape=None, dtype=None):
         p = p.astype(dtypes.default_float_dtype())
     u = _uniform(data, shape, p.dtype, 0.0, 1.0)
     u = jnp.where(u == 0, jnp.ones_like(u), u)
-    log_q = jnp.broadcast_to(lax.log1p(-p), shape)
-    g = lax.floor(lax.div(lax.log(u), log_q)) + 1
+    log_q = jnp.broadcast_to(_log1p(-p), shape)
+    g = lax.floor(lax.div(_log(u), log_q)) + 1
     return _convert(g, dt)
 
 
@@ -233,4 +247,4 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
                          f"got {dt}")
     shape = _result_shape("lognormal", shape, sigma)
     _check_safe_cast("lognormal", dt, sigma)
-    return lax.exp(lax.mul(normal(data, shape, dt), _param(sigma, dt, shape)))
+    return _exp(lax.mul(normal(data, shape, dt), _param(sigma, dt, shape)))
