@@ -473,6 +473,10 @@ def convert(x, dtype):
         return _float_to_int(x, dtype)
     if dtype.itemsize == 2 and dtype.kind in "fV" and x.dtype.itemsize > 4:
         x = x.astype(np.float32)  # to 16-bit floats through float32, as XLA
+    elif (dtype.itemsize == 1 and x.dtype.itemsize == 1 and dtype != x.dtype
+          and dtypes.kind(x.dtype) == "f"):
+        # ml_dtypes casts only some 8-bit float pairs directly; float32 holds each exactly.
+        x = x.astype(np.float32)
     return x.astype(dtype)
 
 
