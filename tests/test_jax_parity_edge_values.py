@@ -1,0 +1,126 @@
+"""Element-wise edge values match JAX 0.10.2 on the CPU, eagerly and under jit.
+
+Regression tests for what tests/fuzz_jax_edge_values.py (a differential campaign against
+real JAX) found. Expected values are JAX's, hard-coded so CI needs no JAX; where jax is
+importable the same cases are also compared against it live. Every case runs eagerly (the
+NumPy path), under jit on the CPU backend (generated code) and under jit on the interpreter
+backend (the HLO evaluator, the reference for compiled kernels).
+
+Not covered on purpose: XLA:CPU computes float32/float64 with denormals flushed to zero
+(sqrt(1e-40) is 0 there, 1e-40 == 0 is True); minijax keeps IEEE subnormals everywhere.
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minijax as jax
+import minijax.numpy as jnp
+from minijax import lax
+from minijax.test_util import enable_x64
+
+BACKENDS = ("cpu", "interpreter")
+F8 = ml_dtypes.float8_e4m3fn
+E8M0 = ml_dtypes.float8_e8m0fnu
+BF16 = ml_dtypes.bfloat16
+
+
+def _run_all(fn, *args):
+    """fn's result eagerly and under jit on each backend, as NumPy arrays."""
+    out = {"eager": np.asarray(fn(*[jnp.asarray(a) for a in args]))}
+    for backend in BACKENDS:
+        out[backend] = np.asarray(jax.jit(fn, backend=backend)(*args))
+    return out
+
+
+def _assert_bits(got, want, what):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    if got.dtype.kind in "fcV":
+        g, w = got.astype(np.float64) if got.dtype.kind != "c" else got, \
+            want.astype(np.float64) if want.dtype.kind != "c" else want
+        both_nan = np.isnan(g) & np.isnan(w)
+        same = got.view(np.uint8).reshape(got.shape + (-1,)) == \
+            want.view(np.uint8).reshape(want.shape + (-1,))
+        ok = same.all(-1) | both_nan
+        assert ok.all(), f"{what}: got {got[~ok]} want {want[~ok]}"
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+# name -> (function of (lax, jnp) namespaces, arguments, JAX 0.10.2's result on the CPU)
+CASES = {
+    # bitcast_convert_type between an 8-bit float and wider types: bytes little-endian.
+    "bitcast_u16_to_f8": (
+        lambda L, N: lambda x: L.bitcast_convert_type(x, F8),
+        (np.array([0x3C00, 0x7F80, 0x0001], np.uint16),),
+        np.array([[0x00, 0x3C], [0x80, 0x7F], [0x01, 0x00]], np.uint8).view(F8)),
+    "bitcast_f8_to_u16": (
+        lambda L, N: lambda x: L.bitcast_convert_type(x, np.uint16),
+        (np.array([[0x00, 0x3C], [0x80, 0x7F]], np.uint8).view(F8),),
+        np.array([0x3C00, 0x7F80], np.uint16)),
+    "bitcast_e8m0_to_f32": (
+        lambda L, N: lambda x: L.bitcast_convert_type(x, np.float32),
+        (np.array([[0x00, 0x00, 0x80, 0x3F], [0, 0, 0, 0x80]], np.uint8).view(E8M0),),
+        np.array([1.0, -0.0], np.float32)),
+    # 8-bit float -> 8-bit float conversions NumPy's ml_dtypes cannot cast directly.
+    "convert_e4m3fnuz_to_e8m0": (
+        lambda L, N: lambda x: L.convert_element_type(x, E8M0),
+        (np.array([1.0, 0.5, 3.0, 240.0, 0.0, -2.0, np.nan],
+                  np.float32).astype(ml_dtypes.float8_e4m3fnuz),),
+        np.array([1.0, 0.5, 4.0, 256.0, np.nan, np.nan, np.nan], np.float32).astype(E8M0)),
+    "convert_e8m0_to_e5m2fnuz": (
+        lambda L, N: lambda x: L.convert_element_type(x, ml_dtypes.float8_e5m2fnuz),
+        (np.array([1.0, 2.0 ** -20, 2.0 ** 20, 0.25, np.nan], np.float32).astype(E8M0),),
+        np.array([1.0, 0.0, np.nan, 0.25, np.nan],
+                 np.float32).astype(ml_dtypes.float8_e5m2fnuz)),
+    # 8-bit floats compute in float32: trunc(0.5) = 0 is no float8_e8m0fnu value.
+    "round_afz_e8m0": (
+        lambda L, N: lambda x: L.round(x, L.RoundingMethod.AWAY_FROM_ZERO),
+        (np.array([0.5, 1.0, 2.0, 0.25, 4.0], np.float32).astype(E8M0),),
+        np.array([1.0, 1.0, 2.0, np.nan, 4.0], np.float32).astype(E8M0)),
+    "round_even_e8m0": (
+        lambda L, N: lambda x: L.round(x, L.RoundingMethod.TO_NEAREST_EVEN),
+        (np.array([0.5, 1.0, 2.0, 0.25], np.float32).astype(E8M0),),
+        np.array([np.nan, 1.0, 2.0, np.nan], np.float32).astype(E8M0)),
+    "floor_e4m3fn": (
+        lambda L, N: L.floor, (np.array([0.5, -0.5, 448.0, -1.75], np.float32).astype(F8),),
+        np.array([0.0, -1.0, 448.0, -2.0], np.float32).astype(F8)),
+    # lcm = |x1| * (|x2| // gcd) wraps where it overflows (JAX does not make it positive).
+    "lcm_int8_overflow": (
+        lambda L, N: N.lcm, (np.array([127, 100, 100, 0, -7], np.int8),
+                             np.array([126, -100, 3, 5, 3], np.int8)),
+        np.array([-126, 100, 44, 0, 21], np.int8)),
+    "lcm_int64_overflow": (
+        lambda L, N: N.lcm,
+        (np.array([2 ** 62, 3], np.int64), np.array([-6, 2 ** 62 + 1], np.int64)),
+        np.array([-(2 ** 62), -4611686018427387901], np.int64)),
+    # exp2 is exp(x * log(2)) as JAX lowers it; in bfloat16 both the constant and the
+    # product round to bfloat16 (the exact 2**89 is 6.1897e+26).
+    "exp2_bf16": (
+        lambda L, N: L.exp2,
+        (np.array([89.0, 100.3, -16.5, 0.0], np.float32).astype(BF16),),
+        np.array([5.12585e+26, 1.52514e+30, 1.07884e-05, 1.0],
+                 np.float32).astype(BF16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_edge_values_match_jax(name):
+    make, args, want = CASES[name]
+    with enable_x64():
+        for mode, got in _run_all(make(lax, jnp), *args).items():
+            _assert_bits(got, want, f"{name} [{mode}]")
+
+
+def test_cases_against_live_jax():
+    real = pytest.importorskip("jax")
+    rjnp = pytest.importorskip("jax.numpy")
+    real.config.update("jax_enable_x64", True)
+    for name, (make, args, want) in CASES.items():
+        with real.default_device(real.devices("cpu")[0]):
+            got = np.asarray(make(real.lax, rjnp)(*args))
+        _assert_bits(got, want, f"{name} [live jax]")
