@@ -80,7 +80,9 @@ def edge_values(name, rng, n):
         return np.where(mask, rand, np.array(vals, dtype=object).astype(dt)).astype(dt)
     if name in COMPLEX:
         fdt = "float32" if name == "complex64" else "float64"
-        return (edge_values(fdt, rng, n) + 1j * edge_values(fdt, rng, n)).astype(dt)
+        out = np.empty(n, dt)
+        out.real, out.imag = edge_values(fdt, rng, n), edge_values(fdt, rng, n)
+        return out
     with np.errstate(all="ignore"):
         pool = np.array(_F_EDGES, np.float64)
         vals = pool[rng.integers(0, len(pool), n)]

@@ -39,10 +39,11 @@ def _assert_bits(got, want, what):
     want = np.asarray(want)
     assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
     assert got.shape == want.shape, (what, got.shape, want.shape)
-    if got.dtype.kind in "fcV":
-        g, w = got.astype(np.float64) if got.dtype.kind != "c" else got, \
-            want.astype(np.float64) if want.dtype.kind != "c" else want
-        both_nan = np.isnan(g) & np.isnan(w)
+    if got.dtype.kind == "c":  # part by part: nan+0j is not nan+nanj
+        _assert_bits(got.real.copy(), want.real.copy(), f"{what} (real part)")
+        _assert_bits(got.imag.copy(), want.imag.copy(), f"{what} (imaginary part)")
+    elif got.dtype.kind in "fV":
+        both_nan = np.isnan(got.astype(np.float64)) & np.isnan(want.astype(np.float64))
         same = got.view(np.uint8).reshape(got.shape + (-1,)) == \
             want.view(np.uint8).reshape(want.shape + (-1,))
         ok = same.all(-1) | both_nan
@@ -105,6 +106,15 @@ CASES = {
         (np.array([89.0, 100.3, -16.5, 0.0], np.float32).astype(BF16),),
         np.array([5.12585e+26, 1.52514e+30, 1.07884e-05, 1.0],
                  np.float32).astype(BF16)),
+    # sign of a complex number: each part divided by the real |x|; x itself where |x| is 0.
+    "sign_complex64": (
+        lambda L, N: L.sign,
+        (np.array([complex(np.inf, 0), complex(-np.inf, 1), complex(1, np.inf), 0j,
+                   complex(-0.0, -0.0), complex(2, -0.0), complex(-2, -0.0),
+                   complex(3e38, 3e38), complex(np.nan, 0)], np.complex64),),
+        np.array([complex(np.nan, 0), complex(np.nan, 0), complex(0, np.nan), 0j,
+                  complex(-0.0, -0.0), complex(1, -0.0), complex(-1, -0.0), 0j,
+                  complex(np.nan, np.nan)], np.complex64)),
 }
 
 

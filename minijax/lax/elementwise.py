@@ -18,6 +18,7 @@ import enum
 import numpy as np
 
 from minijax import core, dtypes
+from minijax.compiler.evaluator.elementwise import complex_sign
 from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
 from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
@@ -455,9 +456,7 @@ def sign(x):
 def _sign_impl(x):
     x = np.asarray(x)
     if x.dtype.kind == "c":
-        mag = np.abs(x)
-        out = x / np.where(mag == 0, 1, mag)
-        return np.where(mag == 0, np.zeros_like(x), out)
+        return complex_sign(x)
     if dtypes.kind(x.dtype) == "f":
         return np.where((x == 0) | np.isnan(x), x, np.copysign(np.ones_like(x), x))
     return np.sign(x)

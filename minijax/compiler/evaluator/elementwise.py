@@ -22,8 +22,8 @@ import numpy as np
 
 from minijax import dtypes
 
-__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "convert",
-           "bitcast_convert", "maximum", "minimum", "reduce_precision", "round_to_bf16",
+__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "complex_sign",
+           "convert", "bitcast_convert", "maximum", "minimum", "reduce_precision", "round_to_bf16",
            "total_order_key"]
 
 
@@ -75,12 +75,20 @@ def _sign(x):
     if _is_int(x) or x.dtype == np.bool_:
         return np.sign(x)
     if x.dtype.kind == "c":
-        mag = np.abs(x)
-        with np.errstate(all="ignore"):
-            out = x / np.where(mag == 0, 1, mag)
-        return np.where(mag == 0, np.zeros_like(x), out).astype(x.dtype)
+        return complex_sign(x)
     one = np.copysign(np.ones_like(x), x)
     return np.where((x == 0) | np.isnan(x), x, one)
+
+
+def complex_sign(x):
+    """XLA's sign of a complex x: x where |x| is 0 (signed zeros kept), else each part
+    divided by the real |x| (no complex division: sign(inf+0j) is nan+0j, sign(-2-0j) is
+    -1-0j)."""
+    x = np.asarray(x)
+    mag = np.abs(x)
+    with np.errstate(all="ignore"):
+        out = _compose(x.real / mag, x.imag / mag, x.dtype)
+    return np.where(mag == 0, x, out).astype(x.dtype)
 
 
 def _round_afz(x):
