@@ -115,6 +115,28 @@ CASES = {
         np.array([complex(np.nan, 0), complex(np.nan, 0), complex(0, np.nan), 0j,
                   complex(-0.0, -0.0), complex(1, -0.0), complex(-1, -0.0), 0j,
                   complex(np.nan, np.nan)], np.complex64)),
+    # float64 -> float8_e8m0fnu converts directly: below 2**-127 is NaN, not 2**-127.
+    "convert_f64_to_e8m0": (
+        lambda L, N: lambda x: L.convert_element_type(x, E8M0),
+        (np.array([0.0, 1e-40, 5e-39, 2.0 ** -127, 1e-38, 0.75, 3.0, 1e38, 1e300, -1.0]),),
+        np.array([np.nan, np.nan, np.nan, 2.0 ** -127, 2.0 ** -126, 1.0, 4.0, 2.0 ** 126,
+                  np.nan, np.nan], np.float32).astype(E8M0)),
+    # nextafter on 8-bit floats steps through the type's bit patterns (below the smallest
+    # negative value of a "fnuz" type is its NaN pattern 0x80).
+    "nextafter_e4m3fnuz": (
+        lambda L, N: L.nextafter,
+        (np.array([0.0, -2.0 ** -10, 2.0 ** -10, 1.0, 4.0, 240.0, np.nan],
+                  np.float32).astype(ml_dtypes.float8_e4m3fnuz),
+         np.array([-1.0, 0.0, -1.0, 2.0, 1.0, 1e9, 0.0],
+                  np.float32).astype(ml_dtypes.float8_e4m3fnuz)),
+        np.array([-2.0 ** -10, np.nan, 0.0, 1.125, 3.75, np.nan, np.nan],
+                 np.float32).astype(ml_dtypes.float8_e4m3fnuz)),
+    "nextafter_e5m2": (
+        lambda L, N: L.nextafter,
+        (np.array([0.0, -0.0, 4.0, 57344.0, -1.0], np.float32).astype(ml_dtypes.float8_e5m2),
+         np.array([-1.0, 1.0, 8.0, np.inf, -2.0], np.float32).astype(ml_dtypes.float8_e5m2)),
+        np.array([-2.0 ** -16, 2.0 ** -16, 5.0, np.inf, -1.25],
+                 np.float32).astype(ml_dtypes.float8_e5m2)),
 }
 
 

@@ -481,6 +481,11 @@ def convert(x, dtype):
         return _float_to_int(x, dtype)
     if dtype.itemsize == 2 and dtype.kind in "fV" and x.dtype.itemsize > 4:
         x = x.astype(np.float32)  # to 16-bit floats through float32, as XLA
+    elif dtype == dtypes.float8_e8m0fnu and x.dtype == np.float64:
+        # XLA converts float64 directly: below the smallest power 2**-127 is NaN (from
+        # float32 such values round up to 2**-127).
+        with np.errstate(invalid="ignore"):
+            x = np.where(np.abs(x) < 2.0 ** -127, np.nan, x)
     elif (dtype.itemsize == 1 and x.dtype.itemsize == 1 and dtype != x.dtype
           and dtypes.kind(x.dtype) == "f"):
         # ml_dtypes casts only some 8-bit float pairs directly; float32 holds each exactly.

@@ -125,7 +125,7 @@ def narrow_convert(x: np.ndarray, dtype) -> np.ndarray:
         return ew.convert(x, dtype)
     et = element_type_of(dtype)
     if et[0] == "f":
-        return (np.real(x) if x.dtype.kind == "c" else x).astype(dtype)
+        return ew.convert(x, dtype)
     bits = _bits_of(dtype)
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if et[0] == "s" else (0, (1 << bits) - 1)
     if x.dtype.kind in "fc":
