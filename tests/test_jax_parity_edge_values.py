@@ -13,8 +13,6 @@ Not covered on purpose: XLA:CPU computes float32/float64 with denormals flushed 
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import minijax as jax
 import minijax.numpy as jnp
