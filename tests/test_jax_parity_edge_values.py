@@ -10,9 +10,13 @@ Not covered on purpose: XLA:CPU computes float32/float64 with denormals flushed 
 (sqrt(1e-40) is 0 there, 1e-40 == 0 is True); minijax keeps IEEE subnormals everywhere.
 """
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minijax as jax
 import minijax.numpy as jnp
@@ -154,3 +158,69 @@ def test_cases_against_live_jax():
         with real.default_device(real.devices("cpu")[0]):
             got = np.asarray(make(real.lax, rjnp)(*args))
         _assert_bits(got, want, f"{name} [live jax]")
+
+
+_CONVERT_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64",
+                   "float16", "bfloat16", "float32", "float64", "complex64",
+                   "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e8m0fnu"]
+_EDGE_FLOATS = [0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, np.nan, np.inf, -np.inf, 127.5, 128.0,
+                -128.5, -129.0, 255.5, 256.0, 65504.0, 65520.0, 2.0 ** 31, -2.0 ** 31,
+                2.0 ** 32, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 1e30, 3.4e38, 1e300, 1e-30,
+                6e-8, 16777217.0, 448.0, 464.0, 57344.0, 61440.0, 2.0 ** -127, 0.1]
+_EDGE_INTS = [0, 1, -1, 127, -128, 255, 32767, -32768, 2 ** 31 - 1, -2 ** 31, 2 ** 24 + 1,
+              2 ** 53 + 1, 2 ** 63 - 1, -2 ** 63, 2 ** 64 - 1]
+
+
+def _np_dtype(name):
+    return np.dtype(getattr(ml_dtypes, name, None) or name)
+
+
+def _edge_array(name, picks):
+    dt = _np_dtype(name)
+    if dt == np.bool_:
+        return np.array([p % 2 == 0 for p in picks])
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        vals = [v for v in _EDGE_INTS if info.min <= v <= info.max]
+        return np.array([vals[p % len(vals)] for p in picks], dt)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array([_EDGE_FLOATS[p % len(_EDGE_FLOATS)] for p in picks]).astype(dt)
+
+
+@pytest.fixture(scope="module")
+def live_jax():
+    """Real JAX with 64-bit types on, or None where it is not installed."""
+    try:
+        import jax as real  # noqa: PLC0415 - live comparison only where JAX is installed
+    except ImportError:
+        return None
+    real.config.update("jax_enable_x64", True)
+    return real
+
+
+@settings(max_examples=30, deadline=None)
+@given(src=st.sampled_from(_CONVERT_DTYPES), dst=st.sampled_from(_CONVERT_DTYPES),
+       picks=st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=12))
+def test_convert_edge_values_eager_jit_evaluator_and_jax_agree(live_jax, src, dst, picks):
+    x = _edge_array(src, picks)
+    new = _np_dtype(dst)
+    with enable_x64():
+        outs = _run_all(lambda v: lax.convert_element_type(v, new), x)
+    for mode, got in outs.items():
+        _assert_bits(got, outs["interpreter"], f"convert {src}->{dst} {x!r} [{mode}]")
+    if live_jax is None:
+        return
+    with live_jax.default_device(live_jax.devices("cpu")[0]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # JAX's ComplexWarning for complex -> real
+        want = np.asarray(live_jax.lax.convert_element_type(x, new))
+    # XLA:CPU flushes float32/float64 subnormals to zero; minijax keeps them.
+    if not (np.asarray(x).dtype.kind in "fc" and np.any(_subnormal(np.asarray(x)))):
+        _assert_bits(outs["eager"], want, f"convert {src}->{dst} {x!r} [live jax]")
+
+
+def _subnormal(x):
+    parts = (x.real, x.imag) if x.dtype.kind == "c" else (x,)
+    tiny = np.finfo(np.float64 if x.dtype.itemsize >= 8 and x.dtype.kind == "f" or
+                    x.dtype == np.complex128 else np.float32).tiny
+    return np.logical_or.reduce([(p != 0) & (np.abs(p.astype(np.float64)) < tiny)
+                                 for p in parts])
