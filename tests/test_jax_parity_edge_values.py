@@ -139,6 +139,16 @@ CASES = {
          np.array([-1.0, 1.0, 8.0, np.inf, -2.0], np.float32).astype(ml_dtypes.float8_e5m2)),
         np.array([-2.0 ** -16, 2.0 ** -16, 5.0, np.inf, -1.25],
                  np.float32).astype(ml_dtypes.float8_e5m2)),
+    # reduce_precision of float8_e8m0fnu rounds in float32 (float16 cannot hold 2**-127..2**127);
+    # in a 5-bit exponent 2**-64 flushes to zero, which float8_e8m0fnu has only as NaN.
+    "reduce_precision_e8m0_8_23": (
+        lambda L, N: lambda x: L.reduce_precision(x, 8, 23),
+        (np.array([2.0 ** -63, 65536.0, 2.0 ** 127, 2.0 ** -127, 0.5], np.float32).astype(E8M0),),
+        np.array([2.0 ** -63, 65536.0, 2.0 ** 127, 2.0 ** -127, 0.5], np.float32).astype(E8M0)),
+    "reduce_precision_e8m0_5_10": (
+        lambda L, N: lambda x: L.reduce_precision(x, 5, 10),
+        (np.array([2.0 ** -63, 65536.0, 1.0, 0.5], np.float32).astype(E8M0),),
+        np.array([np.nan, np.nan, 1.0, 0.5], np.float32).astype(E8M0)),
 }
 
 

@@ -520,8 +520,9 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
         # As XLA does, 8-bit floats are rounded in float16 and converted back: the reduced
         # format is IEEE-like (an all-ones exponent is inf/NaN, denormals below its smallest
         # normal flush to zero) whatever the storage format (e4m3fn has no inf: 448 -> NaN).
-        return reduce_precision(x.astype(np.float16), exponent_bits,
-                                mantissa_bits).astype(x.dtype)
+        # float8_e8m0fnu's powers 2**-127..2**127 need float32's range.
+        wide = np.float32 if x.dtype == dtypes.float8_e8m0fnu else np.float16
+        return reduce_precision(x.astype(wide), exponent_bits, mantissa_bits).astype(x.dtype)
     # The layout comes from finfo, not the item size: bfloat16 and float16 are both 2 bytes.
     info = dtypes.finfo(x.dtype)
     utype, ebits, mbits = _UINT_OF_SIZE[x.dtype.itemsize], int(info.nexp), int(info.nmant)
