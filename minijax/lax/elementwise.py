@@ -18,6 +18,7 @@ import enum
 import numpy as np
 
 from minijax import core, dtypes
+from minijax.compiler.evaluator.elementwise import complex_sign
 from minijax.compiler.evaluator.elementwise import maximum as xla_maximum
 from minijax.compiler.evaluator.elementwise import minimum as xla_minimum
 from minijax.compiler.lowering_registry import register_lowering
@@ -69,9 +70,24 @@ def _unbatched_shape(v, d):
     return shape if d is not_mapped else shape[:d] + shape[d + 1:]
 
 
+def _f8_in_float32(numpy_fn):
+    """numpy_fn computing 8-bit floats in float32, as XLA does (the caller rounds the result
+    back): in the 8-bit type itself intermediates round, or overflow to NaN (trunc(0.5) is
+    not representable in float8_e8m0fnu)."""
+    def impl(*args, **params):
+        for a in args:
+            if type(a) is np.ndarray and a.dtype.itemsize == 1 and a.dtype.kind == "V":
+                args = [b.astype(np.float32) if type(b) is np.ndarray and b.dtype.kind == "V"
+                        else b for b in args]
+                break
+        return numpy_fn(*args, **params)
+    return impl
+
+
 def _unary(name, numpy_fn, hlo_opcode, kinds=None, lowering=None):
     prim = standard_primitive(
-        name, lambda x, **_: same_shape_dtype_rule(name, x, allowed_kinds=kinds), numpy_fn)
+        name, lambda x, **_: same_shape_dtype_rule(name, x, allowed_kinds=kinds),
+        _f8_in_float32(numpy_fn))
     batching.primitive_batchers[prim] = elementwise_batcher(prim)
     register_lowering(prim, lowering or _lower_as(hlo_opcode))
     return prim
@@ -79,7 +95,8 @@ def _unary(name, numpy_fn, hlo_opcode, kinds=None, lowering=None):
 
 def _binary(name, numpy_fn, hlo_opcode, kinds=None, lowering=None):
     prim = standard_primitive(
-        name, lambda x, y: same_shape_dtype_rule(name, x, y, allowed_kinds=kinds), numpy_fn)
+        name, lambda x, y: same_shape_dtype_rule(name, x, y, allowed_kinds=kinds),
+        _f8_in_float32(numpy_fn))
     batching.primitive_batchers[prim] = elementwise_batcher(prim)
     register_lowering(prim, lowering or _lower_as(hlo_opcode))
     return prim
@@ -90,7 +107,7 @@ def _typed_unary(name, numpy_fn, hlo_opcode, out_dtype, kinds, lowering=None):
     def rule(x, **_):
         aval = same_shape_dtype_rule(name, x, allowed_kinds=kinds)
         return aval.update(dtype=out_dtype(aval.dtype))  # weak stays weak (as JAX's)
-    prim = standard_primitive(name, rule, numpy_fn)
+    prim = standard_primitive(name, rule, _f8_in_float32(numpy_fn))
     batching.primitive_batchers[prim] = elementwise_batcher(prim)
     register_lowering(prim, lowering or _lower_as(hlo_opcode))
     return prim
@@ -440,9 +457,7 @@ def sign(x):
 def _sign_impl(x):
     x = np.asarray(x)
     if x.dtype.kind == "c":
-        mag = np.abs(x)
-        out = x / np.where(mag == 0, 1, mag)
-        return np.where(mag == 0, np.zeros_like(x), out)
+        return complex_sign(x)
     if dtypes.kind(x.dtype) == "f":
         return np.where((x == 0) | np.isnan(x), x, np.copysign(np.ones_like(x), x))
     return np.sign(x)

@@ -138,6 +138,12 @@ def nextafter(e: Emit, x, y):
     et = {1: "s8", 2: "s16", 4: "s32", 8: "s64"}[itype.itemsize]
     ix = e.b.bitcast_convert(x, et, metadata=e.md)
     one = e.c(1, itype)
+    if e.dtype == dtypes.float8_e8m0fnu:
+        # No sign and no zero (0 converts to NaN): the bits count up with the value.
+        stepped = e.select(e.cmp(y, x, "GT"), e.add(ix, one), e.sub(ix, one))
+        out = e.b.bitcast_convert(stepped, x.shape.element_type, metadata=e.md)
+        out = e.select(e.cmp(x, y, "EQ"), y, out)
+        return e.select(e.op("or", e.cmp(x, x, "NE"), e.cmp(y, y, "NE")), e.add(x, y), out)
     away = e.cmp(e.cmp(x, 0, "GT"), e.cmp(y, x, "GT"), "EQ")
     stepped = e.select(away, e.add(ix, one), e.sub(ix, one))
     out = e.b.bitcast_convert(stepped, x.shape.element_type, metadata=e.md)

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from minijax import dispatch, dtypes
 from minijax.compiler.evaluator import elementwise as evaluator_ew
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.dispatch import compile_when_large
@@ -394,9 +395,29 @@ def nextafter(x1, x2):
 def _nextafter_impl(x1, x2):
     # C's nextafter returns x2 when the two are equal (so nextafter(0, -0) is -0); NumPy's
     # float16 loop returns x1.
+    x1, x2 = np.asarray(x1), np.asarray(x2)
+    if x1.dtype.itemsize == 1:
+        return _nextafter_f8(x1, x2)
     return np.where(x1 == x2, x2, np.nextafter(x1, x2))
+
+
+def _nextafter_f8(x, y):
+    # The lowering's bit step (el.nextafter), as XLA: stepping below the smallest negative
+    # value of a "fnuz" type lands on its NaN pattern, where ml_dtypes would give 0.
+    xf, yf = np.broadcast_arrays(x.astype(np.float32), y.astype(np.float32))
+    bits = np.ascontiguousarray(np.broadcast_to(x, xf.shape)).view(np.int8).astype(np.int16)
+    e8m0 = x.dtype == dtypes.float8_e8m0fnu
+    away = (yf > xf) if e8m0 else ((xf > 0) == (yf > xf))
+    out = np.where(away, bits + 1, bits - 1).astype(np.int8).view(x.dtype).astype(np.float32)
+    if not e8m0:
+        tiny = float(np.nextafter(np.zeros((), x.dtype), np.ones((), x.dtype)))
+        out = np.where(xf == 0, np.where(yf > 0, tiny, -tiny), out)
+    out = np.where(xf == yf, yf, out)
+    return np.where(np.isnan(xf) | np.isnan(yf), np.nan, out).astype(x.dtype)
 
 
 nextafter_p = _binary("nextafter", _nextafter_impl, None, kinds="f",
                       lowering=_composite(el.nextafter))
+# A step in the type's own bit patterns: 8-bit floats are not widened to float32 here.
+dispatch.numpy_impls[nextafter_p] = _nextafter_impl
 

@@ -190,7 +190,8 @@ def lcm(x1, x2, /):
     d = _gcd(x1, x2)
     zero = lax.eq(d, util.full_like_scalar(0, d))
     safe = jnp.where(zero, util.full_like_scalar(1, d), d)
-    out = lax.abs(lax.mul(lax.div(lax.abs(x1), safe), lax.abs(x2)))
+    # As JAX: |x1| * (|x2| // gcd), wrapping (not re-made positive) where it overflows.
+    out = lax.mul(lax.abs(x1), lax.div(lax.abs(x2), safe))
     return jnp.where(zero, util.full_like_scalar(0, d), out)
 
 

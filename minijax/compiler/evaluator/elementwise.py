@@ -22,8 +22,8 @@ import numpy as np
 
 from minijax import dtypes
 
-__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "convert",
-           "bitcast_convert", "maximum", "minimum", "reduce_precision", "round_to_bf16",
+__all__ = ["ELEMENTWISE_OPCODES", "UNARY", "BINARY", "clamp", "compare", "complex_sign",
+           "convert", "bitcast_convert", "maximum", "minimum", "reduce_precision", "round_to_bf16",
            "total_order_key"]
 
 
@@ -75,12 +75,20 @@ def _sign(x):
     if _is_int(x) or x.dtype == np.bool_:
         return np.sign(x)
     if x.dtype.kind == "c":
-        mag = np.abs(x)
-        with np.errstate(all="ignore"):
-            out = x / np.where(mag == 0, 1, mag)
-        return np.where(mag == 0, np.zeros_like(x), out).astype(x.dtype)
+        return complex_sign(x)
     one = np.copysign(np.ones_like(x), x)
     return np.where((x == 0) | np.isnan(x), x, one)
+
+
+def complex_sign(x):
+    """XLA's sign of a complex x: x where |x| is 0 (signed zeros kept), else each part
+    divided by the real |x| (no complex division: sign(inf+0j) is nan+0j, sign(-2-0j) is
+    -1-0j)."""
+    x = np.asarray(x)
+    mag = np.abs(x)
+    with np.errstate(all="ignore"):
+        out = _compose(x.real / mag, x.imag / mag, x.dtype)
+    return np.where(mag == 0, x, out).astype(x.dtype)
 
 
 def _round_afz(x):
@@ -473,6 +481,15 @@ def convert(x, dtype):
         return _float_to_int(x, dtype)
     if dtype.itemsize == 2 and dtype.kind in "fV" and x.dtype.itemsize > 4:
         x = x.astype(np.float32)  # to 16-bit floats through float32, as XLA
+    elif dtype == dtypes.float8_e8m0fnu and x.dtype == np.float64:
+        # XLA converts float64 directly: below the smallest power 2**-127 is NaN (from
+        # float32 such values round up to 2**-127).
+        with np.errstate(invalid="ignore"):
+            x = np.where(np.abs(x) < 2.0 ** -127, np.nan, x)
+    elif (dtype.itemsize == 1 and x.dtype.itemsize == 1 and dtype != x.dtype
+          and dtypes.kind(x.dtype) == "f"):
+        # ml_dtypes casts only some 8-bit float pairs directly; float32 holds each exactly.
+        x = x.astype(np.float32)
     return x.astype(dtype)
 
 
@@ -503,8 +520,9 @@ def reduce_precision(x, exponent_bits: int, mantissa_bits: int):
         # As XLA does, 8-bit floats are rounded in float16 and converted back: the reduced
         # format is IEEE-like (an all-ones exponent is inf/NaN, denormals below its smallest
         # normal flush to zero) whatever the storage format (e4m3fn has no inf: 448 -> NaN).
-        return reduce_precision(x.astype(np.float16), exponent_bits,
-                                mantissa_bits).astype(x.dtype)
+        # float8_e8m0fnu's powers 2**-127..2**127 need float32's range.
+        wide = np.float32 if x.dtype == dtypes.float8_e8m0fnu else np.float16
+        return reduce_precision(x.astype(wide), exponent_bits, mantissa_bits).astype(x.dtype)
     # The layout comes from finfo, not the item size: bfloat16 and float16 are both 2 bytes.
     info = dtypes.finfo(x.dtype)
     utype, ebits, mbits = _UINT_OF_SIZE[x.dtype.itemsize], int(info.nexp), int(info.nmant)

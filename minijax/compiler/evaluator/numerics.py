@@ -87,8 +87,12 @@ def narrow_bit_opcode(instr, ops):
     if op == "bitcast-convert":
         src, dst = np.asarray(ops[0]), instr.shape.dtype
         if src.dtype.itemsize != 1 or dst.itemsize != 1:
-            raise ValueError(f"bitcast-convert between {src.dtype} and {dst} changes the "
-                             "storage width; only same-width narrow bitcasts are supported")
+            if _bits_of(src.dtype) < 8 or _bits_of(dst) < 8:
+                raise ValueError(f"bitcast-convert between {src.dtype} and {dst} changes "
+                                 "the storage width of a sub-byte type; only same-width "
+                                 "bitcasts of 2- and 4-bit types are supported")
+            # 8-bit floats are whole bytes: reinterpret them like any other type.
+            return ew.bitcast_convert(src, dst)
         if _bits_of(src.dtype) != _bits_of(dst):
             raise ValueError(f"bitcast-convert from {src.dtype} to {dst}: bit widths differ")
         raw = _pattern(src) if src.dtype in NARROW_DTYPES else src.view(np.uint8)
@@ -121,7 +125,7 @@ def narrow_convert(x: np.ndarray, dtype) -> np.ndarray:
         return ew.convert(x, dtype)
     et = element_type_of(dtype)
     if et[0] == "f":
-        return (np.real(x) if x.dtype.kind == "c" else x).astype(dtype)
+        return ew.convert(x, dtype)
     bits = _bits_of(dtype)
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if et[0] == "s" else (0, (1 << bits) - 1)
     if x.dtype.kind in "fc":
