@@ -153,13 +153,13 @@ def test_edge_values_match_jax(name):
             _assert_bits(got, want, f"{name} [{mode}]")
 
 
-def test_cases_against_live_jax():
-    real = pytest.importorskip("jax")
+def test_cases_against_live_jax(live_jax):
+    if live_jax is None:
+        pytest.skip("jax is not installed")
     rjnp = pytest.importorskip("jax.numpy")
-    real.config.update("jax_enable_x64", True)
     for name, (make, args, want) in CASES.items():
-        with real.default_device(real.devices("cpu")[0]):
-            got = np.asarray(make(real.lax, rjnp)(*args))
+        with live_jax.default_device(live_jax.devices("cpu")[0]):
+            got = np.asarray(make(live_jax.lax, rjnp)(*args))
         _assert_bits(got, want, f"{name} [live jax]")
 
 
@@ -192,13 +192,17 @@ def _edge_array(name, picks):
 
 @pytest.fixture(scope="module")
 def live_jax():
-    """Real JAX with 64-bit types on, or None where it is not installed."""
+    """Real JAX with 64-bit types on for this module's tests (restored after them: other
+    modules compare against JAX's default 32-bit types), or None where it is not installed."""
     try:
         import jax as real  # noqa: PLC0415 - live comparison only where JAX is installed
     except ImportError:
-        return None
+        yield None
+        return
+    before = real.config.jax_enable_x64
     real.config.update("jax_enable_x64", True)
-    return real
+    yield real
+    real.config.update("jax_enable_x64", before)
 
 
 @settings(max_examples=30, deadline=None)
