@@ -177,3 +177,67 @@ def test_loop_jvp_tangents_keep_weak_types():
     np.testing.assert_allclose(np.asarray(t), 4.0)  # 1 -> 2 -> 4: z**2
     _, t = minijax.jvp(lambda z: lax.cond(True, lambda: z * 2.0, lambda: z), (2.0,), (1.0,))
     assert _weak(t) == [("float32", True)]
+
+
+# --------------------------------------------------------------------------- softmax at -inf
+
+_W = np.array([1.0, 2.0, 3.0], np.float32)
+
+
+def _softmax_grad(nn, np_, name, x, where=None):
+    f = getattr(nn.nn, name)
+    kw = {} if where is None else {"where": where}
+
+    def loss(x):
+        y = f(x, **kw)
+        return np_.sum(np_.where(np_.isfinite(y), y * _W[:x.shape[-1]], 0.0))
+    return np.asarray(nn.grad(loss)(x)), np.asarray(nn.jit(nn.grad(loss))(x))
+
+
+# (function, x, where, JAX 0.10.2's gradient of sum(f(x) * [1, 2, 3]) over finite outputs)
+_SOFTMAX_CASES = [
+    ("softmax", [-np.inf, -np.inf, 0.0], None, [-0.0, -0.0, 0.0]),
+    ("softmax", [-np.inf, 2.0, -np.inf], None, [-0.0, 0.0, 0.0]),
+    ("softmax", [0.0, -np.inf, 1.0], None, [-0.39322397, -0.0, 0.39322364]),
+    ("softmax", [0.0, -np.inf, 1.0], [True, False, True], [-0.39322397, 0.0, 0.39322364]),
+    ("softmax", [np.inf, 0.0, 1.0], [False, True, True], [0.0, -0.19661205, 0.19661164]),
+    ("softmax", [np.inf, 0.0, 1.0], None, [np.nan, np.nan, np.nan]),
+    ("softmax", [-np.inf, -np.inf], None, [np.nan, np.nan]),
+    ("log_softmax", [0.0, -np.inf, 1.0], None, [-0.07576574, 0.0, 0.07576561]),
+    ("log_softmax", [0.0, -np.inf, 1.0], [True, False, True], [-0.07576574, 0.0, 0.07576561]),
+    ("log_softmax", [np.inf, 0.0, 1.0], [False, True, True], [0.0, 0.6552928, -0.655293]),
+    ("log_softmax", [-np.inf, -np.inf, 0.0], None, [0.0, 0.0, 0.0]),
+]
+
+
+def _assert_same_zeros_and_nans(got, want):
+    got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
+    finite = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[finite]), np.signbit(want[finite])), (got, want)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", range(len(_SOFTMAX_CASES)))
+def test_softmax_gradient_at_inf_as_jax(case):
+    name, x, where, want = _SOFTMAX_CASES[case]
+    x = np.array(x, np.float32)
+    where = None if where is None else np.array(where)
+    for got in _softmax_grad(minijax, jnp, name, x, where):
+        _assert_same_zeros_and_nans(got, want)
+    if real_jax is not None:
+        _assert_same_zeros_and_nans(_softmax_grad(real_jax, real_jnp, name, x, where)[0], want)
+
+
+@needs_jax
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from([-np.inf, np.inf, 0.0, 1.0, -2.0, 3.5]), min_size=3,
+                max_size=3), st.one_of(st.none(), st.lists(st.booleans(), min_size=3,
+                                                            max_size=3)),
+       st.sampled_from(["softmax", "log_softmax"]))
+def test_softmax_gradient_live_against_jax(x, where, name):
+    x = np.array(x, np.float32)
+    where = None if where is None else np.array(where)
+    want = _softmax_grad(real_jax, real_jnp, name, x, where)[0]
+    for got in _softmax_grad(minijax, jnp, name, x, where):
+        _assert_same_zeros_and_nans(got, want)
