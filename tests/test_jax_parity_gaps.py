@@ -241,3 +241,50 @@ def test_softmax_gradient_live_against_jax(x, where, name):
     want = _softmax_grad(real_jax, real_jnp, name, x, where)[0]
     for got in _softmax_grad(minijax, jnp, name, x, where):
         _assert_same_zeros_and_nans(got, want)
+
+
+# --------------------------------------------------------------------------- pad(mode=callable)
+
+
+def _pad_with(vector, pad_width, iaxis, kwargs):
+    value = kwargs.get("padder", 10)
+    vector = vector.at[:pad_width[0]].set(value)
+    if pad_width[1]:
+        vector = vector.at[-pad_width[1]:].set(value)
+    return vector
+
+
+def _ramp(vector, pad_width, iaxis, kwargs):
+    return vector * (iaxis + 2) + 1
+
+
+def test_pad_with_callable_mode_as_jax():
+    a = jnp.arange(6).reshape(2, 3)
+    out = jnp.pad(a, ((1, 0), (0, 2)), _pad_with, padder=-1)
+    assert out.dtype == jnp.int32
+    assert np.asarray(out).tolist() == [[-1, -1, -1, -1, -1], [0, 1, 2, -1, -1],
+                                        [3, 4, 5, -1, -1]]
+    # NumPy's documented example (same protocol, with returned vectors)
+    want = np.pad(np.arange(6).reshape(2, 3), 2, _np_pad_with)
+    np.testing.assert_array_equal(np.asarray(jnp.pad(a, 2, _pad_with)), want)
+    # axes are processed in order, each seeing the previous axis' result (JAX's values)
+    ramp = [[4, 4, 4, 4, 4], [4, 4, 10, 16, 4], [4, 22, 28, 34, 4], [4, 4, 4, 4, 4]]
+    np.testing.assert_array_equal(np.asarray(jnp.pad(a.astype(float), 1, _ramp)), ramp)
+    np.testing.assert_array_equal(np.asarray(minijax.jit(lambda a: jnp.pad(a, 1, _ramp))(a)),
+                                  ramp)
+    if real_jnp is not None:
+        np.testing.assert_array_equal(np.asarray(real_jnp.pad(real_jnp.arange(6.).reshape(2, 3),
+                                                              1, _ramp)), ramp)
+
+
+def _np_pad_with(vector, pad_width, iaxis, kwargs):
+    vector[:pad_width[0]] = 10
+    if pad_width[1]:
+        vector[-pad_width[1]:] = 10
+
+
+def test_pad_with_callable_mode_errors_as_jax():
+    with pytest.raises(ValueError, match="0-d"):  # JAX: ValueError for a 0-d array
+        jnp.pad(jnp.float32(3.0), 1, _ramp)
+    with pytest.raises(TypeError):  # the function must return the vector
+        jnp.pad(jnp.ones((2, 2)), 1, lambda v, p, i, k: None)
