@@ -288,3 +288,43 @@ def test_pad_with_callable_mode_errors_as_jax():
         jnp.pad(jnp.float32(3.0), 1, _ramp)
     with pytest.raises(TypeError):  # the function must return the vector
         jnp.pad(jnp.ones((2, 2)), 1, lambda v, p, i, k: None)
+
+
+# --------------------------------------------------------------------------- complex sorting
+
+_NAN, _INF = np.nan, np.inf
+_CX = np.array([1 + 2j, 1 + 1j, _NAN + 0j, complex(0, _NAN), complex(_NAN, _NAN), -1 + 5j,
+                complex(1, _NAN), _NAN + 1j, 1 + 1j, 0j, -0.0 + 0j, complex(_INF, 0),
+                complex(-_INF, 1), complex(1, -_INF)], np.complex64)
+# JAX 0.10.2: real part first, then imaginary, each with NaN last (-0.0 ties 0.0)
+_CX_ARGSORT = [12, 5, 9, 10, 3, 13, 1, 8, 0, 6, 11, 2, 7, 4]
+_CX_ARGSORT_DESC = [4, 7, 2, 11, 6, 0, 1, 8, 13, 3, 9, 10, 5, 12]
+
+
+def test_complex_sort_and_argsort_under_jit_as_jax():
+    for f in (lambda x: x, minijax.jit):
+        assert np.asarray(f(jnp.argsort)(_CX)).tolist() == _CX_ARGSORT
+        got = np.asarray(f(jnp.sort)(_CX))
+        np.testing.assert_array_equal(got, _CX[_CX_ARGSORT])
+        desc = f(lambda x: jnp.argsort(x, descending=True, stable=True))(_CX)
+        assert np.asarray(desc).tolist() == _CX_ARGSORT_DESC
+    keys, vals = minijax.jit(lambda k, v: lax.sort((k, v), num_keys=1))(
+        _CX[:2], jnp.arange(2))
+    assert np.asarray(vals).tolist() == [1, 0]
+    if real_jnp is not None:
+        assert np.asarray(real_jax.jit(real_jnp.argsort)(_CX)).tolist() == _CX_ARGSORT
+
+
+@pytest.mark.parametrize("method", ["scan", "scan_unrolled", "sort", "compare_all"])
+def test_complex_searchsorted_as_jax(method):
+    a = np.sort(np.array([1 + 2j, 1 + 1j, -1 + 5j, 0j, 2 - 1j, 2 + 0j, 1 + 1j], np.complex64))
+    q = np.array([1 + 1.5j, 1 + 1j, 2j, -2 + 0j, 2 - 1j, 3 + 0j, _NAN + 0j, complex(1, _NAN)],
+                 np.complex64)
+    # JAX 0.10.2: lexicographic on (real, imag), NaN parts last
+    want = {"left": [4, 2, 2, 0, 5, 7, 7, 5], "right": [4, 4, 2, 0, 6, 7, 7, 5]}
+    for side, w in want.items():
+        f = lambda a, q, side=side: jnp.searchsorted(a, q, side=side, method=method)  # noqa: E731
+        assert np.asarray(f(a, q)).tolist() == w
+        assert np.asarray(minijax.jit(f)(a, q)).tolist() == w
+        if real_jnp is not None:
+            assert np.asarray(real_jnp.searchsorted(a, q, side=side, method=method)).tolist() == w
