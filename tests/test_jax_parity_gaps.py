@@ -328,3 +328,50 @@ def test_complex_searchsorted_as_jax(method):
         assert np.asarray(minijax.jit(f)(a, q)).tolist() == w
         if real_jnp is not None:
             assert np.asarray(real_jnp.searchsorted(a, q, side=side, method=method)).tolist() == w
+
+
+# --------------------------------------------------------------------------- inputs JAX rejects
+
+# (case, the error JAX 0.10.2 raises)
+_REJECTED = {
+    "clip_complex_input": (lambda j: j.clip(j.array([1 + 1j]), 0, 1), ValueError),
+    "clip_complex_bound": (lambda j: j.clip(j.array([1.0]), 1j, 2), ValueError),
+    "median_empty": (lambda j: j.median(j.zeros((0,))), TypeError),
+    "quantile_empty": (lambda j: j.quantile(j.zeros((0,)), 0.5), TypeError),
+    "percentile_empty_axis": (lambda j: j.percentile(j.zeros((0, 3)), 50, axis=0), TypeError),
+    "nanmedian_empty": (lambda j: j.nanmedian(j.zeros((0,))), IndexError),
+    "nanquantile_empty": (lambda j: j.nanquantile(j.zeros((0,)), 0.5), IndexError),
+    "split_zero_sections": (lambda j: j.split(j.arange(4), 0), ZeroDivisionError),
+    "array_split_zero_sections": (lambda j: j.array_split(j.arange(4), 0), ZeroDivisionError),
+    "split_uneven": (lambda j: j.split(j.arange(5), 2), ValueError),
+    "hsplit_uneven": (lambda j: j.hsplit(j.ones((2, 5)), 2), ValueError),
+    "argmin_complex": (lambda j: j.argmin(j.array([1 + 1j, 2j])), TypeError),
+    "bitwise_and_float": (lambda j: j.bitwise_and(j.array([1.0]), j.array([2.0])), TypeError),
+    "round_complex_float_decimals": (lambda j: j.round(j.array([1.5]), 0.5), TypeError),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REJECTED))
+def test_rejects_as_jax(case):
+    fn, err = _REJECTED[case]
+    with pytest.raises(err):
+        fn(jnp)
+    if real_jnp is not None:
+        with pytest.raises(err):
+            fn(real_jnp)
+
+
+def test_rejection_messages_name_the_op():
+    with pytest.raises(ValueError, match="clip: complex"):
+        jnp.clip(jnp.array([1 + 1j]), 0, 1)
+    with pytest.raises(TypeError, match=r"quantile: .*empty axis"):
+        jnp.median(jnp.zeros((0,)))
+    with pytest.raises(ZeroDivisionError, match="split: .*0 sections"):
+        jnp.split(jnp.arange(4), 0)
+
+
+def test_empty_results_still_allowed_as_jax():
+    # JAX returns empty arrays when nothing would be gathered
+    assert jnp.median(jnp.zeros((3, 0)), axis=0).shape == (0,)
+    assert jnp.quantile(jnp.zeros((0,)), jnp.array([])).shape == (0,)
+    np.testing.assert_array_equal(np.asarray(jnp.clip(jnp.arange(3.0), 0, 1)), [0, 1, 1])
