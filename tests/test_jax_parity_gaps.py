@@ -375,3 +375,38 @@ def test_empty_results_still_allowed_as_jax():
     assert jnp.median(jnp.zeros((3, 0)), axis=0).shape == (0,)
     assert jnp.quantile(jnp.zeros((0,)), jnp.array([])).shape == (0,)
     np.testing.assert_array_equal(np.asarray(jnp.clip(jnp.arange(3.0), 0, 1)), [0, 1, 1])
+
+
+# --------------------------------------------------------------------------- einsum ellipsis
+
+_A = np.arange(24.0).reshape(2, 3, 4)
+_B = np.arange(8.0).reshape(2, 4)
+
+
+@pytest.mark.parametrize("spec,operands", [
+    ("...ij->ij", (_A,)), ("...ij->", (_A,)), ("ij...->j", (_A,)), ("...ij->ji", (_A,)),
+    ("...j,...j->", (_A, _B[0])), ("...ij,...j->i", (_A, _B)), ("i...->", (_B,)),
+    ("ij...,j...->i", (_A, np.ones((3, 4)))), ("...ij->...", (_A,)), ("...i,...i", (_A, _B[:1])),
+])
+def test_einsum_output_without_ellipsis_sums_as_jax(spec, operands):
+    # JAX (opt_einsum) sums the ellipsis dimensions an output leaves out; NumPy raises.
+    lhs, rhs = spec.split("->") if "->" in spec else (spec, None)
+    full = [t.replace("...", "xy"[:np.ndim(op) - len(t.replace("...", ""))])
+            for t, op in zip(lhs.split(","), operands, strict=True)]
+    if rhs is None:
+        want = np.einsum(spec, *operands)
+    else:
+        ell = max(np.ndim(op) - len(t.replace("...", ""))
+                  for t, op in zip(lhs.split(","), operands, strict=True))
+        want = np.einsum(",".join(_right_align(f, ell) for f in full) + "->"
+                         + rhs.replace("...", "xy"[:ell]), *operands)
+    got = jnp.einsum(spec, *operands)
+    np.testing.assert_allclose(np.asarray(got), want)
+    if real_jnp is not None:
+        np.testing.assert_allclose(np.asarray(real_jnp.einsum(spec, *operands)), want)
+
+
+def _right_align(term, ell):
+    """Ellipsis letters are aligned from the right (a shorter ellipsis takes the last ones)."""
+    n = sum(c in "xy" for c in term)
+    return term.replace("xy"[:n], "xy"[ell - n:ell]) if n else term
