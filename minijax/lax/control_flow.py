@@ -35,6 +35,7 @@ from minijax.lax.control_flow_common import (
     trace_flat,
     trace_user_fun,
     transpose_jaxpr,
+    weak_tangents,
 )
 from minijax.lax.elementwise_int import clamp, ne, select_n
 from minijax.lax.structural import broadcast_in_dim, convert_element_type, moveaxis
@@ -191,7 +192,7 @@ def _cond_jvp(primals, tangents, *, branches):
     t_iter = iter(outs[n:])
     t_out = [next(t_iter) if z else ad.Zero(ad.tangent_aval(a))
              for z, a in zip(out_nz, branches[0].out_avals, strict=True)]
-    return outs[:n], t_out
+    return outs[:n], weak_tangents(t_out, branches[0].out_avals)
 
 
 ad.primitive_jvps[cond_p] = _cond_jvp

@@ -48,6 +48,22 @@ def trace_user_fun(fun, in_tree, in_avals, what: str):
     return jaxpr, consts, store["out_tree"]
 
 
+def forwarded_carries(closed: ClosedJaxpr, num_consts: int, num_carry: int) -> list[bool]:
+    """Which carry outputs of a loop body are its carry inputs unchanged. JAX returns the
+    init value itself (a Python scalar or NumPy array stays one) for those."""
+    j = closed.jaxpr
+    carry_in = j.invars[num_consts:num_consts + num_carry]
+    return [out is v for out, v in zip(j.outvars[:num_carry], carry_in, strict=True)]
+
+
+def weak_tangents(tangents, primal_avals):
+    """Loop/cond output tangents with their primal outputs' weak types, as JAX gives them
+    (minijax's rules run their tangents strongly typed inside)."""
+    return [t if type(t) is ad.Zero or not a.weak_type else match_aval(t, ad.tangent_aval(a)
+                                                                          .update(weak_type=True))
+            for t, a in zip(tangents, primal_avals, strict=True)]
+
+
 def avals_of(values) -> list[ShapedArray]:
     return [get_aval(v) for v in values]
 

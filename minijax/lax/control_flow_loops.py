@@ -27,15 +27,17 @@ from minijax.lax.control_flow_common import (
     avals_of,
     batch_jaxpr,
     check_tree_and_avals,
+    forwarded_carries,
     jvp_jaxpr,
+    match_aval,
     materialize,
     move_to_front,
     permute_invars,
     promote_weak_inputs,
     split_list,
-    to_strong,
     trace_flat,
     trace_user_fun,
+    weak_tangents,
 )
 from minijax.lax.control_flow_scan import scan
 from minijax.lax.elementwise import add
@@ -67,7 +69,7 @@ def while_loop(cond_fun, body_fun, init_val):
             if len(leaves) != len(fix):
                 return out
             return tree_util.tree_unflatten(
-                tree, [to_strong(v, a) for v, a in zip(leaves, fix, strict=True)])
+                tree, [match_aval(v, a) for v, a in zip(leaves, fix, strict=True)])
         return trace_user_fun(fun, wrap_tree, avals, "lax.while_loop body_fun")
 
     body, body_consts, body_tree = trace_body(init_avals)
@@ -79,12 +81,9 @@ def while_loop(cond_fun, body_fun, init_val):
     body_out = body.out_avals
     check_tree_and_avals("body_fun output and input", body_tree, body_out, in_tree,
                          init_avals)
-    new_avals = [a.strip_weak_type() if a.weak_type and not o.weak_type else a
-                 for a, o in zip(init_avals, body_out, strict=True)]
-    if new_avals != init_avals or any(o.weak_type and not a.weak_type
-                                      for a, o in zip(new_avals, body_out, strict=True)):
-        init_flat = [to_strong(x, a) for x, a in zip(init_flat, new_avals, strict=True)]
-        init_avals = new_avals
+    # Weak types, as JAX: a carry whose output differs from its init only in weak type does
+    # not retrace the body; the loop keeps the init's types and the results take the body's.
+    if any(a.weak_type != o.weak_type for a, o in zip(init_avals, body_out, strict=True)):
         body, body_consts, body_tree = trace_body(init_avals, init_avals)
     cond, cond_consts, cond_tree = trace_user_fun(cond_fun, wrap_tree, init_avals,
                                                   "lax.while_loop cond_fun")
@@ -97,6 +96,9 @@ def while_loop(cond_fun, body_fun, init_val):
     outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond,
                         body_jaxpr=body, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
+    fwd = forwarded_carries(body, len(body_consts), len(init_flat))
+    outs = [init if f else match_aval(x, a)
+            for init, f, x, a in zip(init_flat, fwd, outs, body_out, strict=True)]
     return tree_util.tree_unflatten(in_tree, outs)
 
 
@@ -220,8 +222,9 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
                         *carry_t, cond_jaxpr=cond_aug, body_jaxpr=body_jvp,
                         cond_nconsts=len(cc), body_nconsts=nb + nbt)
     t_iter = iter(outs[nc:])
-    return outs[:nc], [next(t_iter) if z else ad.Zero(ad.tangent_aval(a))
-                       for z, a in zip(carry_nz, carry_avals, strict=True)]
+    t_out = [next(t_iter) if z else ad.Zero(ad.tangent_aval(a))
+             for z, a in zip(carry_nz, carry_avals, strict=True)]
+    return outs[:nc], weak_tangents(t_out, carry_avals)
 
 
 ad.primitive_jvps[while_p] = _while_jvp

@@ -24,16 +24,18 @@ from minijax.lax.control_flow_common import (
     avals_of,
     batch_jaxpr,
     check_tree_and_avals,
+    forwarded_carries,
     jvp_jaxpr,
+    match_aval,
     materialize,
     move_to_front,
     permute_invars,
     promote_weak_inputs,
     split_list,
-    to_strong,
     trace_flat,
     trace_user_fun,
     transpose_jaxpr,
+    weak_tangents,
 )
 from minijax.lax.elementwise import add
 from minijax.lax.slicing import concatenate, slice_in_dim
@@ -98,7 +100,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
                 leaves, tree = tree_util.tree_flatten(new_carry)
                 if len(leaves) == len(fix):
                     new_carry = tree_util.tree_unflatten(
-                        tree, [to_strong(v, a) for v, a in zip(leaves, fix, strict=True)])
+                        tree, [match_aval(v, a) for v, a in zip(leaves, fix, strict=True)])
             return new_carry, y
         return trace_user_fun(fun, _flat_tree(n_carry + len(xs_flat)),
                               carry_avals + x_avals, "lax.scan body")
@@ -114,19 +116,19 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
             carry_out = jaxpr.out_avals[:carry_tree.num_leaves]
     check_tree_and_avals("scan carry output and input", carry_tree, carry_out, init_tree,
                          init_avals)
-    # Weak types: a weak init whose carry comes back strong is promoted; a strong carry
-    # that comes back weak is made strong in the body.
-    new_init_avals = [a.strip_weak_type() if a.weak_type and not o.weak_type else a
-                      for a, o in zip(init_avals, carry_out, strict=True)]
-    if new_init_avals != init_avals or any(o.weak_type and not a.weak_type for a, o in
-                                           zip(new_init_avals, carry_out, strict=True)):
-        init_flat = [to_strong(x, a) for x, a in zip(init_flat, new_init_avals, strict=True)]
-        jaxpr, consts, out_tree = body(new_init_avals, new_init_avals)
-        carry_tree, y_tree = _split_out_tree(out_tree)
+    # Weak types, as JAX: when a carry's output differs from its init only in weak type, the
+    # body is not retraced; the results take the weak types the body produced. The loop
+    # itself keeps the init's types (the body converts its carry outputs to them).
+    result_avals = jaxpr.out_avals[:n_carry]
+    if any(a.weak_type != o.weak_type for a, o in zip(init_avals, carry_out, strict=True)):
+        jaxpr, consts, out_tree = body(init_avals, init_avals)
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=n_carry, length=length, reverse=bool(reverse),
                        unroll=unroll)
-    carry_out, ys = outs[:n_carry], outs[n_carry:]
+    fwd = forwarded_carries(jaxpr, len(consts), n_carry)
+    carry_out = [init if f else match_aval(x, a) for init, f, x, a in
+                 zip(init_flat, fwd, outs[:n_carry], result_avals, strict=True)]
+    ys = outs[n_carry:]
     return (tree_util.tree_unflatten(carry_tree, carry_out),
             tree_util.tree_unflatten(y_tree, ys))
 
@@ -260,7 +262,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, revers
                                   unroll=unroll)[num_carry:]
     out_t += [next(ys_t_it) if z else ad.Zero(ad.tangent_aval(a))
               for z, a in zip(out_nz[num_carry:], y_avals, strict=True)]
-    return carry + ys, out_t
+    return carry + ys, weak_tangents(out_t, list(carry_avals) + list(y_avals))
 
 
 ad.primitive_jvps[scan_p] = _scan_jvp

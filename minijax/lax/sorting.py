@@ -160,12 +160,21 @@ def sort_comparator(ctx, avals, num_keys, descending=False):
         et = ctx.element_type(a.dtype)
         params.append((cb.parameter(2 * i, Shape(et, ())), cb.parameter(2 * i + 1,
                                                                         Shape(et, ()))))
-    result = None
-    for i in reversed(range(num_keys)):
+    # A complex key is two real keys, its real then its imaginary part (JAX's order).
+    keys = []
+    for i in range(num_keys):
         x, y = params[i]
-        dtype = avals[i].dtype
-        if np.dtype(dtype).kind == "c":
-            raise NotImplementedError("sort: lowering complex sort keys is not supported")
+        dtype = np.dtype(avals[i].dtype)
+        if dtype.kind == "c":
+            real = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+            shape = Shape(ctx.element_type(real), ())
+            for part in ("real", "imag"):
+                keys.append((cb.add_instruction(part, [x], shape=shape),
+                             cb.add_instruction(part, [y], shape=shape), real))
+        else:
+            keys.append((x, y, dtype))
+    result = None
+    for x, y, dtype in reversed(keys):
         less = _compare_total(cb, x, y, "GT" if descending else "LT", dtype)
         if result is None:
             result = less

@@ -163,31 +163,21 @@ def log_softmax(x, axis=-1, where=None):
 
 
 def softmax(x, axis=-1, where=None):
-    """exp(x) / sum(exp(x), axis), shifted by the max; its JVP is y (t - sum(y t))."""
+    """exp(x) / sum(exp(x), axis), shifted by the (gradient-stopped) max; masked-out
+    elements give 0.
+
+    Differentiated as written, as JAX 0.10 does by default (its custom-JVP variant is off
+    unless `jax_softmax_custom_jvp` is set), so gradients at -inf inputs and masked
+    elements match JAX's, signed zeros included."""
     x = _inexact(x)
-    if where is None:
-        return _softmax(x, axis)
-    x_max = jnp.max(x, axis, where=where, initial=-jnp.inf, keepdims=True)
-    unnormalized = jnp.exp(jnp.where(where, x, -jnp.inf) - lax.stop_gradient(x_max))
-    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
-    return jnp.where(where, result, 0)
-
-
-def _softmax_plain(x, axis):
     # initial=-inf: a zero-size axis gives an empty result, as JAX's.
-    x_max = jnp.max(x, axis, initial=-jnp.inf, keepdims=True)
-    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
-    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
-
-
-_softmax = custom_jvp(_softmax_plain, nondiff_argnums=(1,))
-
-
-@_softmax.defjvp
-def _softmax_jvp(axis, primals, tangents):
-    (x,), (x_dot,) = primals, tangents
-    y = _softmax(x, axis)
-    return y, y * (x_dot - jnp.sum(y * x_dot, axis, keepdims=True))
+    x_max = jnp.max(x, axis, where=where, initial=-jnp.inf, keepdims=True)
+    x_safe = x if where is None else jnp.where(where, x, -jnp.inf)
+    unnormalized = jnp.exp(x_safe - lax.stop_gradient(x_max))
+    result = unnormalized / jnp.sum(unnormalized, axis, where=where, keepdims=True)
+    if where is not None:
+        result = jnp.where(where, result, 0)
+    return result
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):

@@ -254,8 +254,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """`num` evenly spaced samples over [start, stop] (start/stop may be arrays).
 
     As JAX: computed in the inexact version of the requested dtype as
-    start * (1 - t) + stop * t with t = i / div (so the ends are exact), floored before a
-    conversion to an integer dtype; the step (retstep) is (stop - start) / div."""
+    start * (1 - t) + stop * t with t = i / div, the endpoint set to stop exactly, floored
+    before a conversion to an integer dtype; the step (retstep) is (stop - start) / div."""
     num = util.concrete_int(num, "linspace: num")
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -270,17 +270,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     start, stop = util.broadcast_to(start, bshape), util.broadcast_to(stop, bshape)
     div = (num - 1) if endpoint else num
     if num > 1:
-        step = lax.div(lax.sub(stop, start), util.full_like_scalar(div, start))
-        shape = (div,) + bshape
-        bdims = tuple(range(1, len(shape)))
-        real = np.dtype(dtypes.finfo(comp).dtype)
-        # i * (1 / div), as XLA rewrites JAX's division by the constant div
-        t = lax.mul(util.iota(real, shape, 0), util.full(shape, real.type(1) / real.type(div),
-                                                         real))
-        t = util.convert(t, comp)
-        one = util.full(shape, 1, comp)
-        out = lax.add(lax.mul(lax.broadcast_in_dim(start, shape, bdims), lax.sub(one, t)),
-                      lax.mul(lax.broadcast_in_dim(stop, shape, bdims), t))
+        # XLA rewrites the division by the constant div into a product with its reciprocal
+        step = _times_reciprocal(lax.sub(stop, start), div)
+        out = _linspace_body(start, stop, div, comp, bshape)
         if endpoint:
             out = lax.concatenate([out, lax.reshape(stop, (1,) + bshape)], 0)
     elif num == 1:
@@ -294,6 +286,47 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = lax.floor(out)
     out = util.convert(out, req)
     return (out, step) if retstep else out
+
+
+def _wide_real(dtype):
+    """The real dtype XLA:CPU computes `dtype`'s arithmetic in (bfloat16 runs in float32)."""
+    real = np.dtype(dtypes.finfo(dtype).dtype)
+    return np.dtype(np.float32) if real == dtypes.bfloat16 else real
+
+
+def _times_reciprocal(x, div):
+    """x / div as XLA evaluates it: x times 1 / div rounded to the (wide) real dtype."""
+    dtype = get_aval(x).dtype
+    wide = _wide_real(dtype)
+    inv = wide.type(1) / wide.type(div)
+    if wide != dtype and dtype.kind != "c":
+        prod = lax.mul(util.convert(x, wide), util.full(get_aval(x).shape, inv, wide))
+        return util.convert(prod, dtype)
+    return lax.mul(x, util.full(get_aval(x).shape, inv, dtype))
+
+
+def _linspace_body(start, stop, div, comp, bshape):
+    """The first `div` samples, rounded op by op as XLA evaluates JAX's linspace.
+
+    JAX computes start * (1 - t) + stop * t with t = iota / div in the real dtype; XLA turns
+    the division into a multiplication by the rounded reciprocal c, and for real scalar
+    bounds reassociates stop * (i * c) into i * (stop * c). bfloat16 arithmetic runs in
+    float32 and rounds after each op, with c kept at float32 precision. (XLA:CPU may further
+    contract the final multiply-add into an FMA in float32/float64; that last-ulp choice of
+    its LLVM backend is not reproduced.)"""
+    shape = (div,) + bshape
+    bdims = tuple(range(1, len(shape)))
+    real = np.dtype(dtypes.finfo(comp).dtype)
+    i = util.iota(real, shape, 0)
+    t = _times_reciprocal(i, div)
+    start_b = lax.broadcast_in_dim(start, shape, bdims)
+    left = lax.mul(start_b, lax.sub(util.full(shape, 1, comp), util.convert(t, comp)))
+    if not bshape and comp == real and real != dtypes.bfloat16:
+        stop_c = _times_reciprocal(stop, div)
+        right = lax.mul(i, lax.broadcast_in_dim(stop_c, shape, ()))
+    else:
+        right = lax.mul(lax.broadcast_in_dim(stop, shape, bdims), util.convert(t, comp))
+    return lax.add(left, right)
 
 
 def _move_first_axis(out, axis):

@@ -134,10 +134,8 @@ def parse_subscripts(subscripts: str, shapes):
         if None in out:
             pos = out.index(None)
             out = out[:pos] + ell_labels + out[pos + 1:]
-        elif n_ell and any(ell_labels[k] in sizes for k in range(n_ell)) and \
-                any(sizes[lab] != 1 for lab in ell_labels):
-            raise ValueError("einsum: output subscripts must contain '...' when inputs "
-                             "broadcast over an ellipsis")
+        # An output without '...' sums over the ellipsis dimensions, as JAX (opt_einsum)
+        # does; NumPy raises there instead.
         for lab in out:
             if out.count(lab) > 1:
                 raise ValueError(f"einsum: output subscript '{lab}' appears more than once")

@@ -313,7 +313,10 @@ def _split(name, ary, indices_or_sections, axis, even):
     if isinstance(indices_or_sections, (int, np.integer)) or (
             util.is_array(indices_or_sections) and indices_or_sections.ndim == 0):
         sections = operator.index(indices_or_sections)
-        if sections <= 0:
+        if sections == 0:  # JAX (as NumPy's split) fails on n % 0
+            raise ZeroDivisionError(f"{name}: cannot split an axis of size {n} into 0 "
+                                    "sections; pass a positive number of sections")
+        if sections < 0:
             raise ValueError("number sections must be larger than 0.")
         if even and n % sections:
             raise ValueError("array split does not result in an equal division")

@@ -18,6 +18,7 @@ from minijax import lax
 from minijax.core import get_aval
 from minijax.numpy import reductions, statistics, ufuncs, util
 from minijax.numpy.creation import linspace
+from minijax.numpy.functional import apply_along_axis
 from minijax.numpy.manipulation import concatenate, flip, repeat
 from minijax.numpy.util import check_arraylike, to_array
 
@@ -82,14 +83,28 @@ def take_static(x, indices, axis):
     return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
 
 
+def _pad_with_function(x, widths, func, kwargs):
+    """NumPy's vector-function protocol, as JAX implements it: zero-pad, then along each
+    axis in turn replace every 1-d slice by func(vector, (before, after), axis, kwargs),
+    which must return the padded vector (JAX's functions cannot write in place)."""
+    if get_aval(x).ndim == 0:
+        raise ValueError("jnp.pad: a callable mode needs an array with at least one "
+                         "dimension; got a 0-d array (reshape it to (1,) first).")
+    x = _pad_constant(x, widths, 0)
+    for axis, width in enumerate(widths):
+        x = apply_along_axis(func, axis, x, tuple(width), axis, kwargs)
+    return x
+
+
 def pad(array, pad_width, mode="constant", **kwargs):
-    """Pad an array (NumPy's numpy.pad for the supported modes)."""
+    """Pad an array (NumPy's numpy.pad: its modes, or a function
+    `mode(vector, iaxis_pad_width, iaxis, kwargs)` returning the padded vector)."""
     check_arraylike("pad", array)
     x = to_array(array)
     aval = get_aval(x)
     widths = _normalize_pad_width(pad_width, aval.ndim)
     if callable(mode):
-        raise NotImplementedError("jnp.pad with a callable mode is not supported")
+        return _pad_with_function(x, widths, mode, kwargs)
     if mode in ("constant", "empty"):
         values = kwargs.pop("constant_values", 0)
         _no_kwargs(mode, kwargs)

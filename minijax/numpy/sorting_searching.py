@@ -189,8 +189,14 @@ def _check_kth(name, kth, n):
 
 
 def _total_lt(x, y):
-    """x < y in sort order (NaNs after every number)."""
-    if dtypes.kind(get_aval(x).dtype) not in "fc":
+    """x < y in sort order (NaNs after every number; complex numbers lexicographically on
+    the real then the imaginary part, each ordered so, as JAX's searchsorted)."""
+    kind = dtypes.kind(get_aval(x).dtype)
+    if kind == "c":
+        xr, yr = lax.real(x), lax.real(y)
+        same_real = (xr == yr) | (jnp.isnan(xr) & jnp.isnan(yr))
+        return _total_lt(xr, yr) | (same_real & _total_lt(lax.imag(x), lax.imag(y)))
+    if kind != "f":
         return x < y
     return (x < y) | (jnp.isnan(y) & ~jnp.isnan(x))
 

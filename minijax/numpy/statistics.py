@@ -3,6 +3,8 @@ nanvar, nanstd, median, quantile, percentile, nanmedian/nanquantile/nanpercentil
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minijax import dtypes, lax
@@ -128,6 +130,12 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     a, axes, ndim = _move_axes_last(a, axis)
     batch = get_aval(a).shape[:-1]
     n = get_aval(a).shape[-1]
+    if n == 0 and math.prod(q_shape + batch):
+        # JAX fails here (its gather of the sorted values is out of range)
+        err = IndexError if ignore_nan else TypeError
+        raise err(f"{name}: cannot take a quantile over an empty axis (input shape "
+                  f"{get_aval(a).shape[:-1] + (0,)} after moving the reduced axes last); "
+                  "reduce over a non-empty axis")
     nan_mask = _isnan(a)
     if n:
         # -0.0 and 0.0 sort as equals (stable), as JAX's sort; lax.sort orders -0.0 first

@@ -601,6 +601,11 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
         raise TypeError("clip() missing the array argument")
     check_arraylike("clip", arr)
     out = to_array(arr)
+    if any(v is not None and dtypes.is_complex(get_aval(to_array(v)).dtype)
+           for v in (out, min, max)):
+        raise ValueError("clip: complex values have no ordering and cannot be clipped (got "
+                         f"a complex input or bound; input dtype {get_aval(out).dtype}); "
+                         "clip the real and imaginary parts separately")
     if min is not None:
         out = maximum(min, out)
     if max is not None:
