@@ -9,10 +9,10 @@ import re
 import numpy as np
 
 from minijax.lax.vmap import vmap
-from minijax.numpy import base as jnp
 from minijax.numpy import util
-from minijax.numpy.creation import _shape, _user_dtype
-from minijax.numpy.util import check_arraylike, to_array
+from minijax.numpy.creation import _shape, _user_dtype, arange
+from minijax.numpy.manipulation import expand_dims
+from minijax.numpy.util import broadcast_to, check_arraylike, to_array
 
 __all__ = ["apply_along_axis", "apply_over_axes", "fromfunction", "vectorize"]
 
@@ -47,7 +47,7 @@ def apply_over_axes(func, a, axes):
         if b.ndim == a.ndim:
             a = b
         elif b.ndim == a.ndim - 1:
-            a = jnp.expand_dims(b, axis)
+            a = expand_dims(b, axis)
         else:
             raise ValueError("function is not returning an array of the correct shape")
     return a
@@ -64,7 +64,7 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     for i in range(n):
         in_axes = tuple(0 if j == n - 1 - i else None for j in range(n))
         function = _vmap(function, in_axes=in_axes)
-    return function(*(jnp.arange(s, dtype=dtype) for s in shape))
+    return function(*(arange(s, dtype=dtype) for s in shape))
 
 
 _DIMS = r"\w+(?:\s*,\s*\w+)*"
@@ -135,7 +135,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
                                      f"{size} vs {sizes[name]}")
             loop_shapes.append(arr.shape[:arr.ndim - len(dims)])
         loop = util.broadcast_shapes(*loop_shapes)
-        dynamic = [jnp.broadcast_to(a, loop + a.shape[a.ndim - len(d):])
+        dynamic = [broadcast_to(a, loop + a.shape[a.ndim - len(d):])
                    for a, d in zip(dynamic, in_dims, strict=True)]
 
         def core_fn(*vals):
