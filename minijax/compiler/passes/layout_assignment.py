@@ -11,7 +11,7 @@ safe here. A backend that wants other layouts would choose them in this pass and
 
 from __future__ import annotations
 
-from minijax.compiler.hlo.ir import Module, Shape
+from minijax.compiler.hlo.ir import Computation, Module, Shape
 from minijax.compiler.passes.base import Pass
 
 
@@ -24,15 +24,22 @@ def row_major(shape: Shape) -> Shape:
     return Shape(shape.element_type, tuple(shape.dims))
 
 
+def make_row_major(comp: Computation) -> bool:
+    """Gives every instruction of `comp` the default layout; whether any changed."""
+    changed = False
+    for instr in comp.instructions:
+        shape = row_major(instr.shape)
+        if shape != instr.shape:
+            instr.shape = shape
+            changed = True
+    return changed
+
+
 class LayoutAssignment(Pass):
     name = "layout-assignment"
 
     def run(self, module: Module) -> bool:
         changed = False
         for comp in module.reachable_computations():
-            for instr in comp.instructions:
-                shape = row_major(instr.shape)
-                if shape != instr.shape:
-                    instr.shape = shape
-                    changed = True
+            changed |= make_row_major(comp)
         return changed

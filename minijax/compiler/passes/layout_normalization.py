@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from minijax.compiler.hlo.ir import Computation, Instruction, Module, Shape
 from minijax.compiler.passes.base import Pass
-from minijax.compiler.passes.layout_assignment import row_major
+from minijax.compiler.passes.layout_assignment import make_row_major
 from minijax.compiler.passes.utils import NameUniquer
 
 
@@ -106,11 +106,7 @@ class LayoutNormalization(Pass):
                     names = names or NameUniquer(module)
                     self._replace(comp, instr, logical_bitcast(instr, names))
                 changed = True
-            for instr in comp.instructions:
-                shape = row_major(instr.shape)
-                if shape != instr.shape:
-                    instr.shape = shape
-                    changed = True
+            changed |= make_row_major(comp)
         return changed
 
     @staticmethod
