@@ -421,7 +421,10 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         if ord == "nuc":
             out = jnp.sum(s, axis=-1)
         else:
-            out = s[..., 0] if ord == 2 else s[..., -1]
+            # A reduction, not s[..., 0], so that tied singular values share the
+            # gradient as in JAX (and the max starts from 0 as there).
+            out = (jnp.max(s, axis=-1, initial=0) if ord == 2
+                   else jnp.min(s, axis=-1))
         if keepdims:
             out = jnp.expand_dims(out, tuple(sorted((r, c))))
     else:

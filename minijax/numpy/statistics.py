@@ -12,7 +12,7 @@ from minijax.core import get_aval
 from minijax.numpy import reductions as red
 from minijax.numpy import util
 from minijax.numpy.indexing import take_along_axis
-from minijax.numpy.ufuncs import _c, _round_even, _select
+from minijax.numpy.ufuncs import _c, _select
 from minijax.numpy.ufuncs_logic import isnan, logical_and, logical_not
 from minijax.numpy.util import canonicalize_axes, check_arraylike, to_array
 
@@ -157,13 +157,16 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     high = lax.ceil(pos)
     upper = lax.max(lax.sub(cb, _c(1, qb)), _c(0, qb))
     low, high = lax.min(low, upper), lax.min(high, upper)
-    if method == "nearest":
-        low = high = lax.min(_round_even(pos), upper)
     idx_dt = dtypes.default_int_dtype()
     lo_v = _take_last(sorted_a, util.convert(low, idx_dt), q_shape, batch)
     hi_v = _take_last(sorted_a, util.convert(high, idx_dt), q_shape, batch)
-    if method in ("lower", "nearest"):
+    if method == "lower":
         out = lo_v
+    elif method == "nearest":
+        # As JAX: the lower neighbour unless the position is past the midpoint (numpy rounds
+        # a halfway position to even instead).
+        near_low = lax.le(lax.sub(pos, lax.floor(pos)), _c(0.5, pos))
+        out = _select(near_low, lo_v, hi_v)
     elif method == "higher":
         out = hi_v
     elif method == "midpoint":
