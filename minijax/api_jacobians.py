@@ -118,6 +118,10 @@ def jacrev(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False,
         start = 0
         for yl, n in zip(y_leaves, sizes, strict=True):
             def rows(c, x, yl=yl, start=start, n=n):
+                if isinstance(c, np.ndarray) and c.dtype == dtypes.float0:
+                    # An integer input (allow_int) has float0 cotangents; its Jacobian
+                    # block is zeros of the input's dtype, as in JAX.
+                    c = device_put(np.zeros(c.shape, get_aval(x).dtype))
                 block = slice_in_dim(c, start, start + n, axis=0)
                 return _like(reshape(block, get_aval(yl).shape + get_aval(c).shape[1:]), x)
             per_out.append(tree_util.tree_map(rows, cts, tuple(diff)))
