@@ -290,8 +290,7 @@ def main(argv=None):
     ap.add_argument("-k", default="")
     ap.add_argument("-v", action="store_true")
     ns = ap.parse_args(argv)
-    bad = 0
-    total = 0
+    bad = xla = total = 0
     for case in CASES:
         if ns.k not in case[0]:
             continue
@@ -302,12 +301,21 @@ def main(argv=None):
                 got = MJ.run(case, mode, jit)
                 diff = compare(got, want)
                 tag = f"{case[0]:22s} {mode:7s} {'jit' if jit else 'eager'}"
-                if diff:
+                if diff and jit and compare(got, JAX.run(case, mode, False)) is None:
+                    # JAX's jit differs from JAX's eager here: XLA's algebraic simplifier
+                    # rewrites multiply(a, convert(pred)) to select(pred, a, 0), which drops
+                    # the NaN of 0 * inf in Jacobians' one-hot bases. minijax keeps the
+                    # arithmetic of the AD rules (JAX's eager answer) under jit.
+                    xla += 1
+                    if ns.v:
+                        print(f"xla  {tag}: {diff}")
+                elif diff:
                     bad += 1
                     print(f"DIFF {tag}: {diff}")
                 elif ns.v:
                     print(f"ok   {tag}")
-    print(f"{bad} mismatches in {total} programs")
+    print(f"{bad} mismatches in {total} programs ({xla} more where only JAX's jit differs "
+          "from JAX's eager, by XLA's NaN-unsafe select rewrite)")
     return 1 if bad else 0
 
 

@@ -3,6 +3,8 @@ JAX's type promotion (weak types for Python scalars) and NumPy broadcasting."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from minijax import dtypes, lax
@@ -375,10 +377,31 @@ asinh, acosh, atanh = arcsinh, arccosh, arctanh
 
 def _sinc(x):
     zero = lax.eq(x, _c(0, x))
-    safe = _select(zero, util.broadcast_to(_c(1, x), get_aval(x).shape), x)
-    pix = lax.mul(safe, _c(np.pi, x))
-    return _select(zero, util.broadcast_to(_c(1, x), get_aval(x).shape),
-                   lax.div(lax.sin(pix), pix))
+    pix = lax.mul(x, _c(np.pi, x))
+    safe = _select(zero, util.broadcast_to(_c(1, x), get_aval(x).shape), pix)
+    return _select(zero, _sinc_series(0)(pix), lax.div(lax.sin(safe), safe))
+
+
+@functools.cache
+def _sinc_series(k):
+    """The k-th derivative of sin(y)/y at y = 0 as a function of y (used only where y == 0),
+    differentiable to any order as in JAX: its derivative is the (k+1)-th term times the
+    tangent, so hessian(sinc)(0) = -pi**2 / 3. The value is y * 0 (+ the term): the sign
+    of a zero derivative follows y's, as in JAX."""
+    term = 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
+
+    def value(y):
+        zero = lax.mul(y, _c(0, y))
+        return zero if k % 2 else lax.add(zero, _c(term, y))
+
+    fn = custom_jvp(value)
+
+    def jvp(primals, tangents):
+        (y,), (t,) = primals, tangents
+        return fn(y), lax.mul(_sinc_series(k + 1)(y), t)
+
+    fn.defjvp(jvp)
+    return fn
 
 
 sinc = _unary_inexact("sinc", _sinc)
