@@ -23,6 +23,7 @@ from minijax.numpy import base as jnp
 from minijax.numpy import util
 from minijax.numpy.einsum_ops import cross as _cross
 from minijax.numpy.einsum_ops import matmul, outer, tensordot, vecdot
+from minijax.numpy.linalg_det import det_lu, det_small, lu_parts
 from minijax.numpy.util import check_arraylike
 
 __all__ = [
@@ -170,23 +171,13 @@ def eigvals(a):
 # --------------------------------------------------------------------------- lu-based
 
 
-def _lu_parts(a):
-    lu, pivots, perm = lax_linalg.lu(a)
-    pshape = get_aval(pivots).shape
-    swaps = lax.ne(pivots, util.iota(np.int32, pshape, len(pshape) - 1))
-    parity = lax.rem(lax.reduce_sum(lax.convert_element_type(swaps, np.int32),
-                                    (get_aval(swaps).ndim - 1,)), 2)
-    return lu, perm, parity
-
-
 def det(a):
-    """Determinant of square matrices (through an LU factorization)."""
+    """Determinant of square matrices (through an LU factorization; its derivative is the
+    adjugate, finite at singular matrices as in JAX)."""
     (a,) = _inexact("det", a)
     _square("det", a)
-    lu, _, parity = _lu_parts(a)
-    dtype = get_aval(a).dtype
-    sign = lax.convert_element_type(lax.sub(1, lax.mul(2, parity)), dtype)
-    return lax.mul(sign, lax.reduce_prod(_diag(lu), (get_aval(lu).ndim - 2,)))
+    small = det_small(a)
+    return det_lu(a) if small is None else small
 
 
 def slogdet(a, *, method=None):
@@ -195,7 +186,7 @@ def slogdet(a, *, method=None):
         raise ValueError(f"slogdet: unknown method {method!r}; minijax supports 'lu'")
     (a,) = _inexact("slogdet", a)
     _square("slogdet", a)
-    lu, _, parity = _lu_parts(a)
+    lu, _, parity = lu_parts(a)
     dtype = get_aval(a).dtype
     d = _diag(lu)
     axis = get_aval(d).ndim - 1
