@@ -248,5 +248,8 @@ def ndtri(p):
 def _ndtri_jvp(primals, tangents):
     (p,), (p_dot,) = primals, tangents
     x = ndtri(p)
-    # d ndtri / dp = 1 / pdf(x) = sqrt(2 pi) exp(x^2 / 2)
-    return x, p_dot * math.sqrt(2 * math.pi) * jnp.exp(0.5 * x * x)
+    # d ndtri / dp = 1 / pdf(x) = sqrt(2 pi) exp(x^2 / 2); 0 at p = 0 and p = 1 (where
+    # x = -+inf) as in JAX, whose ndtri selects the infinities as constants there.
+    slope = math.sqrt(2 * math.pi) * jnp.exp(0.5 * x * x)
+    slope = jnp.where(jnp.isinf(x), jnp.zeros_like(slope), slope)
+    return x, p_dot * slope
