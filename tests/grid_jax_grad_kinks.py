@@ -266,7 +266,7 @@ CASES = [
     ("c_pow_half", "lambda z: z ** 0.5", "jnp.array([1+1j, 4+0j])", "c"),
 ]
 
-MODES = ["value", "grad", "jacfwd", "jacrev"]
+MODES = ["value", "grad", "jacfwd", "jacrev", "hessian"]
 
 
 class Lib:
@@ -290,6 +290,10 @@ class Lib:
                 return jx.grad(lambda *a: jnp.sum(fn(*a)).astype(float), argnums=argnums,
                                allow_int=True)
             return jx.grad(lambda *a: jnp.sum(fn(*a)), argnums=argnums)
+        if mode == "hessian":
+            if "c" in opts or "i" in opts:
+                return None
+            return jx.hessian(lambda *a: jnp.sum(fn(*a)), argnums=argnums)
         jac = jx.jacfwd if mode == "jacfwd" else jx.jacrev
         if holo:
             return jac(fn, argnums=argnums, holomorphic=True)
@@ -303,6 +307,8 @@ class Lib:
         try:
             fn, args = self.build(fsrc, asrc)
             p = self.program(mode, fn, len(args), opts)
+            if p is None:
+                return []
             if jit:
                 p = self.jax.jit(p)
             out = p(*args)
