@@ -2,9 +2,10 @@
 
 Not collected by pytest (no test_ prefix): a tool. Each case is the source of a function over
 (jax, jnp, lax, np), with the source of its arguments; the grid evaluates the value, jax.grad
-(of the sum of the output, w.r.t. every argument), jax.jacfwd and jax.jacrev, each eagerly and
-under jit, on both libraries, and compares values bit for bit up to a few ulps (NaN placement
-and the sign of zero must agree), dtypes and shapes; errors must have the same type.
+(of the sum of the output, w.r.t. every argument), jax.jacfwd, jax.jacrev and jax.hessian (of
+the sum; real inputs), each eagerly and under jit, on both libraries, and compares values to
+float32 rounding (NaN placement and the sign of zero must agree), dtypes and shapes; errors
+must have the same type.
 
     PYTHONPATH=$PWD python tests/grid_jax_grad_kinks.py [-k SUBSTRING] [-v]
 

@@ -7,7 +7,8 @@ values). minijax runs it eagerly and under jit; values must agree to float32 rou
 NaN/inf placement and the sign of zero exact. The first block pins the differences the
 campaign in tests/grid_jax_grad_kinks.py found and fixed (quantile 'nearest' at a halfway
 position, the matrix 2-norm at tied singular values, sinc's derivatives at 0, det and pinv at
-singular matrices, ndtri at 0 and 1); the rest is a representative slice of that grid.
+singular matrices, ndtri at 0 and 1, second derivatives of logaddexp/softplus at a tie);
+the rest is a representative slice of that grid.
 
 Under jit, JAX's Jacobians at singular points can differ from JAX's own eager ones: XLA's
 algebraic simplifier turns multiply(a, convert(pred)) into select(pred, a, 0), dropping the NaN
@@ -133,6 +134,20 @@ CASES = [
      'jnp.array([0., 1., 0.5, -0.5])', 'jacfwd',
      [((4, 4), [0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 2.5066282749176025, 0.,
                 nan, nan, nan, nan])]),
+    ('softplus_second_derivative',
+     'jax.vmap(jax.grad(jax.nn.softplus))',
+     'jnp.array([-2., -0., 0., 1.])', 'jacfwd',
+     [((4, 4), [0.10499357432126999, 0., 0., 0., 0., 0.25, 0., 0., 0., 0., 0.25, 0., 0., 0., 0.,
+          0.19661195576190948])]),
+    ('logaddexp_tie_second_derivative',
+     'lambda x: jax.grad(lambda y: jnp.sum(jnp.logaddexp(y, 2 * y)))(x)',
+     'jnp.array([0., 1.])', 'jacrev',
+     [((2, 2), [0.25, 0., 0., 0.19661211967468262])]),
+    ('logaddexp2_log_sigmoid_hessian',
+     'lambda x: jax.grad(lambda y: jnp.sum(jnp.logaddexp2(y, 0.) + '
+     'jax.nn.log_sigmoid(y)))(x)',
+     'jnp.array([0., -0.])', 'jacfwd',
+     [((2, 2), [-0.0767132043838501, 0., 0., -0.0767132043838501])]),
     ('abs_sign_kinks',
      'lambda x: jnp.abs(x) + jnp.sign(x)',
      'jnp.array([-1., -0., 0., 2.])', 'jacrev',

@@ -478,7 +478,10 @@ def _logaddexp_jvp_for(base2):
     def jvp(primals, tangents):
         x1, x2 = primals
         t1, t2 = tangents
-        out = _logaddexp_value(x1, x2, base2)
+        # The primal through the custom_jvp function itself, so that higher derivatives
+        # recurse through this rule (through the raw value they split max's tie instead:
+        # softplus''(0) came out 0.5, not 1/4).
+        out = (_logaddexp2 if base2 else _logaddexp)(x1, x2)
         power = _exp2 if base2 else lax.exp
         # The weights exp(x - out) of the two operands: 1/2 each at a tie.
         w1 = power(lax.sub(_replace_inf(x1), _replace_inf(out)))
