@@ -7,7 +7,8 @@ values). minijax runs it eagerly and under jit; values must agree to float32 rou
 NaN/inf placement and the sign of zero exact. The first block pins the differences the
 campaign in tests/grid_jax_grad_kinks.py found and fixed (quantile 'nearest' at a halfway
 position, the matrix 2-norm at tied singular values, sinc's derivatives at 0, det and pinv at
-singular matrices, ndtri at 0 and 1, second derivatives of logaddexp/softplus at a tie);
+singular matrices, ndtri at 0 and 1, second derivatives of logaddexp/softplus at a tie and of
+1/y at 0);
 the rest is a representative slice of that grid.
 
 Under jit, JAX's Jacobians at singular points can differ from JAX's own eager ones: XLA's
@@ -148,6 +149,10 @@ CASES = [
      'jax.nn.log_sigmoid(y)))(x)',
      'jnp.array([0., -0.])', 'jacfwd',
      [((2, 2), [-0.0767132043838501, 0., 0., -0.0767132043838501])]),
+    ('div_second_derivative_at_0',
+     'lambda x: jax.grad(lambda y: jnp.sum(3. / y + jnp.reciprocal(y)))(x)',
+     'jnp.array([0., -0., 2.])', 'grad',
+     [((3,), [inf, -inf, 1.0])]),
     ('abs_sign_kinks',
      'lambda x: jnp.abs(x) + jnp.sign(x)',
      'jnp.array([-1., -0., 0., 2.])', 'jacrev',

@@ -270,7 +270,9 @@ def _div_impl(x, y):
 
 div_p = _binary("div", _div_impl, "divide", kinds=NUM)
 ad.defjvp(div_p, lambda t, x, y: div(t, y),
-          lambda t, x, y: mul(neg(t), div(x, square(y))))
+          # x * y**-2 as JAX, not x / y**2: its own derivative is then finite-over-zero
+          # (inf) at y = 0 rather than 0 * inf (NaN) in d2(1/y)/dy2.
+          lambda t, x, y: mul(mul(neg(t), x), integer_pow(y, -2)))
 
 
 def _div_transpose(ct, x, y):
