@@ -35,16 +35,20 @@ def _h(bits: int) -> np.float64:
 _SPLIT = np.float64(2.0 ** 27 + 1)
 
 
-def _np_fma(a, b, c):
-    """a * b + c rounded once, in NumPy float64: the exact product (Dekker) and sum (Knuth),
-    the low parts added with round-to-odd (Boldo and Melquiond); the plain a * b + c where
-    that is not finite."""
-    a, b, c = (np.asarray(v, _F64) for v in (a, b, c))
+def _split(x):
+    """hi, lo with x = hi + lo exactly and hi holding 26 bits (Veltkamp)."""
+    c = _SPLIT * x
+    hi = c - (c - x)
+    return hi, x - hi
+
+
+def _fma_core(a, b, c, a_parts=None):
+    """a * b + c rounded once (NaN or inf where a * b or the sum is not finite): the exact
+    product (Dekker) and sum (Knuth), the low parts added with round-to-odd (Boldo and
+    Melquiond). `a_parts` may give a's split, when a is reused."""
+    ah, al = _split(a) if a_parts is None else a_parts
+    bh, bl = _split(b)
     p = a * b
-    ca, cb = _SPLIT * a, _SPLIT * b
-    ah = ca - (ca - a)
-    bh = cb - (cb - b)
-    al, bl = a - ah, b - bh
     pe = ((ah * bh - p) + ah * bl + al * bh) + al * bl
     s = c + p
     bb = s - c
@@ -52,19 +56,48 @@ def _np_fma(a, b, c):
     v = se + pe
     vv = v - se
     w = (se - (v - vv)) + (pe - vv)
-    vb = v.view(_I64)
-    bump = ((vb & 1) == 0) & (w != 0)
-    step = np.where((v < 0) == (w < 0), 1, -1)
-    v = np.where(bump, vb + step, vb).view(_F64)
-    fused = s + v
-    return np.where(np.isfinite(fused) & np.isfinite(p) & np.isfinite(pe), fused, p + c)
+    bump = ((v.view(_I64) & 1) == 0) & (w != 0)
+    v = np.where(bump, np.nextafter(v, np.copysign(np.inf, w)), v)
+    return s + v
+
+
+def _np_fma(a, b, c):
+    """a * b + c rounded once, in NumPy float64 (the plain a * b + c where that is not
+    finite)."""
+    a, b, c = (np.asarray(v, _F64) for v in (a, b, c))
+    fused = _fma_core(a, b, c)
+    plain = a * b + c
+    return np.where(np.isfinite(fused), fused, plain)
+
+
+def _np_horner(coeffs, t):
+    """Horner's rule with fused multiply-adds, fma(c0, t, c1) first, then fma(t, p, c)."""
+    parts = _split(t)
+    p = _fma_core(t, np.float64(coeffs[0]), np.float64(coeffs[1]), parts)
+    for coeff in coeffs[2:]:
+        p = _fma_core(t, p, np.float64(coeff), parts)
+    plain = np.float64(coeffs[0]) * t + coeffs[1]
+    for coeff in coeffs[2:]:
+        plain = t * plain + coeff
+    return np.where(np.isfinite(p), p, plain)
 
 
 class _NumpyOps:
     add, sub, mul, div = np.add, np.subtract, np.multiply, np.divide
     neg, abs, sqrt, floor, log = np.negative, np.abs, np.sqrt, np.floor, np.log
     lt, gt, eq = np.less, np.greater, np.equal
+    logical_and, logical_not = np.logical_and, np.logical_not
     fma = staticmethod(_np_fma)
+
+    @staticmethod
+    def horner(coeffs, t, where):
+        """The polynomial at t, computed only where `where` holds (zero elsewhere)."""
+        out = np.zeros(np.shape(t), _F64)
+        if np.all(where):
+            return _np_horner(coeffs, np.asarray(t, _F64))
+        if np.any(where):
+            out[where] = _np_horner(coeffs, np.asarray(t, _F64)[where])
+        return out
 
     @staticmethod
     def select(pred, on_true, on_false):
@@ -89,6 +122,7 @@ class _LaxOps:
     add, sub, mul, div = lax.add, lax.sub, lax.mul, lax.div
     neg, abs, sqrt, floor, log = lax.neg, lax.abs, lax.sqrt, lax.floor, lax.log
     lt, gt, eq = lax.lt, lax.gt, lax.eq
+    logical_and, logical_not = lax.bitwise_and, lax.bitwise_not
 
     @staticmethod
     def fma(a, b, c):
@@ -99,6 +133,14 @@ class _LaxOps:
     def select(pred, on_true, on_false):
         shape = np.broadcast_shapes(np.shape(pred), np.shape(on_true), np.shape(on_false))
         return lax.select(*(_bcast(v, shape) for v in (pred, on_true, on_false)))
+
+    @staticmethod
+    def horner(coeffs, t, where):
+        del where  # traced: every polynomial everywhere, the caller selects
+        p = _LaxOps.fma(coeffs[0], t, coeffs[1])
+        for coeff in coeffs[2:]:
+            p = _LaxOps.fma(t, p, coeff)
+        return p
 
     @staticmethod
     def minimum(x, c):
@@ -253,20 +295,14 @@ _ERFINV_REST = tuple(_h(b) for b in (
     0x4013664DDD1AD7FB))
 
 
-def _horner(m, coeffs, t):
-    p = m.fma(coeffs[0], t, coeffs[1])
-    for coeff in coeffs[2:]:
-        p = m.fma(t, p, coeff)
-    return p
-
-
 def _erf_inv_impl(m, x):
     neg_w = _log1p_impl(m, m.mul(x, m.neg(x)))
     lt6, lt16 = m.gt(neg_w, -6.25), m.gt(neg_w, -16.0)
+    mid, rest = m.logical_and(lt16, m.logical_not(lt6)), m.logical_not(lt16)
     root = m.sqrt(m.neg(neg_w))
-    p = m.select(lt16, _horner(m, _ERFINV_LT16, m.sub(root, 3.25)),
-                 _horner(m, _ERFINV_REST, m.sub(root, 5.0)))
-    p = m.select(lt6, _horner(m, _ERFINV_LT6, m.sub(-3.125, neg_w)), p)
+    p = m.select(lt16, m.horner(_ERFINV_LT16, m.sub(root, 3.25), mid),
+                 m.horner(_ERFINV_REST, m.sub(root, 5.0), rest))
+    p = m.select(lt6, m.horner(_ERFINV_LT6, m.sub(-3.125, neg_w), lt6), p)
     return m.mul(x, m.select(m.eq(m.abs(x), 1.0), np.inf, p))
 
 
