@@ -374,6 +374,7 @@ _log = _via(xla_f32.log, None, lax.log)
 _log1p = _via(xla_f32.log1p, xla_f64.log1p, lax.log1p)
 _exp = _via(xla_f32.exp, xla_f64.exp, lax.exp)
 _erf_inv = _via(xla_f32.erf_inv, xla_f64.erf_inv, lax.erf_inv)
+_erf = _via(xla_f32.erf, None, lax.erf)
 
 
 def _mul_add(a, b, c):
@@ -490,9 +491,12 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     shape = _sample_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
     sqrt2 = _const(np.sqrt(2), dt)
     lower, upper = _convert(lower, dt), _convert(upper, dt)
-    a = lax.erf(lax.div(lower, sqrt2))
-    b = lax.erf(lax.div(upper, sqrt2))
-    u = _uniform(data, shape, dt, a, b)
+    # XLA turns the division by the constant sqrt(2) into a product with its reciprocal
+    inv_sqrt2 = _const(np.asarray(1, dt) / sqrt2, dt)
+    a = _erf(lax.mul(lower, inv_sqrt2))
+    b = _erf(lax.mul(upper, inv_sqrt2))
+    # JAX calls the public uniform: one rounding in floats * (b - a) + a
+    u = _uniform(data, shape, dt, a, b, fused=True)
     out = lax.mul(sqrt2, _erf_inv(u))
     lo = _bcast(_nextafter(lax.stop_gradient(lower), True), shape)
     hi = _bcast(_nextafter(lax.stop_gradient(upper), False), shape)
