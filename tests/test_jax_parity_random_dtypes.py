@@ -30,6 +30,8 @@ SAMPLERS = {
     "logistic": lambda r, k, d, n: r.logistic(k, (n,), d),
     "laplace": lambda r, k, d, n: r.laplace(k, (n,), d),
     "pareto": lambda r, k, d, n: r.pareto(k, 3.0, (n,), d),
+    "truncated_normal": lambda r, k, d, n: r.truncated_normal(k, -1.5, 2.0, (n,), d),
+    "cauchy": lambda r, k, d, n: r.cauchy(k, (n,), d),
 }
 DTYPES = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float64": np.float64}
 BITS = {"bfloat16": np.uint16, "float16": np.uint16, "float64": np.uint64}
@@ -64,6 +66,14 @@ EXPECTED = {
         0x3fc6c9cee02e06eb, 0x3fead09751ea5fff, 0xc005590fc0ebe4e7, 0xbfc4a6eef6ece6f1],
     ("pareto", "float64"): [
         0x3ff32b3021fdeee3, 0x3ff15aa76da67e31, 0x4008883ddd4cc8dc, 0x3ff545c843bfb216],
+    ("truncated_normal", "bfloat16"): [0x3ece, 0x3e5e, 0xbf50, 0xbf2c],
+    ("truncated_normal", "float16"): [0xb62e, 0xb922, 0xbcc4, 0x36c7],
+    ("truncated_normal", "float64"): [
+        0xbfc0ccd4799f3225, 0xbfe43861c37b1c2b, 0x3ff9ab4028c2fb3a, 0x3fcd1423fc942958],
+    ("cauchy", "bfloat16"): [0x3f05, 0x3e73, 0xbfe2, 0xbfa6],
+    ("cauchy", "float16"): [0xb963, 0xbd09, 0xc5a5, 0x384a],
+    ("cauchy", "float64"): [
+        0xbfd0c373fa3bd15d, 0xbff3ce37a06a3a9c, 0x402248f97c8bd239, 0x3fce848a6e1dc4fd],
 }
 
 
@@ -119,6 +129,12 @@ CHECKSUMS = {
     ("pareto", "bfloat16"): 0x7994915b4,
     ("pareto", "float16"): 0x75c9de2c2,
     ("pareto", "float64"): 0x759f4cc520181fe6,
+    ("truncated_normal", "bfloat16"): 0xea6f36ea7,
+    ("truncated_normal", "float16"): 0xe045c2be5,
+    ("truncated_normal", "float64"): 0x1922f7ce24ce7c21,
+    ("cauchy", "bfloat16"): 0xf00ee5acc,
+    ("cauchy", "float16"): 0xed856b155,
+    ("cauchy", "float64"): 0xd0b64b80d28b8dad,
 }
 
 

@@ -1,12 +1,13 @@
-"""float32 log, log1p, exp and erf_inv computed operation by operation as JAX 0.10.2's CPU
-backend (XLA) computes them, so that samplers built on them give JAX's bits.
+"""float32 log, log1p, exp, erf and erf_inv computed operation by operation as JAX 0.10.2's
+CPU backend (XLA) computes them, so that samplers built on them give JAX's bits.
 
-XLA expands erf into a rational function (fused multiply-adds written out), erf_inv into Giles' polynomial of -log1p(-x*x), log1p into a Cephes rational
-function near zero and log(1 + x) elsewhere, log into a Cephes polynomial after splitting off
-the exponent and exp into a polynomial after a Cody-Waite reduction; LLVM then contracts each
-multiply whose only use is an add into a fused multiply-add (one rounding), and the CPU runs
-with subnormals flushed to zero. The functions here repeat those steps, rounding where XLA's
-code rounds. They agree with `jax.lax.log`, `log1p`, `exp`, `erf` and `erf_inv` on float32 bit for
+XLA expands erf into a rational function (its fused multiply-adds written out), erf_inv into
+Giles' polynomial of -log1p(-x*x), log1p into a Cephes rational function near zero and
+log(1 + x) elsewhere, log into a Cephes polynomial after splitting off the exponent and exp
+into a polynomial after a Cody-Waite reduction; LLVM then contracts each multiply whose only
+use is an add into a fused multiply-add (one rounding), and the CPU runs with subnormals
+flushed to zero. The functions here repeat those steps, rounding where XLA's code rounds.
+They agree with `jax.lax.log`, `log1p`, `exp`, `erf` and `erf_inv` on float32 bit for
 bit (checked on millions of inputs; a fused multiply-add computed in float64 and rounded to
 float32 can round twice, about once in 2**29 operations).
 

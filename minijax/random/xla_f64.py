@@ -1,7 +1,8 @@
 """float64 exp, log1p and erf_inv computed operation by operation as JAX 0.10.2's CPU backend
 (XLA) computes them, so that float64 samplers (with jax_enable_x64) give JAX's bits.
 
-XLA's float64 log is the C library's (NumPy's np.log gives the same bits); exp is a Cephes
+XLA's float64 log and erf are the C library's (NumPy's np.log and Python's math.erf give the
+same bits); exp is a Cephes
 rational function after a Cody-Waite reduction, log1p a rational function near zero and
 log(1 + x) elsewhere, and erf_inv Giles' double-precision polynomials in w = -log1p(-x*x)
 (three ranges: w < 6.25, w < 16, else). LLVM contracts a multiply whose only use is an add or
@@ -14,12 +15,14 @@ compiled log rounds differently from the C library's.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minijax import dtypes, lax
 from minijax.core import Tracer, get_aval
 
-__all__ = ["emulated_fma", "erf_inv", "exp", "log1p"]
+__all__ = ["emulated_fma", "erf", "erf_inv", "exp", "log1p"]
 
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
@@ -316,6 +319,17 @@ def _kernel(impl, name):
     fun.__name__ = fun.__qualname__ = name
     fun.__doc__ = f"XLA's float64 {name} (JAX 0.10.2's CPU bits on concrete arrays)."
     return fun
+
+
+_erf_elementwise = np.vectorize(math.erf, otypes=[_F64])
+
+
+def erf(x):
+    """XLA's float64 erf: the C library's (math.erf, element by element) on concrete arrays;
+    lax.erf on traced ones."""
+    if isinstance(x, Tracer):
+        return lax.erf(x)
+    return lax.convert_element_type(_erf_elementwise(np.asarray(x, _F64)), _F64)
 
 
 exp = _kernel(_exp_impl, "exp")
