@@ -16,7 +16,8 @@ from minijax import numpy as jnp
 from minijax.array_types import ArrayType
 from minijax.core import get_aval
 from minijax.lax import threefry
-from minijax.random import xla_f32
+from minijax.random import xla_f32, xla_f64
+from minijax.random.xla_f64 import emulated_fma as _fma
 
 # --------------------------------------------------------------------------- keys
 
@@ -349,33 +350,38 @@ def _const(value, dtype):
     return np.asarray(value, dtype)
 
 
-# float32 exp, log, log1p, erf_inv and multiply-add as JAX's CPU backend rounds them (xla_f32), so
-# float32 samples equal JAX's; other dtypes use lax's.
+# exp, log, log1p, erf_inv and multiply-add as JAX's CPU backend rounds them, so samples equal
+# JAX's: float32 by xla_f32; bfloat16 and float16 as XLA computes them, in float32 rounded
+# back after each operation; float64 by xla_f64 (its log is the C library's, NumPy's).
+# Traced float64 log and erf are lax's, within a few ulp of the C library's.
+
+_HALF = (np.dtype(dtypes.bfloat16), np.dtype(np.float16))
 
 
-def _is_f32(x) -> bool:
-    return get_aval(x).dtype == np.float32
+def _via(f32_fn, f64_fn, lax_fn):
+    def fn(x):
+        dt = get_aval(x).dtype
+        if dt == np.float32:
+            return f32_fn(x)
+        if dt in _HALF:
+            return _convert(f32_fn(_convert(x, np.float32)), dt)
+        if dt == np.float64 and f64_fn is not None:
+            return f64_fn(x)
+        return lax_fn(x)
+    return fn
 
 
-def _log(x):
-    return xla_f32.log(x) if _is_f32(x) else lax.log(x)
-
-
-def _log1p(x):
-    return xla_f32.log1p(x) if _is_f32(x) else lax.log1p(x)
-
-
-def _exp(x):
-    return xla_f32.exp(x) if _is_f32(x) else lax.exp(x)
-
-
-def _erf_inv(x):
-    return xla_f32.erf_inv(x) if _is_f32(x) else lax.erf_inv(x)
+_log = _via(xla_f32.log, None, lax.log)
+_log1p = _via(xla_f32.log1p, xla_f64.log1p, lax.log1p)
+_exp = _via(xla_f32.exp, xla_f64.exp, lax.exp)
+_erf_inv = _via(xla_f32.erf_inv, xla_f64.erf_inv, lax.erf_inv)
+_erf = _via(xla_f32.erf, xla_f64.erf, lax.erf)
 
 
 def _mul_add(a, b, c):
     """a * b + c, one rounding for float32 where JAX's compiled code fuses the two."""
-    return xla_f32.fma(a, b, c) if _is_f32(a) else lax.add(lax.mul(a, b), c)
+    return xla_f32.fma(a, b, c) if get_aval(a).dtype == np.float32 else \
+        lax.add(lax.mul(a, b), c)
 
 
 def bits(key, shape=(), dtype=None):
@@ -400,15 +406,17 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
                     fused=fused)
 
 
-def _is_const(x, value) -> bool:
+def _is_const(x, value=None) -> bool:
+    """Whether x is a concrete scalar (equal to `value` when given)."""
     return isinstance(x, (int, float, np.number, np.ndarray)) and np.ndim(x) == 0 and \
-        float(x) == value
+        (value is None or float(x) == value)
 
 
 def _uniform(data, shape, dtype, minval, maxval, *, fused: bool = False):
     finfo = dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     uint = threefry.UINT_DTYPES[nbits]
+    minval_in, maxval_in = minval, maxval
     minval = _bcast(_convert(minval, dtype), shape)
     maxval = _bcast(_convert(maxval, dtype), shape)
     # As JAX: formats with fewer than 8 mantissa bits (bfloat16) draw 8-bit words
@@ -418,7 +426,14 @@ def _uniform(data, shape, dtype, minval, maxval, *, fused: bool = False):
         raw = _convert(raw, uint)
     float_bits = lax.bitwise_or(lax.shift_right_logical(raw, _const(rng_bits - nmant, uint)),
                                 np.array(1.0, dtype).view(uint))
-    floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(1.0, dtype))
+    floats = lax.bitcast_convert_type(float_bits, dtype)
+    lo, hi = (np.asarray(v, dtype) if _is_const(v) else None for v in (minval_in, maxval_in))
+    if not fused and lo is not None and hi is not None and hi - lo == 1:
+        # XLA folds the constants of the compiled samplers (JAX passes Python floats):
+        # (floats - 1) * 1 + minval becomes floats + (minval - 1), one rounding. It matters
+        # for float16, whose tiny (gumbel's and logistic's minval) is large.
+        return lax.max(minval, lax.add(floats, _const(lo - np.asarray(1, dtype), dtype)))
+    floats = lax.sub(floats, _const(1.0, dtype))
     # JAX's compiled uniform contracts floats * (maxval - minval) + minval into one fused
     # multiply-add (one rounding); `fused` (public uniform) does the same for bit-equal
     # samples. The samplers built on it (normal, ...) round twice: they agree with JAX to
@@ -429,56 +444,6 @@ def _uniform(data, shape, dtype, minval, maxval, *, fused: bool = False):
     else:
         scaled = lax.add(lax.mul(floats, span), minval)
     return lax.max(minval, scaled)
-
-
-def _two_sum(a, b):
-    """s, e with s = fl(a + b) and a + b = s + e exactly (Knuth)."""
-    s = lax.add(a, b)
-    bb = lax.sub(s, a)
-    return s, lax.add(lax.sub(a, lax.sub(s, bb)), lax.sub(b, bb))
-
-
-def _two_prod(a, b):
-    """p, e with p = fl(a * b) and a * b = p + e exactly (Dekker with Veltkamp splits)."""
-    dtype = get_aval(a).dtype
-    k = _const(2.0 ** ((dtypes.finfo(dtype).nmant + 2) // 2) + 1, dtype)
-
-    def split(x):
-        c = lax.mul(k, x)
-        hi = lax.sub(c, lax.sub(c, x))
-        return hi, lax.sub(x, hi)
-
-    p = lax.mul(a, b)
-    ah, al = split(a)
-    bh, bl = split(b)
-    e = lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl))
-    e = lax.add(lax.add(e, lax.mul(al, bh)), lax.mul(al, bl))
-    return p, e
-
-
-def _fma(a, b, c):
-    """a * b + c rounded once, for float32/float64 (Boldo and Melquiond's emulation: exact
-    product and sum, the low parts added with round-to-odd); other dtypes round twice.
-    Falls back to the plain a * b + c where that is not finite."""
-    dtype = get_aval(a).dtype
-    plain = lax.add(lax.mul(a, b), c)
-    if dtype not in (np.float32, np.float64):
-        return plain
-    uh, ul = _two_prod(a, b)
-    th, tl = _two_sum(c, uh)
-    v, w = _two_sum(tl, ul)
-    sint = np.dtype(f"int{dtype.itemsize * 8}")
-    vb = lax.bitcast_convert_type(v, sint)
-    one = _const(1, sint)
-    even = lax.eq(lax.bitwise_and(vb, one), _const(0, sint))
-    inexact = lax.ne(w, _const(0.0, dtype))
-    zero = _const(0.0, dtype)
-    same_sign = lax.eq(lax.lt(v, zero), lax.lt(w, zero))
-    odd = lax.select(same_sign, lax.add(vb, one), lax.sub(vb, one))
-    v = lax.bitcast_convert_type(lax.select(lax.bitwise_and(even, inexact), odd, vb), dtype)
-    fused = lax.add(th, v)
-    finite = lax.bitwise_and(lax.is_finite(fused), lax.is_finite(uh))
-    return lax.select(lax.bitwise_and(finite, lax.is_finite(ul)), fused, plain)
 
 
 def normal(key, shape=(), dtype=None):
@@ -527,9 +492,12 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     shape = _sample_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
     sqrt2 = _const(np.sqrt(2), dt)
     lower, upper = _convert(lower, dt), _convert(upper, dt)
-    a = lax.erf(lax.div(lower, sqrt2))
-    b = lax.erf(lax.div(upper, sqrt2))
-    u = _uniform(data, shape, dt, a, b)
+    # XLA turns the division by the constant sqrt(2) into a product with its reciprocal
+    inv_sqrt2 = _const(np.asarray(1, dt) / sqrt2, dt)
+    a = _erf(lax.mul(lower, inv_sqrt2))
+    b = _erf(lax.mul(upper, inv_sqrt2))
+    # JAX calls the public uniform: one rounding in floats * (b - a) + a
+    u = _uniform(data, shape, dt, a, b, fused=True)
     out = lax.mul(sqrt2, _erf_inv(u))
     lo = _bcast(_nextafter(lax.stop_gradient(lower), True), shape)
     hi = _bcast(_nextafter(lax.stop_gradient(upper), False), shape)

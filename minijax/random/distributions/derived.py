@@ -73,9 +73,10 @@ def _param(x, dt, shape):
 def _div_by_param(x, p, dt, shape):
     """x / p for a parameter p broadcast to `shape`. XLA rewrites a division by a broadcast
     into a multiplication by the broadcast reciprocal, which rounds differently: do the same
-    where p is broadcast, for JAX's bits."""
+    where p is broadcast, for JAX's bits (not for bfloat16, where JAX's CPU code keeps the
+    true division)."""
     p = _convert(p, dt)
-    if tuple(np.shape(p)) == tuple(shape):
+    if tuple(np.shape(p)) == tuple(shape) or np.dtype(dt) == dtypes.bfloat16:
         return lax.div(x, p)
     return lax.mul(x, _param(lax.div(_const(1, dt), p), dt, shape))
 
