@@ -121,7 +121,8 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
                          "identity")
     out = _lax_reducer(name, dt)(a, axes) if axes else a
     if initial is not None:
-        init = util.convert(initial, dt, get_aval(out).weak_type)
+        # through an array: a float initial saturates into an integer dtype, as XLA's convert
+        init = util.convert(to_array(initial), dt, get_aval(out).weak_type)
         combine = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
                    "min": ufuncs.minimum}[name]
         out = util.convert(combine(out, init), dt, get_aval(out).weak_type)

@@ -133,8 +133,8 @@ def _move_axes_last(a, axis):
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan, q_scale=1.0):
     """Quantiles as JAX computes them: positions and linear interpolation in q's dtype (the
     result converted to a's), `nearest` rounds half down, NaN for slices with NaN (or
-    none left with ignore_nan). `q_scale` multiplies q (0.01 for percentiles), folded
-    into the constant (n - 1) where that is static, as XLA's simplifier does for JAX."""
+    none left with ignore_nan). `q_scale` multiplies q (0.01 for percentiles) as
+    q * (scale * (n - 1)), the order XLA's simplifier gives JAX's (q * 0.01) * (n - 1)."""
     check_arraylike(name, a, q)
     if method not in _METHODS:
         raise ValueError(f"{name}: method can only be one of {_METHODS} (as in JAX), "
@@ -190,9 +190,8 @@ def _interpolated(sorted_a, nan_mask, qb, q_scale, method, ignore_nan, q_shape, 
     n = get_aval(sorted_a).shape[-1]
     if ignore_nan:
         cb = util.broadcast_to(red.sum(_not(nan_mask), axis=-1, dtype=q_dt), q_shape + batch)
-        if q_scale != 1.0:
-            qb = lax.mul(qb, _c(q_scale, qb))
-        pos = lax.mul(qb, lax.sub(cb, _c(1, qb)))
+        # q * (scale * (count - 1)): XLA reassociates JAX's (q * 0.01) * (count - 1)
+        pos = lax.mul(qb, lax.mul(_c(q_scale, qb), lax.sub(cb, _c(1, qb))))
     else:
         cb = util.convert(n, q_dt, False)
         # q * scale * (n - 1) with the constants folded first (rounded in q's dtype)
@@ -239,7 +238,7 @@ def _inverted_cdf(name, sorted_a, nan_mask, qb, q_scale, ignore_nan, q_shape, ba
     nq, nb = len(q_shape), len(batch)
     n = get_aval(sorted_a).shape[-1]
     # NaNs sort last, so the cumulative weight of the valid values is 1, 2, ..., count.
-    weights = util.convert(_not(nan_mask), dt, False)
+    weights = util.convert(_not(_isnan(sorted_a)), dt, False)
     cum = lax.cumsum(weights, axis=nb)
     total = lax.slice_in_dim(cum, n - 1, n, axis=nb)
     total = lax.reshape(total, batch)
