@@ -158,6 +158,12 @@ RAISES = [
     ("method unknown", lambda: jnp.nanquantile(X11, 0.5, method="bogus"), ValueError),
     ("inverted_cdf float16 with float32 q",
      lambda: jnp.quantile(X16, 0.5, method="inverted_cdf"), TypeError),
+    ("quantile integer q", lambda: jnp.quantile(X11, 1), TypeError),
+    ("nanquantile bool q", lambda: jnp.nanquantile(X11, np.array([True])), TypeError),
+    ("nanquantile empty axis with batch",
+     lambda: jnp.nanquantile(np.zeros((0, 4), np.float32), 0.5, axis=0), TypeError),
+    ("nanquantile empty, all axes", lambda: jnp.nanquantile(np.zeros((0,), np.float32), 0.5),
+     IndexError),
     ("q of rank 2", lambda: jnp.quantile(X11, np.ones((2, 2), np.float32)), ValueError),
 ]
 
@@ -177,6 +183,13 @@ def test_python_float_converts_to_integers_as_xla(value, dtype, want):
     # JAX's values: jax.lax.convert_element_type(value, dtype)
     got = minijax.lax.convert_element_type(value, dtype)
     assert got.dtype == dtype and int(got) == want
+
+
+def test_percentile_accepts_integer_q_as_jax():
+    # JAX's value: jnp.percentile(jnp.arange(1., 12.), 50) is 5.9999995 in float32 (q is
+    # promoted first; 50 * fl(0.01 * 10) is just under 5, so it interpolates)
+    got = jnp.percentile(X11, 50)
+    assert got.dtype == np.float32 and np.float32(got) == np.float32(5.9999995)
 
 
 def test_var_correction_alone_and_ddof_alone_agree():

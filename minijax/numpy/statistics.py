@@ -13,7 +13,7 @@ from minijax.core import get_aval
 from minijax.numpy import reductions as red
 from minijax.numpy import util
 from minijax.numpy.indexing import take_along_axis
-from minijax.numpy.ufuncs import _c, _round_even, _select, subtract
+from minijax.numpy.ufuncs import _c, _select, subtract
 from minijax.numpy.ufuncs_logic import isnan, logical_and, logical_not
 from minijax.numpy.util import canonicalize_axes, check_arraylike, to_array
 
@@ -139,6 +139,11 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, q_scale=1.0):
     if method not in _METHODS:
         raise ValueError(f"{name}: method can only be one of {_METHODS} (as in JAX), "
                          f"got {method!r}")
+    q = to_array(q)
+    if q_scale == 1.0 and dtypes.kind(get_aval(q).dtype) in "iub":
+        # JAX's quantile takes q as it is and floor() rejects integers (percentile promotes)
+        raise TypeError(f"{name}: q must be floating point (as in JAX), got "
+                        f"{get_aval(q).dtype}; pass e.g. {name}(a, 1.0) or q.astype(float)")
     (a,) = util.promote_dtypes_inexact(a)
     (q,) = util.promote_dtypes_inexact(q)
     dt = get_aval(a).dtype
@@ -146,7 +151,6 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, q_scale=1.0):
         raise ValueError(f"{name} does not support complex input, as the operation is "
                          "poorly defined")
     q = util.convert(q, get_aval(q).dtype, False)
-    q_dt = get_aval(q).dtype
     q_shape = get_aval(q).shape
     if len(q_shape) > 1:
         raise ValueError(f"{name}: q must have rank <= 1, got shape {q_shape}")
@@ -154,8 +158,9 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, q_scale=1.0):
     batch = get_aval(a).shape[:-1]
     n = get_aval(a).shape[-1]
     if n == 0 and math.prod(q_shape + batch):
-        # JAX fails here (its gather of the sorted values is out of range)
-        err = IndexError if ignore_nan else TypeError
+        # JAX fails here: an out-of-range gather (TypeError), or for nan* over all axes an
+        # out-of-bounds index (IndexError)
+        err = IndexError if ignore_nan and not batch else TypeError
         raise err(f"{name}: cannot take a quantile over an empty axis (input shape "
                   f"{get_aval(a).shape[:-1] + (0,)} after moving the reduced axes last); "
                   "reduce over a non-empty axis")
