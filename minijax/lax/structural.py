@@ -61,6 +61,10 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
 
 def standard_cast_scalar(value, dtype, weak_type):
+    if type(value) is float and np.dtype(dtype).kind in "iu":
+        # a Python float is a weak float first; XLA's convert saturates (NaN -> 0), as JAX's
+        value = np.asarray(value, dtypes.python_scalar_dtype(value))
+        return Array(xla_convert(value, dtype), weak_type)
     return Array(dtypes.astype(value, dtype), weak_type)
 
 

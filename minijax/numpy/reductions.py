@@ -97,7 +97,8 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
     req = _user_dtype(dtype)
     if req is not None:
         a = util.convert(a, req, False)
-    elif promote_int:
+    elif promote_int or (name in ("sum", "prod") and dtypes.kind(aval.dtype) == "b"):
+        # booleans sum and multiply as integers even with promote_integers=False (as JAX)
         dt = _promoted_int_dtype(aval.dtype)
         if dt != aval.dtype:
             a = util.convert(a, dt, False)
@@ -120,7 +121,8 @@ def _reduce(name, a, axis, dtype, keepdims, initial, where, *, promote_int=False
                          "identity")
     out = _lax_reducer(name, dt)(a, axes) if axes else a
     if initial is not None:
-        init = util.convert(initial, dt, get_aval(out).weak_type)
+        # through an array: a float initial saturates into an integer dtype, as XLA's convert
+        init = util.convert(to_array(initial), dt, get_aval(out).weak_type)
         combine = {"sum": ufuncs.add, "prod": ufuncs.multiply, "max": ufuncs.maximum,
                    "min": ufuncs.minimum}[name]
         out = util.convert(combine(out, init), dt, get_aval(out).weak_type)
@@ -241,6 +243,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return util.convert(out, req, False) if req is not None else out
 
 
+_mean = mean  # var's `mean` argument shadows the function
+
+
 def _integer_mean(a, aval, axes, dtype, keepdims, where):
     """mean(dtype=an integer type), as JAX computes it: the sum in that type (wrapping),
     divided by the count converted to it, with XLA's integer division (x / 0 is -1, or
@@ -255,51 +260,86 @@ def _integer_mean(a, aval, axes, dtype, keepdims, where):
     return lax.div(*util.broadcast_arrays_for_op(total, count))
 
 
+def _correction(ddof, correction):
+    """`correction` is the array API's name for `ddof`; giving both is an error (as JAX)."""
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def _var_dtypes(name, a_dtype, dtype):
+    """(computation dtype, result dtype) of a variance, as JAX: an asked-for dtype is both
+    (16-bit floats computed in float32); otherwise integers become floats and complex
+    inputs give real variances."""
+    req = _user_dtype(dtype)
+    if req is not None:
+        if dtypes.is_complex(a_dtype) and not dtypes.is_complex(req):
+            raise ValueError(f"jnp.{name}: a real dtype ({req}) for the variance of complex "
+                             f"values ({a_dtype}) is not supported (as in JAX); ask for a "
+                             "complex dtype or take the variance of the real/imaginary part")
+        return dtypes.upcast_16bit(req), req
+    if dtypes.kind(a_dtype) not in "fc":
+        out = dtypes.canonicalize_dtype(dtypes.to_inexact(a_dtype))
+        return dtypes.upcast_16bit(out), out
+    return dtypes.upcast_16bit(a_dtype), dtypes.real_dtype(a_dtype)
+
+
+def _squared_magnitude(centered):
+    if dtypes.is_complex(get_aval(centered).dtype):
+        return lax.real(lax.mul(centered, lax.conj(centered)))
+    return lax.mul(centered, centered)
+
+
+def _nan_where_no_dof(result, ok):
+    """NaN where no degrees of freedom are left; an integer/bool result (dtype= asked for)
+    becomes a weak default float here, as in JAX (where(ok, result, nan) promotes)."""
+    if dtypes.kind(get_aval(result).dtype) in "iub":
+        result = util.convert(result, dtypes.default_float_dtype(), True)
+    ok = util.broadcast_to(ok, get_aval(result).shape)
+    return _select(ok, result, _c(np.nan, result))
+
+
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    """Variance over the axes, with `ddof` (or `correction`) degrees of freedom removed."""
+        mean=None, correction=None):
+    """Variance over the axes, with `ddof` (or `correction`) degrees of freedom removed.
+
+    As JAX: `dtype` is also the computation dtype (the input is converted to it first);
+    `mean` may be given (broadcastable, e.g. computed with keepdims=True)."""
     _no_out(out, "var")
     check_arraylike("var", a)
-    if correction is not None:
-        ddof = correction
+    correction = _correction(ddof, correction)
     a = to_array(a)
     aval = get_aval(a)
     axes = canonicalize_axes(axis, aval.ndim)
-    req = _user_dtype(dtype)
-    comp = dtypes.canonicalize_dtype(dtypes.to_inexact(aval.dtype))
-    # 16-bit floats: the whole computation in float32, rounded once at the end (as JAX's).
-    out_dt = comp if dtypes.is_16bit_float(comp) else None
-    comp = dtypes.upcast_16bit(comp)
+    comp, res_dt = _var_dtypes("var", aval.dtype, dtype)
     a = util.convert(a, comp, False)
-    centered = lax.sub(*util.broadcast_arrays_for_op(
-        a, mean(a, axis=axes, keepdims=True, where=where)))
-    if dtypes.is_complex(comp):
-        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+    if mean is None:
+        mu = _mean(a, axis=axes, dtype=comp, keepdims=True, where=where)
     else:
-        sq = lax.mul(centered, centered)
-    total = sum(sq, axis=axes, keepdims=keepdims, where=where, promote_integers=False)
-    real_dt = dtypes.real_dtype(comp)
-    count = _count(aval, axes, where, real_dt)
+        mu = util.convert(to_array(mean), comp, False)
+    sq = _squared_magnitude(lax.sub(*util.broadcast_arrays_for_op(a, mu)))
+    comp = get_aval(sq).dtype
+    count = _count(aval, axes, where, comp)
     if keepdims and where is not None:
         count = _keepdims(count, axes, aval.ndim)
-    denom = util.convert(subtract(count, util.convert(ddof, real_dt)), real_dt,
-                         get_aval(total).weak_type)
-    # No degrees of freedom left (count <= ddof): NaN, as JAX (not inf or a negative variance)
-    denom = _select(lax.gt(denom, _c(0, denom)), denom, _c(np.nan, denom))
-    out = lax.div(*util.broadcast_arrays_for_op(total, denom))
-    if out_dt is not None:
-        out = util.convert(out, out_dt, get_aval(out).weak_type)
-    return util.convert(out, req, False) if req is not None else out
+    denom = lax.sub(*util.broadcast_arrays_for_op(count, util.convert(correction, comp, False)))
+    total = sum(sq, axis=axes, dtype=comp, keepdims=keepdims, where=where)
+    result = util.convert(lax.div(*util.broadcast_arrays_for_op(total, denom)), res_dt, False)
+    return _nan_where_no_dof(result, lax.gt(denom, _c(0, denom)))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
-    """Standard deviation over the axes (sqrt of var)."""
-    out_v = var(a, axis=axis, dtype=None, out=out, ddof=ddof, keepdims=keepdims, where=where,
-                correction=correction)
-    out_s = lax.sqrt(out_v)
+        mean=None, correction=None):
+    """Standard deviation over the axes (sqrt of var); `dtype` must be inexact (as JAX)."""
     req = _user_dtype(dtype)
-    return util.convert(out_s, req, False) if req is not None else out_s
+    if req is not None and dtypes.kind(req) not in "fc":
+        raise ValueError(f"dtype argument to jnp.std must be inexact; got {req}")
+    _no_out(out, "std")
+    return lax.sqrt(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, where=where,
+                        mean=mean, correction=correction))
+
 
 
 # --------------------------------------------------------------------------- arg reductions
@@ -355,11 +395,12 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 # --------------------------------------------------------------------------- cumulative
 
 
-def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False):
+def _cumulative(name, lax_name, a, axis, dtype, nan_fill=None, promote_int=False,
+                array_api=False):
     check_arraylike(name, a)
     a = to_array(a)
     aval = get_aval(a)
-    if axis is None and promote_int and aval.ndim > 1:  # the array API's rule
+    if axis is None and array_api and aval.ndim > 1:
         raise ValueError(f"{name}: the input array has rank {aval.ndim}, however axis was "
                          "not set to an explicit value. The axis argument is only optional "
                          "for one-dimensional arrays.")
@@ -429,14 +470,16 @@ def _with_initial(name, out, x, axis, identity, include_initial):
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial: bool = False):
     """Array API cumulative sum: integers narrower than the default are promoted; with
     `include_initial` the result starts with the sum of nothing (0)."""
-    out = _cumulative("cumulative_sum", "cumsum", x, axis, dtype, promote_int=True)
+    out = _cumulative("cumulative_sum", "cumsum", x, axis, dtype, promote_int=True,
+                      array_api=True)
     return _with_initial("cumulative_sum", out, x, axis, 0, include_initial)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial: bool = False):
-    """Array API cumulative product: integers narrower than the default are promoted; with
-    `include_initial` the result starts with the empty product (1)."""
-    out = _cumulative("cumulative_prod", "cumprod", x, axis, dtype, promote_int=True)
+    """Array API cumulative product: booleans become integers, narrow integers stay narrow
+    (as JAX, unlike cumulative_sum); with `include_initial` the result starts with the
+    empty product (1)."""
+    out = _cumulative("cumulative_prod", "cumprod", x, axis, dtype, array_api=True)
     return _with_initial("cumulative_prod", out, x, axis, 1, include_initial)
 
 

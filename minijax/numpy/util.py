@@ -6,6 +6,8 @@ Everything here is written in terms of minijax.lax; NumPy is only used on static
 
 from __future__ import annotations
 
+import builtins
+import math
 import operator
 
 import numpy as np
@@ -72,9 +74,16 @@ def _scalar_value(x, dtype, wrap: bool = True) -> np.ndarray:
             x = (x - int(info.min)) % span + int(info.min)
     if type(x) is complex and dtype.kind != "c":
         x = x.real
-    if dtype.kind in "iub" and type(x) is float:
-        with np.errstate(invalid="ignore"):
-            return np.asarray(x).astype(dtype)
+    if dtype.kind in "iu" and type(x) is float:
+        # XLA's float -> int convert: truncate, saturate, NaN -> 0 (-1.0 -> uint8 is 0)
+        if math.isnan(x):
+            return np.zeros((), dtype)
+        info = np.iinfo(dtype)
+        v = builtins.min(builtins.max(x, float(info.min)), float(info.max))
+        return np.asarray(builtins.min(builtins.max(math.trunc(v), int(info.min)),
+                                       int(info.max)), dtype)
+    if dtype.kind == "b" and type(x) is float:
+        return np.asarray(x != 0.0)
     return np.asarray(x, dtype=dtype)
 
 
