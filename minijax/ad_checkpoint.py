@@ -12,13 +12,14 @@ import types
 from minijax import core, tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import Literal, Primitive, set_current_trace
-from minijax.custom_derivatives import _call_impl, _merge, _name, _split_nondiff
+from minijax.custom_derivatives import _merge, _name, _split_nondiff
 from minijax.interpreters import ad, batching
 from minijax.interpreters.partial_eval import partial_eval_rules
 from minijax.interpreters.partial_eval_jaxpr import partial_eval_jaxpr
 from minijax.lax.control_flow_common import (
     avals_of,
     batch_jaxpr,
+    call_jaxpr_impl,
     hoist_consts,
     jvp_jaxpr,
     move_to_front,
@@ -85,7 +86,7 @@ remat = checkpoint
 remat_p = Primitive("remat")
 remat_p.multiple_results = True
 remat_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
-remat_p.def_impl(lambda *args, jaxpr, **_: _call_impl(*args, call_jaxpr=jaxpr))
+remat_p.def_impl(lambda *args, jaxpr, **_: call_jaxpr_impl(*args, call_jaxpr=jaxpr))
 register_lowering(remat_p, lambda ctx, *args, jaxpr, **_: ctx.lower_jaxpr(jaxpr, args))
 
 

@@ -23,9 +23,11 @@ from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import Primitive, get_aval
 from minijax.interpreters import ad, batching
 from minijax.lax.control_flow_common import (
-    as_array,
     avals_of,
     batch_jaxpr,
+    call_jaxpr_abstract_eval,
+    call_jaxpr_impl,
+    call_jaxpr_lower,
     match_aval,
     materialize,
     move_to_front,
@@ -243,22 +245,9 @@ custom_jvp_call_p = Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
 
 
-def _call_abstract_eval(*avals, call_jaxpr, **_):
-    return list(call_jaxpr.out_avals)
-
-
-def _call_impl(*args, call_jaxpr, **_):
-    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-    return [as_array(o, a) for o, a in zip(outs, call_jaxpr.out_avals, strict=True)]
-
-
-def _call_lower(ctx, *args, call_jaxpr, **_):
-    return ctx.lower_jaxpr(call_jaxpr, args)
-
-
-custom_jvp_call_p.def_abstract_eval(_call_abstract_eval)
-custom_jvp_call_p.def_impl(_call_impl)
-register_lowering(custom_jvp_call_p, _call_lower)
+custom_jvp_call_p.def_abstract_eval(call_jaxpr_abstract_eval)
+custom_jvp_call_p.def_impl(call_jaxpr_impl)
+register_lowering(custom_jvp_call_p, call_jaxpr_lower)
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp_fn, num_consts,
@@ -435,9 +424,9 @@ def _flatten_bwd_output(in_cts, diff, in_tree, in_avals, bwd):
 
 custom_vjp_call_p = Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
-custom_vjp_call_p.def_abstract_eval(_call_abstract_eval)
-custom_vjp_call_p.def_impl(_call_impl)
-register_lowering(custom_vjp_call_p, _call_lower)
+custom_vjp_call_p.def_abstract_eval(call_jaxpr_abstract_eval)
+custom_vjp_call_p.def_impl(call_jaxpr_impl)
+register_lowering(custom_vjp_call_p, call_jaxpr_lower)
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd_fn, bwd_fn, num_consts):

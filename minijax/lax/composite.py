@@ -12,12 +12,18 @@ import functools
 
 import numpy as np
 
-from minijax import core, tree_util
+from minijax import tree_util
 from minijax.compiler.lowering_registry import register_lowering
 from minijax.core import Primitive, Tracer
 from minijax.errors import UnexpectedTracerError
 from minijax.interpreters import ad
-from minijax.lax.control_flow_common import as_array, avals_of, trace_user_fun
+from minijax.lax.control_flow_common import (
+    avals_of,
+    call_jaxpr_abstract_eval,
+    call_jaxpr_impl,
+    call_jaxpr_lower,
+    trace_user_fun,
+)
 
 __all__ = ["composite", "composite_p"]
 
@@ -76,26 +82,13 @@ composite_p = Primitive("composite")
 composite_p.multiple_results = True
 
 
-def _abstract_eval(*avals, call_jaxpr, **_):
-    return list(call_jaxpr.out_avals)
-
-
-def _impl(*args, call_jaxpr, **_):
-    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
-    return [as_array(o, a) for o, a in zip(outs, call_jaxpr.out_avals, strict=True)]
-
-
-def _lower(ctx, *args, call_jaxpr, **_):
-    return ctx.lower_jaxpr(call_jaxpr, args)
-
-
 def _jvp(primals, tangents, **_):
     raise ValueError("JVP rule for composite not implemented. You can use `jax.custom_jvp` "
                      "to add support. See "
                      "https://docs.jax.dev/en/latest/_autosummary/jax.custom_jvp.html")
 
 
-composite_p.def_abstract_eval(_abstract_eval)
-composite_p.def_impl(_impl)
-register_lowering(composite_p, _lower)
+composite_p.def_abstract_eval(call_jaxpr_abstract_eval)
+composite_p.def_impl(call_jaxpr_impl)
+register_lowering(composite_p, call_jaxpr_lower)
 ad.primitive_jvps[composite_p] = _jvp

@@ -77,6 +77,22 @@ def as_array(x, aval: ShapedArray):
     return Array(np.asarray(x, dtype=aval.dtype), aval.weak_type)
 
 
+def call_jaxpr_abstract_eval(*avals, call_jaxpr, **_):
+    """Abstract evaluation of a primitive that calls its `call_jaxpr` parameter."""
+    return list(call_jaxpr.out_avals)
+
+
+def call_jaxpr_impl(*args, call_jaxpr, **_):
+    """Eager evaluation of a primitive that calls its `call_jaxpr` parameter."""
+    outs = core.eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+    return [as_array(o, a) for o, a in zip(outs, call_jaxpr.out_avals, strict=True)]
+
+
+def call_jaxpr_lower(ctx, *args, call_jaxpr, **_):
+    """HLO lowering of a primitive that calls its `call_jaxpr` parameter: its body inline."""
+    return ctx.lower_jaxpr(call_jaxpr, args)
+
+
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
     """Same shape and dtype (weak types may differ), as JAX's core.typematch."""
     return a.shape == b.shape and a.dtype == b.dtype

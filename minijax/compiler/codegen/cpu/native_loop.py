@@ -181,6 +181,13 @@ class Layout:
         return self.consts + num_consts
 
 
+def _batch_element(b: ir.IRBuilder, e, pointers, m: int, n: int, k: int, size: int) -> list:
+    """A, B and C of batch element `e` of a batched gemm (m x k by k x n, `size`-byte
+    elements), from the batch's base pointers."""
+    return [b.gep(p, [b.mul(e, ir.Constant(I64, step))])
+            for p, step in zip(pointers, (m * k * size, k * n * size, m * n * size))]
+
+
 class _LoopEmitter:
     team = None            # the i64* team block while emitting a loop that uses a team
 
@@ -412,9 +419,7 @@ class _LoopEmitter:
 
         def batches(cb, fn, pa, pb, pc, first, last):
             with emit_counted_loop(cb, first, last, "batch") as e:
-                call(cb, fn, *(cb.gep(p, [cb.mul(e, ir.Constant(I64, step))])
-                               for p, step in ((pa, m * k * size), (pb, k * n * size),
-                                               (pc, m * n * size))))
+                call(cb, fn, *_batch_element(cb, e, (pa, pb, pc), m, n, k, size))
 
         if op.parallel and self.team is not None:
             def piece(ib, vals, start, end):
@@ -452,9 +457,7 @@ class _LoopEmitter:
 
         def batches(cb, pa, pb, pc, first, last):
             with emit_counted_loop(cb, first, last, "batch") as e:
-                call(cb, *(cb.gep(p, [cb.mul(e, ir.Constant(I64, step))])
-                           for p, step in ((pa, m * k * size), (pb, k * n * size),
-                                           (pc, m * n * size))),
+                call(cb, *_batch_element(cb, e, (pa, pb, pc), m, n, k, size),
                      ir.Constant(I64, 0), ir.Constant(I64, m))
 
         if op.parallel and self.team is not None:
